@@ -1,0 +1,61 @@
+// The contract between the model-level driver and a merge engine (GPU or CPU reference): the
+// engine works one tensor at a time and reads the windows it needs through a callback.
+
+import type { FloatDtype } from '../format/dtype.ts';
+import type { MethodParams } from '../methods/types.ts';
+
+/** One floating-point tensor present in the base and every agent, with the same shape and dtype. */
+export interface TensorInput {
+  name: string;
+  numel: number;
+  dtype: FloatDtype;
+  /**
+   * Reads elements [start, start + count) of input `index` (0 = base, 1..N = agents) as raw
+   * little-endian bytes into `into` (exactly count × element bytes long).
+   */
+  read(index: number, start: number, count: number, into: Uint8Array): Promise<void>;
+}
+
+/** Exact integer statistics of one tensor. Every array indexed by agent has N entries. */
+export interface TensorStats {
+  name: string;
+  dtype: FloatDtype;
+  numel: number;
+  /** counts[c] = elements changed by exactly c agents, c = 0..N. */
+  counts: number[];
+  /** overlap[t][k] = elements changed by agent t and exactly k other agents, k = 0..N-1. */
+  overlap: number[][];
+  /** Σ_k overlap[t][k]. */
+  changed: number[];
+  /** overlap[t][0]. */
+  unique: number[];
+  /** Shared elements (c ≥ 2) whose contributing agents' τ do not all have one sign. */
+  signConflicts: number;
+  /** magnitude[t][b]: changed elements of agent t whose |τ| falls in MAGNITUDE_BINS bin b. */
+  magnitude: number[][];
+  /** Changed elements of agent t whose |τ| is at most one ulp of the base value in the tensor's dtype. */
+  oneUlp: number[];
+}
+
+export interface MergeOptions {
+  params: MethodParams;
+  /** λ_t per agent for ram / ramplus / ramplus_soft (global ρ, from the statistics pass). Ignored otherwise. */
+  lambdas: number[];
+  outDtype: FloatDtype;
+  signal?: AbortSignal;
+  /** Output bytes in order, exactly numel × out element bytes in total. Awaited before more are sent. */
+  emit(bytes: Uint8Array): Promise<void>;
+  /** Input bytes consumed so far for this tensor (for progress). */
+  onProgress?(inputBytesDone: number): void;
+}
+
+export interface MergeEngine {
+  readonly kind: 'gpu' | 'cpu';
+  /** Human-readable adapter or "CPU reference". */
+  readonly description: string;
+  /** Number of agents N this engine was created for. */
+  readonly agents: number;
+  analyze(tensor: TensorInput, epsilon: number, signal?: AbortSignal): Promise<TensorStats>;
+  merge(tensor: TensorInput, options: MergeOptions): Promise<void>;
+  destroy(): void;
+}

@@ -1,0 +1,50 @@
+// Vite serves and builds the studio; Vitest (configured here too) runs unit tests and, in a
+// separate project with V8's optimiser off, the real-WebGPU tests on dawn.node.
+import { defineConfig } from 'vitest/config';
+import react from '@vitejs/plugin-react';
+
+// The app talks to nothing but its own origin: weights never leave the machine.
+const contentSecurityPolicy = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data: blob:",
+  "connect-src 'self'",
+  "worker-src 'self' blob:",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+].join('; ');
+
+export default defineConfig({
+  plugins: [react()],
+  server: { headers: { 'Content-Security-Policy': contentSecurityPolicy } },
+  preview: { headers: { 'Content-Security-Policy': contentSecurityPolicy } },
+  worker: { format: 'es' },
+  build: { target: 'es2022', sourcemap: true },
+  test: {
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          include: ['src/**/*.test.ts'],
+          exclude: ['src/**/*.gpu.test.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'gpu',
+          include: ['src/**/*.gpu.test.ts'],
+          pool: 'forks',
+          // dawn.node on SwiftShader crashes once TurboFan has optimised hot JS (ENVIRONMENT.md).
+          execArgv: ['--no-opt'],
+          fileParallelism: false,
+          testTimeout: 120_000,
+          hookTimeout: 60_000,
+        },
+      },
+    ],
+  },
+});
