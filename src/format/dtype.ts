@@ -154,7 +154,8 @@ export function encodeFloats(dtype: FloatDtype, values: ArrayLike<number>): Uint
   const bytes = new Uint8Array(values.length * (dtype === 'F32' ? 4 : 2));
   const view = new DataView(bytes.buffer);
   if (dtype === 'F32') for (let i = 0; i < values.length; i++) view.setFloat32(i * 4, values[i]!, true);
-  else if (dtype === 'BF16') for (let i = 0; i < values.length; i++) view.setUint16(i * 2, f32ToBf16(values[i]!), true);
+  else if (dtype === 'BF16')
+    for (let i = 0; i < values.length; i++) view.setUint16(i * 2, f32ToBf16(values[i]!), true);
   else for (let i = 0; i < values.length; i++) view.setUint16(i * 2, f32ToF16(values[i]!), true);
   return bytes;
 }

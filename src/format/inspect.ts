@@ -1,0 +1,131 @@
+// Summarises an opened model for the UI and the CLI's `inspect`: files, tensors, sizes, parameter
+// counts per dtype and the config facts that matter for a merge.
+
+import type { Dtype } from './dtype.ts';
+import type { Model } from './model.ts';
+
+export interface InspectReport {
+  name: string;
+  sharded: boolean;
+  files: { file: string; bytes: number; tensors: number }[];
+  tensors: { name: string; dtype: Dtype; shape: number[]; file: string; bytes: number }[];
+  /** Sum of tensor bytes (headers excluded). */
+  totalBytes: number;
+  /** Total elements over all tensors. */
+  parameters: number;
+  /** Elements per dtype (they sum to `parameters`). */
+  dtypes: Record<string, number>;
+  config?: {
+    modelType?: string;
+    architectures?: string[];
+    hiddenSize?: number;
+    layers?: number;
+    vocabSize?: number;
+    torchDtype?: string;
+  };
+  warnings: string[];
+}
+
+export function inspectModel(model: Model): InspectReport {
+  const tensors: InspectReport['tensors'] = [];
+  const dtypes: Record<string, number> = {};
+  let parameters = 0;
+  for (const t of model.tensors.values()) {
+    const elements = t.shape.reduce((product, dim) => product * dim, 1);
+    parameters += elements;
+    dtypes[t.dtype] = (dtypes[t.dtype] ?? 0) + elements;
+    tensors.push({ name: t.name, dtype: t.dtype, shape: [...t.shape], file: t.file, bytes: t.end - t.begin });
+  }
+  const report: InspectReport = {
+    name: model.name,
+    sharded: model.sharded,
+    files: model.shards.map((h) => ({ file: h.file, bytes: h.fileSize, tensors: h.tensors.length })),
+    tensors,
+    totalBytes: model.totalBytes,
+    parameters,
+    dtypes,
+    warnings: [...model.warnings],
+  };
+  if (model.config) report.config = configFacts(model.config);
+  return report;
+}
+
+function configFacts(config: Record<string, unknown>): NonNullable<InspectReport['config']> {
+  const facts: NonNullable<InspectReport['config']> = {};
+  const text = (key: string): string | undefined =>
+    typeof config[key] === 'string' ? config[key] : undefined;
+  const number = (...keys: string[]): number | undefined => {
+    for (const key of keys) if (typeof config[key] === 'number') return config[key];
+    return undefined;
+  };
+  const modelType = text('model_type');
+  if (modelType !== undefined) facts.modelType = modelType;
+  const architectures = config.architectures;
+  if (Array.isArray(architectures) && architectures.every((a) => typeof a === 'string'))
+    facts.architectures = architectures;
+  const hiddenSize = number('hidden_size', 'n_embd', 'd_model');
+  if (hiddenSize !== undefined) facts.hiddenSize = hiddenSize;
+  const layers = number('num_hidden_layers', 'n_layer', 'num_layers');
+  if (layers !== undefined) facts.layers = layers;
+  const vocabSize = number('vocab_size');
+  if (vocabSize !== undefined) facts.vocabSize = vocabSize;
+  const torchDtype = text('torch_dtype') ?? text('dtype');
+  if (torchDtype !== undefined) facts.torchDtype = torchDtype;
+  return facts;
+}
+
+/** Bytes in binary units, e.g. "1.50 GiB"; exact below 1 KiB. */
+export function formatBytes(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${bytes} B` : `${value.toFixed(2)} ${units[unit]}`;
+}
+
+/** The human table the CLI prints: one row per tensor, then totals and config facts. */
+export function formatInspect(report: InspectReport): string {
+  const header = ['name', 'dtype', 'shape', 'shard', 'bytes'];
+  const rows = report.tensors.map((t) => [
+    t.name,
+    t.dtype,
+    `[${t.shape.join(', ')}]`,
+    t.file,
+    String(t.bytes),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  const line = (cells: string[]): string =>
+    cells
+      .map((cell, i) => (i === cells.length - 1 ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  const out = [
+    `${report.name}${report.sharded ? ` (sharded, ${report.files.length} files)` : ''}`,
+    line(header),
+    line(widths.map((w) => '-'.repeat(w))),
+    ...rows.map(line),
+    '',
+    `tensors: ${report.tensors.length}   parameters: ${report.parameters.toLocaleString('en-US')}   data: ${formatBytes(report.totalBytes)} (${report.totalBytes} bytes)`,
+    `dtypes: ${Object.entries(report.dtypes)
+      .map(([dtype, count]) => `${dtype} ${count.toLocaleString('en-US')}`)
+      .join(', ')}`,
+    ...report.files.map((f) => `file: ${f.file}  ${f.tensors} tensors  ${formatBytes(f.bytes)}`),
+  ];
+  const c = report.config;
+  if (c) {
+    const facts = [
+      c.modelType !== undefined ? `model_type ${c.modelType}` : undefined,
+      c.architectures !== undefined ? `architectures ${c.architectures.join(', ')}` : undefined,
+      c.hiddenSize !== undefined ? `hidden_size ${c.hiddenSize}` : undefined,
+      c.layers !== undefined ? `layers ${c.layers}` : undefined,
+      c.vocabSize !== undefined ? `vocab_size ${c.vocabSize}` : undefined,
+      c.torchDtype !== undefined ? `torch_dtype ${c.torchDtype}` : undefined,
+    ].filter((fact) => fact !== undefined);
+    out.push(`config: ${facts.length > 0 ? facts.join(', ') : '(no known fields)'}`);
+  }
+  for (const warning of report.warnings) out.push(`warning: ${warning}`);
+  return `${out.join('\n')}\n`;
+}

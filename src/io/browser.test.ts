@@ -1,0 +1,134 @@
+// The browser sources and folders, run in Node: blobSource over Node's Blob/File, and
+// directoryHandleFolder over a small in-memory stand-in with the File System API's semantics
+// (an entry appears on getFileHandle({create}), contents swap in on close, abort discards).
+import { describe, expect, it } from 'vitest';
+import { concatBytes } from './sink.ts';
+import { blobSource, directoryHandleFiles, directoryHandleFolder } from './browser.ts';
+
+const BYTES = Uint8Array.from({ length: 64 }, (_, i) => i * 3);
+
+class FakeDirectory {
+  readonly files = new Map<string, Uint8Array>();
+  constructor(readonly name: string) {}
+
+  private handle(name: string) {
+    const files = this.files;
+    return {
+      kind: 'file' as const,
+      name,
+      getFile: async () => new File([files.get(name)!.slice()], name),
+      createWritable: async () => {
+        const chunks: Uint8Array[] = [];
+        return {
+          write: async (data: Uint8Array) => void chunks.push(data.slice()),
+          close: async () => void files.set(name, concatBytes(chunks)),
+          abort: async () => undefined,
+        };
+      },
+    };
+  }
+
+  async getFileHandle(name: string, options?: { create?: boolean }) {
+    if (!this.files.has(name)) {
+      if (!options?.create) throw new DOMException(`${name} not found`, 'NotFoundError');
+      this.files.set(name, new Uint8Array(0));
+    }
+    return this.handle(name);
+  }
+
+  async removeEntry(name: string) {
+    if (!this.files.delete(name)) throw new DOMException(`${name} not found`, 'NotFoundError');
+  }
+
+  async *values() {
+    yield { kind: 'directory' as const, name: 'subfolder' };
+    for (const name of this.files.keys()) yield this.handle(name);
+  }
+
+  asHandle(): FileSystemDirectoryHandle {
+    return this as unknown as FileSystemDirectoryHandle;
+  }
+}
+
+describe('blobSource', () => {
+  it('reads ranges of a File by slicing, named after the file', async () => {
+    const source = blobSource(new File([BYTES], 'agent.safetensors'));
+    expect([source.name, source.size]).toEqual(['agent.safetensors', 64]);
+    expect(await source.read(60, 4)).toEqual(BYTES.subarray(60));
+    const into = new Uint8Array(8);
+    const view = await source.read(0, 5, into);
+    expect(view.buffer).toBe(into.buffer);
+    expect(view).toEqual(BYTES.subarray(0, 5));
+    expect(blobSource(new Blob([BYTES])).name).toBe('blob');
+    expect(blobSource(new Blob([BYTES]), 'given').name).toBe('given');
+    await expect(source.read(63, 2)).rejects.toMatchObject({ code: 'ReadFailed', file: 'agent.safetensors' });
+  });
+
+  it('reports a read failure (a file changed on disk) as ReadFailed saying so', async () => {
+    const failing = {
+      size: 10,
+      slice: () => ({ arrayBuffer: () => Promise.reject(new DOMException('changed', 'NotReadableError')) }),
+    } as unknown as Blob;
+    await expect(blobSource(failing, 'w.safetensors').read(0, 4)).rejects.toMatchObject({
+      code: 'ReadFailed',
+      message: expect.stringMatching(/^w\.safetensors: .*changed or moved since it was chosen/),
+    });
+  });
+});
+
+describe('directoryHandleFolder', () => {
+  it('writes through createWritable and lists, opens and removes files', async () => {
+    const dir = new FakeDirectory('out');
+    const folder = directoryHandleFolder(dir.asHandle());
+    expect(folder.name).toBe('out');
+    const sink = await folder.create('model.safetensors');
+    await sink.write(BYTES.subarray(0, 10));
+    await sink.write(BYTES.subarray(10));
+    await sink.close();
+    expect(dir.files.get('model.safetensors')).toEqual(BYTES);
+    expect(await folder.list()).toEqual(['model.safetensors']);
+    expect(await (await folder.open('model.safetensors')).read(10, 3)).toEqual(BYTES.subarray(10, 13));
+    await folder.remove('model.safetensors');
+    await folder.remove('model.safetensors');
+    expect(await folder.list()).toEqual([]);
+    await expect(folder.open('model.safetensors')).rejects.toMatchObject({ code: 'ReadFailed' });
+    await expect(sink.write(BYTES)).rejects.toMatchObject({ code: 'WriteMismatch' });
+  });
+
+  it('on abort removes a file it created, but keeps one that existed', async () => {
+    const dir = new FakeDirectory('out');
+    const folder = directoryHandleFolder(dir.asHandle());
+    const fresh = await folder.create('new.safetensors');
+    await fresh.write(BYTES);
+    await fresh.abort();
+    expect(dir.files.has('new.safetensors')).toBe(false);
+    dir.files.set('old.json', Uint8Array.from([1]));
+    const replaced = await folder.create('old.json');
+    await replaced.write(BYTES);
+    await replaced.abort();
+    expect(dir.files.get('old.json')).toEqual(Uint8Array.from([1]));
+  });
+
+  it('skips Chromium swap files and refuses unsafe names', async () => {
+    const dir = new FakeDirectory('out');
+    dir.files.set('a.json', new Uint8Array(1));
+    dir.files.set('a.json.crswap', new Uint8Array(1));
+    const folder = directoryHandleFolder(dir.asHandle());
+    expect(await folder.list()).toEqual(['a.json']);
+    await expect(folder.create('../a.json')).rejects.toMatchObject({ code: 'UnsafePath' });
+  });
+});
+
+describe('directoryHandleFiles', () => {
+  it('returns the top-level files, sorted, as lazily read model files', async () => {
+    const dir = new FakeDirectory('model');
+    dir.files.set('model.safetensors', BYTES);
+    dir.files.set('config.json', new TextEncoder().encode('{}'));
+    const files = await directoryHandleFiles(dir.asHandle());
+    expect(files.map((f) => [f.name, f.source.size])).toEqual([
+      ['config.json', 2],
+      ['model.safetensors', 64],
+    ]);
+    expect(await files[1]!.source.read(1, 2)).toEqual(BYTES.subarray(1, 3));
+  });
+});

@@ -1,0 +1,130 @@
+// Browser byte sources and output folders: lazy File/Blob range reads, and folders behind a
+// FileSystemDirectoryHandle (a picked folder or OPFS) written through createWritable streams.
+// Browser APIs are only touched inside functions, so Node can import this module for tests.
+
+import { asReadFailed, SafetensorsError } from '../format/errors.ts';
+import type { ModelFile } from '../format/model.ts';
+import { checkFileName, sinkClosed, type ByteSink, type FolderSink } from './sink.ts';
+import { checkRead, type ByteSource } from './source.ts';
+
+/** Reads ranges with `blob.slice(a, b).arrayBuffer()`, never the whole blob. */
+export function blobSource(blob: Blob, name?: string): ByteSource {
+  const label = name ?? (typeof (blob as Partial<File>).name === 'string' ? (blob as File).name : 'blob');
+  const size = blob.size;
+  return {
+    name: label,
+    size,
+    async read(offset, length, into) {
+      checkRead(label, size, offset, length, into);
+      let buffer: ArrayBuffer;
+      try {
+        buffer = await blob.slice(offset, offset + length).arrayBuffer();
+      } catch (error) {
+        throw asReadFailed(label, error, `bytes ${offset}..${offset + length}`);
+      }
+      if (buffer.byteLength !== length) {
+        throw new SafetensorsError(
+          'ReadFailed',
+          label,
+          `got ${buffer.byteLength} of ${length} bytes at offset ${offset}: the file changed since it was chosen. Choose it again.`,
+        );
+      }
+      if (into === undefined) return new Uint8Array(buffer);
+      const target = into.subarray(0, length);
+      target.set(new Uint8Array(buffer));
+      return target;
+    },
+  };
+}
+
+async function fileHandles(dir: FileSystemDirectoryHandle): Promise<FileSystemFileHandle[]> {
+  const handles: FileSystemFileHandle[] = [];
+  for await (const handle of dir.values()) {
+    // Chromium's in-progress swap files (NAME.crswap) are not files of the folder.
+    if (handle.kind === 'file' && !handle.name.endsWith('.crswap')) handles.push(handle);
+  }
+  return handles.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+function isNotFound(error: unknown): boolean {
+  return error instanceof Error && error.name === 'NotFoundError';
+}
+
+/**
+ * A folder behind a directory handle. createWritable writes to a swap file and replaces the target
+ * atomically on close; a file that did not exist before is removed again on abort.
+ */
+export function directoryHandleFolder(dir: FileSystemDirectoryHandle): FolderSink {
+  return {
+    name: dir.name,
+    async create(fileName) {
+      checkFileName(dir.name, fileName);
+      const existed = await dir.getFileHandle(fileName).then(
+        () => true,
+        (error: unknown) => {
+          if (isNotFound(error)) return false;
+          throw error;
+        },
+      );
+      const handle = await dir.getFileHandle(fileName, { create: true });
+      const writable = await handle.createWritable();
+      let active = true;
+      const sink: ByteSink = {
+        async write(chunk) {
+          if (!active) throw sinkClosed(fileName);
+          // The stream takes only ArrayBuffer-backed views; a shared-memory chunk is copied.
+          const data =
+            chunk.buffer instanceof ArrayBuffer ? (chunk as Uint8Array<ArrayBuffer>) : chunk.slice();
+          await writable.write(data);
+        },
+        async close() {
+          if (!active) throw sinkClosed(fileName);
+          active = false;
+          try {
+            await writable.close();
+          } catch (error) {
+            // A rejected close (e.g. a safe-browsing check) discards the data but not a new empty entry.
+            if (!existed) await dir.removeEntry(fileName).catch(() => undefined);
+            throw error;
+          }
+        },
+        async abort() {
+          if (!active) return;
+          active = false;
+          await writable.abort();
+          if (!existed) await dir.removeEntry(fileName).catch(() => undefined);
+        },
+      };
+      return sink;
+    },
+    async open(fileName) {
+      checkFileName(dir.name, fileName);
+      try {
+        const file = await (await dir.getFileHandle(fileName)).getFile();
+        return blobSource(file, fileName);
+      } catch (error) {
+        throw asReadFailed(fileName, error, 'the file');
+      }
+    },
+    async remove(fileName) {
+      checkFileName(dir.name, fileName);
+      await dir.removeEntry(fileName).catch((error: unknown) => {
+        if (!isNotFound(error)) throw error;
+      });
+    },
+    async list() {
+      return (await fileHandles(dir)).map((handle) => handle.name);
+    },
+  };
+}
+
+/** The top-level files of a picked folder, each read lazily. */
+export async function directoryHandleFiles(dir: FileSystemDirectoryHandle): Promise<ModelFile[]> {
+  const handles = await fileHandles(dir);
+  return Promise.all(
+    handles.map(async (handle) => ({
+      name: handle.name,
+      source: blobSource(await handle.getFile(), handle.name),
+    })),
+  );
+}

@@ -1,0 +1,204 @@
+// Node's byte sources and output folders over fs.promises, for the CLI and tests: positional reads
+// into caller buffers, and files written as `<name>.partial` then renamed into place on close.
+
+import { constants } from 'node:fs';
+import { mkdir, open, readdir, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { asReadFailed, SafetensorsError } from '../format/errors.ts';
+import type { ModelFile } from '../format/model.ts';
+import { checkFileName, sinkClosed, type ByteSink, type FolderSink } from './sink.ts';
+import { readTarget, type ByteSource } from './source.ts';
+
+export type NodeFileSource = ByteSource & { close(): Promise<void> };
+
+const PARTIAL = '.partial';
+/** One fs read call at most this long: Node refuses reads over 2 GiB. */
+const MAX_READ = 1 << 30;
+
+/** Opens the file now; close() releases the handle. */
+export async function nodeFileSource(path: string): Promise<NodeFileSource> {
+  let handle: FileHandle;
+  let size: number;
+  try {
+    handle = await open(path, constants.O_RDONLY);
+    size = (await handle.stat()).size;
+  } catch (error) {
+    throw asReadFailed(path, error, 'the file');
+  }
+  return handleSource(
+    basename(path),
+    size,
+    async () => handle,
+    async () => handle.close(),
+  );
+}
+
+/** A source that opens its file on first read, so listing a folder holds no handles. */
+function lazyFileSource(path: string, size: number): NodeFileSource {
+  let opening: Promise<FileHandle> | undefined;
+  return handleSource(
+    basename(path),
+    size,
+    () => (opening ??= open(path, constants.O_RDONLY)),
+    async () => {
+      const pending = opening;
+      opening = undefined;
+      if (pending) await (await pending).close();
+    },
+  );
+}
+
+function handleSource(
+  name: string,
+  size: number,
+  handle: () => Promise<FileHandle>,
+  close: () => Promise<void>,
+): NodeFileSource {
+  return {
+    name,
+    size,
+    async read(offset, length, into) {
+      const target = readTarget(name, size, offset, length, into);
+      try {
+        const file = await handle();
+        let done = 0;
+        while (done < length) {
+          const want = Math.min(length - done, MAX_READ);
+          const { bytesRead } = await file.read(target, done, want, offset + done);
+          if (bytesRead === 0) {
+            throw new SafetensorsError(
+              'ReadFailed',
+              name,
+              `the file ended at byte ${offset + done}, before the ${size} bytes it had when opened: it changed while being read. Open it again.`,
+            );
+          }
+          done += bytesRead;
+        }
+      } catch (error) {
+        throw asReadFailed(name, error, `bytes ${offset}..${offset + length}`);
+      }
+      return target;
+    },
+    close,
+  };
+}
+
+/** A folder on disk, created (with parents) on first write. */
+export function nodeFolder(dir: string): FolderSink {
+  return {
+    name: basename(dir),
+    async create(fileName) {
+      checkFileName(dir, fileName);
+      await mkdir(dir, { recursive: true });
+      const finalPath = join(dir, fileName);
+      const partialPath = finalPath + PARTIAL;
+      const handle = await open(partialPath, 'w');
+      let active = true;
+      const finish = async (): Promise<void> => {
+        active = false;
+        await handle.close();
+      };
+      const sink: ByteSink = {
+        async write(chunk) {
+          if (!active) throw sinkClosed(fileName);
+          let done = 0;
+          while (done < chunk.length) {
+            const { bytesWritten } = await handle.write(chunk, done, chunk.length - done);
+            done += bytesWritten;
+          }
+        },
+        async close() {
+          if (!active) throw sinkClosed(fileName);
+          // Flushed before the rename, so the name never points at a file a crash could leave short.
+          await handle.datasync();
+          await finish();
+          await rename(partialPath, finalPath);
+        },
+        async abort() {
+          if (active) await finish();
+          await unlink(partialPath).catch(ignoreMissing);
+        },
+      };
+      return sink;
+    },
+    async open(fileName) {
+      checkFileName(dir, fileName);
+      const path = join(dir, fileName);
+      let size: number;
+      try {
+        size = (await stat(path)).size;
+      } catch (error) {
+        throw asReadFailed(fileName, error, 'the file');
+      }
+      return oneShotSource(path, size);
+    },
+    async remove(fileName) {
+      checkFileName(dir, fileName);
+      await unlink(join(dir, fileName)).catch(ignoreMissing);
+    },
+    async list() {
+      const entries = await readdir(dir, { withFileTypes: true }).catch((error: unknown) => {
+        if (isMissing(error)) return [];
+        throw error;
+      });
+      return entries
+        .filter((entry) => entry.isFile() && !entry.name.endsWith(PARTIAL))
+        .map((entry) => entry.name)
+        .sort();
+    },
+  };
+}
+
+/** Opens the file for each read, so a source handed out by FolderSink.open never leaks a handle. */
+function oneShotSource(path: string, size: number): ByteSource {
+  const name = basename(path);
+  return {
+    name,
+    size,
+    async read(offset, length, into) {
+      const source = lazyFileSource(path, size);
+      try {
+        return await source.read(offset, length, into);
+      } finally {
+        await source.close();
+      }
+    },
+  };
+}
+
+/**
+ * PATH is one file (the model is that file) or a folder (its top-level files, symlinks followed, as
+ * in the Hugging Face cache). Files open lazily; close each source when done.
+ */
+export async function nodeModelFiles(path: string): Promise<(ModelFile & { source: NodeFileSource })[]> {
+  let info;
+  try {
+    info = await stat(path);
+  } catch (error) {
+    throw asReadFailed(path, error, 'the model path');
+  }
+  if (info.isFile()) return [{ name: basename(path), source: lazyFileSource(path, info.size) }];
+  if (!info.isDirectory()) {
+    throw new SafetensorsError(
+      'ReadFailed',
+      path,
+      'is neither a file nor a folder. Give a .safetensors file or a model folder.',
+    );
+  }
+  const names = (await readdir(path)).sort();
+  const files: (ModelFile & { source: NodeFileSource })[] = [];
+  for (const name of names) {
+    const full = join(path, name);
+    const entry = await stat(full).catch(() => undefined);
+    if (entry?.isFile()) files.push({ name, source: lazyFileSource(full, entry.size) });
+  }
+  return files;
+}
+
+function isMissing(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'ENOENT';
+}
+
+function ignoreMissing(error: unknown): void {
+  if (!isMissing(error)) throw error;
+}
