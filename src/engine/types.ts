@@ -55,7 +55,16 @@ export interface MergeEngine {
   readonly description: string;
   /** Number of agents N this engine was created for. */
   readonly agents: number;
+  /** Cumulative stage times, where the engine measures them (the GPU engine). */
+  readonly timings?: StageTimings;
   analyze(tensor: TensorInput, epsilon: number, signal?: AbortSignal): Promise<TensorStats>;
   merge(tensor: TensorInput, options: MergeOptions): Promise<void>;
   destroy(): void;
+}
+
+/** Cumulative wall time an engine spent per stage, in milliseconds (stages overlap when pipelined). */
+export interface StageTimings {
+  upload: number;
+  compute: number;
+  readback: number;
 }

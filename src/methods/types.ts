@@ -24,11 +24,11 @@ export interface MethodParams {
   alpha: number;
   /** Task arithmetic / TIES / DARE scaling λ. Default 1. */
   lambda: number;
-  /** TIES / DARE density, per agent (same length as the agents). Default 1 (TIES), 0.5 (DARE)? see defaults. */
+  /** TIES / DARE density, per agent (same length as the agents). Defaults in defaults.ts. */
   density: number[];
   /** Per-agent weights (linear, task arithmetic, TIES, DARE). Default 1 each. */
   weights: number[];
-  /** Linear: divide by Σw. Default true. TIES/DARE-TIES: normalise over agreeing agents. */
+  /** Divide by Σw (TIES, DARE-TIES: Σw of the agreeing agents). Default: linear, ties, dare_ties. */
   normalize: boolean;
   /** DARE seed (u32). */
   seed: number;

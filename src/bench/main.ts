@@ -1,0 +1,189 @@
+// `npm run bench`: merges a synthetic bf16 set (default ≈1 GB over base + 3 agents) and reports, in
+// one run, raw read throughput of the same files, per-stage times, end-to-end throughput, the ratio
+// end-to-end / raw read, the CPU reference for comparison, and peak memory.
+import { existsSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { openModel, type Model, type ModelFile } from '../format/model.ts';
+import { nodeFileSource, nodeFolder, nodeModelFiles } from '../io/node.ts';
+import type { ByteSource } from '../io/source.ts';
+import type { FolderSink } from '../io/sink.ts';
+import { mergeModels } from '../engine/driver.ts';
+import type { MergeEngine } from '../engine/types.ts';
+import { createCpuEngine } from '../methods/cpu-engine.ts';
+import { createGpuEngine } from '../engine/gpu-engine.ts';
+import { describeAdapter, requestEngineDevice } from '../engine/device.ts';
+import { defaultParams } from '../methods/defaults.ts';
+import type { MethodName } from '../methods/types.ts';
+import { acquireNodeGpu } from '../cli/node-gpu.ts';
+import { formatBytes } from '../cli/progress.ts';
+import { writeSyntheticSet } from './synthetic.ts';
+
+const { values } = parseArgs({
+  options: {
+    'size-mb': { type: 'string', default: '1000' },
+    agents: { type: 'string', default: '3' },
+    methods: { type: 'string', default: 'ram,ramplus' },
+    'cpu-share': { type: 'string', default: '0.1' },
+  },
+});
+
+const sizeMb = Number(values['size-mb']);
+const agents = Number(values.agents);
+const dir = join('.bench', `set-${sizeMb}mb-${agents}`);
+const modelBytes = (sizeMb * 1e6) / (agents + 1);
+
+class Clock {
+  ms = 0;
+  async time<T>(run: () => Promise<T>): Promise<T> {
+    const start = performance.now();
+    try {
+      return await run();
+    } finally {
+      this.ms += performance.now() - start;
+    }
+  }
+}
+
+function timedSource(source: ByteSource, clock: Clock): ByteSource {
+  return {
+    name: source.name,
+    size: source.size,
+    read: (offset, length, into) => clock.time(() => source.read(offset, length, into)),
+  };
+}
+
+function timedFolder(folder: FolderSink, clock: Clock): FolderSink {
+  return {
+    name: folder.name,
+    list: () => folder.list(),
+    open: (file) => folder.open(file),
+    remove: (file) => folder.remove(file),
+    create: async (file) => {
+      const sink = await folder.create(file);
+      return {
+        write: (chunk) => clock.time(() => sink.write(chunk)),
+        close: () => clock.time(() => sink.close()),
+        abort: () => sink.abort(),
+      };
+    },
+  };
+}
+
+async function loadTimed(path: string, clock: Clock): Promise<Model> {
+  const files: ModelFile[] = (await nodeModelFiles(path)).map((f) => ({ name: f.name, source: timedSource(f.source, clock) }));
+  return openModel(path, files);
+}
+
+async function rawRead(paths: string[]): Promise<{ bytes: number; ms: number }> {
+  const chunk = new Uint8Array(16 << 20);
+  let bytes = 0;
+  const start = performance.now();
+  for (const path of paths) {
+    const source = await nodeFileSource(path);
+    for (let offset = 0; offset < source.size; offset += chunk.length) {
+      const length = Math.min(chunk.length, source.size - offset);
+      await source.read(offset, length, chunk);
+      bytes += length;
+    }
+    await source.close();
+  }
+  return { bytes, ms: performance.now() - start };
+}
+
+interface Row {
+  engine: string;
+  method: MethodName;
+  inputBytes: number;
+  ms: number;
+  readMs: number;
+  writeMs: number;
+  upload?: number;
+  compute?: number;
+  readback?: number;
+}
+
+async function runOne(engine: MergeEngine, method: MethodName, share: number): Promise<Row> {
+  const readClock = new Clock();
+  const writeClock = new Clock();
+  const base = await loadTimed(join(dir, 'base'), readClock);
+  const models: Model[] = [];
+  for (let t = 0; t < agents; t++) models.push(await loadTimed(join(dir, `agent-${t}`), readClock));
+  if (share < 1) {
+    // The CPU reference is slow: time it on the first tensors only and scale by bytes.
+    const keep = [...base.tensors.keys()].slice(0, Math.max(1, Math.round(base.tensors.size * share)));
+    for (const m of [base, ...models]) for (const name of [...m.tensors.keys()]) if (!keep.includes(name)) m.tensors.delete(name);
+  }
+  const outDir = join('.bench', `out-${engine.kind}-${method}`);
+  await rm(outDir, { recursive: true, force: true });
+  const inputBytes = [...base.tensors.values()].reduce((sum, t) => sum + (t.end - t.begin), 0) * (agents + 1);
+  const before = engine.timings ? { ...engine.timings } : undefined;
+  const start = performance.now();
+  await mergeModels({
+    base,
+    agents: models,
+    engine,
+    params: defaultParams(method, agents),
+    out: timedFolder(nodeFolder(outDir), writeClock),
+    baseLabel: 'base',
+    agentLabels: models.map((_, t) => `agent-${t}`),
+  });
+  const ms = performance.now() - start;
+  await rm(outDir, { recursive: true, force: true });
+  const after = engine.timings;
+  return {
+    engine: engine.description,
+    method,
+    inputBytes,
+    ms,
+    readMs: readClock.ms,
+    writeMs: writeClock.ms,
+    ...(before && after
+      ? { upload: after.upload - before.upload, compute: after.compute - before.compute, readback: after.readback - before.readback }
+      : {}),
+  };
+}
+
+const methods = values.methods.split(',') as MethodName[];
+
+if (!existsSync(join(dir, `agent-${agents - 1}`, 'model.safetensors'))) {
+  process.stderr.write(`Generating the synthetic set in ${dir} (${sizeMb} MB)…\n`);
+  await writeSyntheticSet({ modelBytes, agents, hidden: 1024, seed: 1 }, (name) => nodeFolder(join(dir, name)));
+}
+
+const files = ['base', ...Array.from({ length: agents }, (_, t) => `agent-${t}`)].map((m) => join(dir, m, 'model.safetensors'));
+const raw = await rawRead(files);
+const node = await acquireNodeGpu();
+const { device, adapterInfo } = await requestEngineDevice(node.gpu);
+const adapter = describeAdapter(adapterInfo);
+const gpuRows: Row[] = [];
+for (const method of methods) {
+  const engine = createGpuEngine(device, { agents, adapterDescription: adapter });
+  gpuRows.push(await runOne(engine, method, 1));
+  engine.destroy();
+}
+const peakRss = process.resourceUsage().maxRSS * 1024;
+node.release();
+const cpuRows: Row[] = [];
+for (const method of methods) cpuRows.push(await runOne(createCpuEngine({ agents }), method, Number(values['cpu-share'])));
+
+const gbps = (bytes: number, ms: number) => bytes / 1e9 / (ms / 1000);
+const rawGbps = gbps(raw.bytes, raw.ms);
+const lines = [
+  `Adapter: ${adapter} (${node.driver}). Set: ${formatBytes(raw.bytes)} of bf16 over base + ${agents} agents, ${dir}.`,
+  '',
+  '| engine | method | input | end-to-end | GB/s | ÷ raw read | read | upload | compute | readback | write |',
+  '|---|---|---|---|---|---|---|---|---|---|---|',
+  `| raw read (16 MB chunks) | — | ${formatBytes(raw.bytes)} | ${(raw.ms / 1000).toFixed(2)} s | ${rawGbps.toFixed(3)} | 1.00 | | | | | |`,
+];
+for (const row of [...gpuRows, ...cpuRows]) {
+  const s = (ms: number | undefined) => (ms === undefined ? '—' : `${(ms / 1000).toFixed(2)} s`);
+  const rate = gbps(row.inputBytes, row.ms);
+  lines.push(
+    `| ${row.engine.startsWith('CPU') ? 'CPU reference' : 'WebGPU'} | ${row.method} | ${formatBytes(row.inputBytes)} | ${s(row.ms)} | ${rate.toFixed(3)} | ${(rate / rawGbps).toFixed(3)} | ${s(row.readMs)} | ${s(row.upload)} | ${s(row.compute)} | ${s(row.readback)} | ${s(row.writeMs)} |`,
+  );
+}
+lines.push('', `Peak RSS during the WebGPU merges: ${formatBytes(peakRss)} (input set ${formatBytes(raw.bytes)}).`);
+process.stdout.write(`${lines.join('\n')}\n`);
+process.exit(0);

@@ -1,0 +1,83 @@
+// Command-line flags shared by the merge-studio commands, and loading models from paths.
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { readdir, stat } from 'node:fs/promises';
+import { openModel, type Model } from '../format/model.ts';
+import { nodeModelFiles } from '../io/node.ts';
+import type { FloatDtype } from '../format/dtype.ts';
+
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+export const OPTIONS = {
+  json: { type: 'string' },
+  base: { type: 'string' },
+  model: { type: 'string', multiple: true },
+  method: { type: 'string' },
+  epsilon: { type: 'string' },
+  r: { type: 'string' },
+  alpha: { type: 'string' },
+  lambda: { type: 'string' },
+  density: { type: 'string', multiple: true },
+  weight: { type: 'string', multiple: true },
+  seed: { type: 'string' },
+  normalize: { type: 'boolean' },
+  'no-normalize': { type: 'boolean' },
+  dtype: { type: 'string' },
+  'shard-size': { type: 'string' },
+  out: { type: 'string' },
+  stats: { type: 'string' },
+  config: { type: 'string' },
+  cpu: { type: 'boolean' },
+  episodes: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} satisfies ParseArgsConfig['options'];
+
+export type Values = ReturnType<
+  typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>
+>['values'];
+
+export function num(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n))
+    throw new UsageError(`--${flag} needs a number, got "${value}"`);
+  return n;
+}
+
+export const DTYPE_FLAGS: Record<string, FloatDtype> = { bf16: 'BF16', f16: 'F16', f32: 'F32' };
+
+export function perAgent(
+  values: string[] | undefined,
+  flag: string,
+  agents: number,
+  fallback: number[],
+): number[] {
+  if (!values || values.length === 0) return fallback;
+  const numbers = values.map((v) => num(v, flag)!);
+  if (numbers.length === 1) return Array.from({ length: agents }, () => numbers[0]!);
+  if (numbers.length !== agents)
+    throw new UsageError(
+      `--${flag} was given ${numbers.length} times for ${agents} --model: give it once per model`,
+    );
+  return numbers;
+}
+
+export async function loadModel(path: string): Promise<Model> {
+  const files = await nodeModelFiles(path);
+  return openModel(path, files);
+}
+
+export async function emptyOrMissing(dir: string): Promise<void> {
+  try {
+    const info = await stat(dir);
+    if (!info.isDirectory()) throw new UsageError(`--out ${dir} exists and is not a folder`);
+    const entries = await readdir(dir);
+    if (entries.length > 0)
+      throw new UsageError(
+        `--out ${dir} is not empty: choose a new folder, so no earlier model gets mixed in`,
+      );
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+}

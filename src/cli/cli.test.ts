@@ -1,0 +1,193 @@
+// The command line end to end on the CPU reference: inspect, analyze and merge on real files.
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeFloats } from '../format/dtype.ts';
+import { readSafetensorsHeader } from '../format/safetensors.ts';
+import { nodeFileSource } from '../io/node.ts';
+import { runCli } from '../test/cli.ts';
+import { floatTensor, rawTensor, WORKED_EXAMPLE, writeModelFolder } from '../test/fixtures.ts';
+
+let dir: string;
+const agentNames = ['coding', 'tool', 'memory'] as const;
+
+async function readTensor(file: string, name: string): Promise<Float64Array> {
+  const source = await nodeFileSource(file);
+  try {
+    const header = await readSafetensorsHeader(source);
+    const info = header.tensors.find((t) => t.name === name);
+    if (!info) throw new Error(`${name} not in ${file}`);
+    const bytes = await source.read(header.dataStart + info.begin, info.end - info.begin);
+    const count = info.shape.reduce((a, b) => a * b, 1);
+    return decodeFloats(info.dtype as 'F32', bytes, count);
+  } finally {
+    await source.close();
+  }
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'merge-studio-cli-'));
+  const steps = rawTensor('steps', 'I64', [1], new Uint8Array([7, 0, 0, 0, 0, 0, 0, 0]));
+  const config = { model_type: 'toy', torch_dtype: 'float32', hidden_size: 3 };
+  await writeModelFolder(join(dir, 'base'), [floatTensor('w', 'F32', [3, 3], WORKED_EXAMPLE.base), steps], {
+    config,
+    extraFiles: { 'tokenizer.json': '{"version":"1.0"}' },
+  });
+  for (const name of agentNames)
+    await writeModelFolder(join(dir, name), [
+      floatTensor('w', 'F32', [3, 3], WORKED_EXAMPLE.agents[name]),
+      steps,
+    ]);
+});
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const models = () => agentNames.flatMap((name) => ['--model', join(dir, name)]);
+
+describe('merge-studio inspect', () => {
+  it('lists the tensors of a real checkpoint written by another tool, as JSON', async () => {
+    const file = '../shared/checkpoints/sb3-rl-zoo-policies/cartpole-v1_ppo.safetensors';
+    const result = await runCli(['inspect', file, '--json']);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const report = JSON.parse(result.stdout) as {
+      tensors: { bytes: number; file: string }[];
+      totalBytes: number;
+    };
+    expect(report.tensors.length).toBeGreaterThan(0);
+    expect(report.totalBytes).toBe(report.tensors.reduce((sum, t) => sum + t.bytes, 0));
+  });
+
+  it('fails with the reader error naming the file on a truncated checkpoint', async () => {
+    const good = await readFile(join(dir, 'base', 'model.safetensors'));
+    const broken = join(dir, 'truncated.safetensors');
+    await writeFile(broken, good.subarray(0, good.length - 3));
+    const result = await runCli(['inspect', broken]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('truncated.safetensors');
+    expect(result.stderr.toLowerCase()).toContain('truncated');
+  });
+});
+
+describe('merge-studio merge --cpu', () => {
+  it('reproduces the SPEC worked example with RAM and RAM+ and writes a complete folder', async () => {
+    for (const [method, want] of [
+      ['ram', WORKED_EXAMPLE.ram],
+      ['ramplus', WORKED_EXAMPLE.ramplus],
+    ] as const) {
+      const out = join(dir, `out-${method}`);
+      const stats = join(dir, `stats-${method}.json`);
+      const result = await runCli([
+        'merge',
+        '--base',
+        join(dir, 'base'),
+        ...models(),
+        '--method',
+        method,
+        '--cpu',
+        '--out',
+        out,
+        '--stats',
+        stats,
+      ]);
+      expect(result.stderr).toContain('Merged 1 tensors (1 copied)');
+      expect(result.code).toBe(0);
+      const merged = await readTensor(join(out, 'model.safetensors'), 'w');
+      want.forEach((value, i) => expect(merged[i]).toBeCloseTo(value, 6));
+      const files = (await readdir(out)).sort();
+      expect(files).toEqual([
+        'README.md',
+        'config.json',
+        'mergekit_config.yml',
+        'model.safetensors',
+        'tokenizer.json',
+      ]);
+      const yaml = await readFile(join(out, 'mergekit_config.yml'), 'utf8');
+      expect(yaml).toContain(`merge_method: ${method}`);
+      const card = await readFile(join(out, 'README.md'), 'utf8');
+      expect(card).toMatch(/model\.safetensors \| \d+ \| [0-9a-f]{64}/);
+      const json = JSON.parse(await readFile(stats, 'utf8')) as {
+        models: {
+          changed: number;
+          unique: number;
+          shared: number;
+          rho: number;
+          lambda: number;
+          overlap: number[];
+        }[];
+        tensors: { counts: number[] }[];
+      };
+      for (const model of json.models) {
+        expect(model).toMatchObject({ changed: 4, unique: 1, shared: 3, rho: 3, overlap: [1, 0, 3] });
+        expect(model.lambda).toBeCloseTo(1.2, 12);
+      }
+      expect(json.tensors[0]!.counts).toEqual([3, 3, 0, 3]);
+    }
+  });
+
+  it('runs a mergekit YAML recipe', async () => {
+    const recipe = join(dir, 'recipe.yml');
+    await writeFile(
+      recipe,
+      [
+        'merge_method: task_arithmetic',
+        `base_model: ${join(dir, 'base')}`,
+        'models:',
+        ...agentNames.flatMap((name) => [
+          `  - model: ${join(dir, name)}`,
+          '    parameters:',
+          '      weight: 0.3333333333333333',
+        ]),
+        'parameters:',
+        '  lambda: 1.0',
+        'dtype: float32',
+      ].join('\n'),
+    );
+    const out = join(dir, 'out-yaml');
+    const result = await runCli(['merge', '--config', recipe, '--cpu', '--out', out]);
+    expect(result.code).toBe(0);
+    const merged = await readTensor(join(out, 'model.safetensors'), 'w');
+    // Dilution: the unique 0.2 of "tool" becomes 0.0667.
+    expect(merged[5]).toBeCloseTo(0.2 / 3, 6);
+  });
+
+  it('refuses a mismatched agent before reading weights, and leaves nothing behind', async () => {
+    await writeModelFolder(join(dir, 'odd'), [floatTensor('w', 'F32', [9], WORKED_EXAMPLE.agents.tool)]);
+    const out = join(dir, 'out-odd');
+    const result = await runCli([
+      'merge',
+      '--base',
+      join(dir, 'base'),
+      '--model',
+      join(dir, 'odd'),
+      '--method',
+      'ram',
+      '--cpu',
+      '--out',
+      out,
+    ]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('w');
+    expect(result.stderr).toMatch(/shape/);
+    expect(await readdir(out).catch(() => [])).toEqual([]);
+  });
+
+  it('rejects usage errors with exit code 2', async () => {
+    const result = await runCli([
+      'merge',
+      '--base',
+      join(dir, 'base'),
+      ...models(),
+      '--method',
+      'nope',
+      '--cpu',
+      '--out',
+      join(dir, 'x'),
+    ]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('unknown --method nope');
+  });
+});

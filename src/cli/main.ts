@@ -1,0 +1,82 @@
+// The `merge-studio` command line: inspect, analyze, merge and arena, on the same engine as the studio.
+import { parseArgs } from 'node:util';
+import { writeFile } from 'node:fs/promises';
+import { inspectModel, formatInspect } from '../format/inspect.ts';
+import { METHODS } from '../methods/types.ts';
+import { loadModel, num, OPTIONS, UsageError, type Values } from './args.ts';
+
+export const USAGE = `merge-studio: merge RL-trained agent checkpoints that share one base model.
+
+  merge-studio inspect PATH [--json]
+  merge-studio analyze --base PATH --model PATH [--model PATH ...] [--epsilon E] [--r R] [--alpha A]
+                       --json OUT.json [--cpu]
+  merge-studio merge --base PATH --model PATH [--model PATH ...] --method NAME
+                     [--epsilon E] [--r R] [--alpha A] [--lambda L] [--density D ...] [--weight W ...]
+                     [--seed S] [--normalize|--no-normalize] [--dtype bf16|f16|f32] [--shard-size BYTES]
+                     --out DIR [--stats OUT.json] [--cpu]
+  merge-studio merge --config RECIPE.yaml --out DIR [--cpu]
+  merge-studio arena MODEL_PATH [--json OUT.json] [--episodes N]
+
+PATH is a .safetensors file or a model folder (single or sharded). Methods: ${METHODS.join(', ')}.
+--weight and --density are given once per --model, in order (or once, for all).
+--cpu merges with the CPU reference instead of WebGPU (slow; for machines without any adapter).`;
+
+async function inspect(positionals: string[], values: Values): Promise<void> {
+  const path = positionals[0];
+  if (!path || positionals.length > 1) throw new UsageError('inspect takes one PATH');
+  const report = inspectModel(await loadModel(path));
+  if (values.json !== undefined) {
+    const text = `${JSON.stringify(report, null, 2)}\n`;
+    if (values.json === '' || values.json === '-') process.stdout.write(text);
+    else await writeFile(values.json, text);
+  } else process.stdout.write(`${formatInspect(report)}\n`);
+}
+
+/** `inspect PATH --json` (no file after it) means JSON on stdout; elsewhere --json names a file. */
+function bareJsonToStdout(argv: string[]): string[] {
+  return argv.map((arg, i) => (arg === '--json' && (i === argv.length - 1 || argv[i + 1]!.startsWith('--')) ? '--json=-' : arg));
+}
+
+export async function main(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: bareJsonToStdout(argv), options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (error) {
+    process.stderr.write(`merge-studio: ${(error as Error).message}\n\n${USAGE}\n`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  const [command, ...rest] = positionals;
+  if (values.help || !command) {
+    (values.help ? process.stdout : process.stderr).write(`${USAGE}\n`);
+    return values.help ? 0 : 2;
+  }
+  try {
+    if (command === 'inspect') await inspect(rest, values);
+    else if (command === 'analyze') await (await import('./merge.ts')).analyze(values);
+    else if (command === 'merge') await (await import('./merge.ts')).merge(values);
+    else if (command === 'arena')
+      await (
+        await import('./arena.ts')
+      ).runArena(rest, values.json, num(values.episodes, 'episodes'), loadModel);
+    else throw new UsageError(`unknown command "${command}"`);
+    return 0;
+  } catch (error) {
+    const e = error as Error;
+    if (e instanceof UsageError) {
+      process.stderr.write(`merge-studio: ${e.message}\n\n${USAGE}\n`);
+      return 2;
+    }
+    if (e.name === 'AbortError') {
+      process.stderr.write('merge-studio: cancelled; nothing was left in the output folder.\n');
+      return 130;
+    }
+    process.stderr.write(`merge-studio: ${e.message}\n`);
+    if (process.env.MERGE_STUDIO_DEBUG) process.stderr.write(`${e.stack}\n`);
+    return 1;
+  }
+}
+
+const code = await main(process.argv.slice(2));
+// dawn.node keeps the process alive while its instance is referenced; the work is done.
+process.exit(code);

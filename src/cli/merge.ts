@@ -1,0 +1,199 @@
+// The analyze and merge commands: models from paths, the engine (WebGPU or --cpu), progress on stderr.
+import { readFile, writeFile } from 'node:fs/promises';
+import { basename, resolve } from 'node:path';
+import type { Model } from '../format/model.ts';
+import { nodeFolder } from '../io/node.ts';
+import { defaultParams, isMethod, validateParams } from '../methods/defaults.ts';
+import { parseMergekitYaml, type Recipe } from '../methods/recipe.ts';
+import { METHODS, type MethodParams } from '../methods/types.ts';
+import { ramLambdas } from '../methods/stats.ts';
+import { analyzeModels, mergeModels, type AnalysisResult } from '../engine/driver.ts';
+import type { MergeEngine } from '../engine/types.ts';
+import { DTYPE_FLAGS, emptyOrMissing, loadModel, num, perAgent, UsageError, type Values } from './args.ts';
+import { ProgressPrinter } from './progress.ts';
+
+// Engines load on demand: `inspect` and `arena` never pay for dawn.node.
+async function makeEngine(cpu: boolean | undefined, agents: number): Promise<MergeEngine> {
+  if (cpu) return (await import('../methods/cpu-engine.ts')).createCpuEngine({ agents });
+  const { acquireNodeGpu } = await import('./node-gpu.ts');
+  const { requestEngineDevice, describeAdapter } = await import('../engine/device.ts');
+  const { createGpuEngine } = await import('../engine/gpu-engine.ts');
+  const node = await acquireNodeGpu();
+  const { device, adapterInfo } = await requestEngineDevice(node.gpu);
+  const description = `${describeAdapter(adapterInfo)} via ${node.driver}`;
+  return createGpuEngine(device, { agents, adapterDescription: description });
+}
+
+function statsJson(analysis: AnalysisResult, paths: string[], r: number, alpha: number): unknown {
+  const lambdas = ramLambdas(analysis.totals, 'ramplus', r, alpha);
+  return {
+    epsilon: analysis.epsilon,
+    models: analysis.totals.agents.map((agent, t) => ({
+      path: paths[t],
+      changed: agent.changed,
+      unique: agent.unique,
+      shared: agent.shared,
+      overlap: agent.overlap,
+      rho: Number.isFinite(agent.rho) ? agent.rho : null,
+      lambda: lambdas[t],
+    })),
+    tensors: analysis.tensors.map((t) => ({
+      name: t.name,
+      dtype: t.dtype,
+      numel: t.numel,
+      counts: t.counts,
+      changed: t.changed,
+      unique: t.unique,
+      signConflicts: t.signConflicts,
+    })),
+  };
+}
+
+interface Inputs {
+  basePath: string;
+  modelPaths: string[];
+  base: Model;
+  agents: Model[];
+}
+
+async function loadInputs(basePath: string | undefined, modelPaths: string[] | undefined): Promise<Inputs> {
+  if (!basePath) throw new UsageError('--base PATH is required');
+  if (!modelPaths || modelPaths.length === 0) throw new UsageError('give at least one --model PATH');
+  const base = await loadModel(basePath);
+  const agents: Model[] = [];
+  for (const path of modelPaths) agents.push(await loadModel(path));
+  return { basePath, modelPaths, base, agents };
+}
+
+function cancellation(): AbortController {
+  const controller = new AbortController();
+  process.once('SIGINT', () => {
+    process.stderr.write('\nCancelling…\n');
+    controller.abort();
+  });
+  return controller;
+}
+
+export async function analyze(values: Values): Promise<void> {
+  if (!values.json) throw new UsageError('analyze needs --json OUT.json');
+  const inputs = await loadInputs(values.base, values.model);
+  const epsilon = num(values.epsilon, 'epsilon') ?? 1e-5;
+  const engine = await makeEngine(values.cpu, inputs.agents.length);
+  process.stderr.write(`Engine: ${engine.description}\n`);
+  const progress = new ProgressPrinter(process.stderr);
+  try {
+    const analysis = await analyzeModels({
+      base: inputs.base,
+      agents: inputs.agents,
+      engine,
+      epsilon,
+      signal: cancellation().signal,
+      onProgress: (p) => progress.update(p),
+    });
+    progress.done();
+    const json = statsJson(
+      analysis,
+      inputs.modelPaths,
+      num(values.r, 'r') ?? 0.1,
+      num(values.alpha, 'alpha') ?? 2,
+    );
+    await writeFile(values.json, `${JSON.stringify(json, null, 2)}\n`);
+    process.stderr.write(`Wrote ${values.json}\n`);
+  } finally {
+    engine.destroy();
+  }
+}
+
+function recipeFromFlags(values: Values, agents: number): MethodParams {
+  const method = values.method;
+  if (!method) throw new UsageError(`--method is required (one of ${METHODS.join(', ')})`);
+  if (!isMethod(method)) throw new UsageError(`unknown --method ${method} (one of ${METHODS.join(', ')})`);
+  const d = defaultParams(method, agents);
+  return {
+    method,
+    epsilon: num(values.epsilon, 'epsilon') ?? d.epsilon,
+    r: num(values.r, 'r') ?? d.r,
+    alpha: num(values.alpha, 'alpha') ?? d.alpha,
+    lambda: num(values.lambda, 'lambda') ?? d.lambda,
+    density: perAgent(values.density, 'density', agents, d.density),
+    weights: perAgent(values.weight, 'weight', agents, d.weights),
+    normalize: values.normalize ? true : values['no-normalize'] ? false : d.normalize,
+    seed: num(values.seed, 'seed') ?? d.seed,
+  };
+}
+
+export async function merge(values: Values): Promise<void> {
+  const outDir = values.out;
+  if (!outDir) throw new UsageError('merge needs --out DIR');
+  let recipe: Recipe;
+  if (values.config) {
+    for (const flag of ['base', 'model', 'method'] as const)
+      if (values[flag] !== undefined)
+        throw new UsageError(`--config already names the models and method; drop --${flag}`);
+    recipe = parseMergekitYaml(await readFile(values.config, 'utf8'), values.config);
+  } else {
+    const agents = values.model?.length ?? 0;
+    recipe = {
+      base: values.base ?? '',
+      models: values.model ?? [],
+      params: recipeFromFlags(values, Math.max(agents, 1)),
+    };
+  }
+  if (values.dtype !== undefined) {
+    const dtype = DTYPE_FLAGS[values.dtype];
+    if (!dtype) throw new UsageError(`--dtype must be bf16, f16 or f32, not ${values.dtype}`);
+    recipe.outDtype = dtype;
+  }
+  const inputs = await loadInputs(recipe.base, recipe.models);
+  const problems = validateParams(recipe.params, inputs.agents.length);
+  if (problems.length) throw new UsageError(problems.join('; '));
+  const shardBytes = num(values['shard-size'], 'shard-size');
+  if (shardBytes !== undefined && !(shardBytes >= 1))
+    throw new UsageError('--shard-size must be at least 1 byte');
+  await emptyOrMissing(outDir);
+
+  const engine = await makeEngine(values.cpu, inputs.agents.length);
+  process.stderr.write(`Engine: ${engine.description}\n`);
+  const progress = new ProgressPrinter(process.stderr);
+  const started = Date.now();
+  try {
+    const result = await mergeModels({
+      base: inputs.base,
+      agents: inputs.agents,
+      engine,
+      params: recipe.params,
+      outDtype: recipe.outDtype,
+      shardBytes,
+      out: nodeFolder(outDir),
+      baseLabel: basename(resolve(inputs.basePath)),
+      agentLabels: inputs.modelPaths.map((p) => basename(resolve(p))),
+      signal: cancellation().signal,
+      onProgress: (p) => progress.update(p),
+    });
+    progress.done();
+    if (values.stats) {
+      const analysis =
+        result.analysis ??
+        (await analyzeModels({
+          base: inputs.base,
+          agents: inputs.agents,
+          engine,
+          epsilon: recipe.params.epsilon,
+        }));
+      const json = statsJson(
+        analysis,
+        inputs.modelPaths,
+        recipe.params.r,
+        recipe.params.method === 'ramplus' ? recipe.params.alpha : 2,
+      );
+      await writeFile(values.stats, `${JSON.stringify(json, null, 2)}\n`);
+    }
+    const seconds = (Date.now() - started) / 1000;
+    process.stderr.write(
+      `Merged ${result.mergedTensors} tensors (${result.copiedTensors} copied) with ${recipe.params.method} ` +
+        `into ${outDir} in ${seconds.toFixed(1)} s; λ = [${result.lambdas.map((l) => l.toFixed(4)).join(', ')}]\n`,
+    );
+  } finally {
+    engine.destroy();
+  }
+}

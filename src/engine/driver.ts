@@ -1,0 +1,462 @@
+// The model-level driver: checks the models, runs the statistics pass when the method needs it,
+// then streams every tensor through the engine (or copies it raw) into safetensors shards, writes
+// the Hugging Face folder around them, and re-reads what it wrote. Platform-free: it sees models
+// through ByteSources and writes through a FolderSink.
+import { checkCompatibility, type CompatReport } from '../format/compat.ts';
+import { dtypeBits, isMergeableDtype, type FloatDtype } from '../format/dtype.ts';
+import type { Model, ModelTensor } from '../format/model.ts';
+import { readSafetensorsHeader } from '../format/safetensors.ts';
+import { indexJson, planShards } from '../format/sharded.ts';
+import { layoutSafetensors, SafetensorsStreamWriter, type TensorSpec } from '../format/write.ts';
+import type { FolderSink } from '../io/sink.ts';
+import { ramLambdas, sumStats, type ModelStats } from '../methods/stats.ts';
+import { toMergekitYaml, dtypeToYaml } from '../methods/recipe.ts';
+import type { MethodParams } from '../methods/types.ts';
+import { Sha256 } from './sha256.ts';
+import type { MergeEngine, TensorInput, TensorStats } from './types.ts';
+
+export const TOOL_NAME = 'merge-studio';
+export const TOOL_VERSION = '0.1.0';
+export const DEFAULT_SHARD_BYTES = 5_000_000_000;
+
+export type Stage = 'analyze' | 'merge' | 'verify';
+
+export interface Progress {
+  stage: Stage;
+  tensorsDone: number;
+  tensorsTotal: number;
+  /** Input bytes read so far in this stage (raw copies count once). */
+  bytesDone: number;
+  bytesTotal: number;
+  currentTensor?: string;
+  elapsedMs: number;
+  bytesPerSecond: number;
+  /** Estimated time left in this stage; undefined until there is a rate. */
+  etaMs?: number;
+}
+
+export class MergeError extends Error {
+  override name = 'MergeError';
+  constructor(
+    message: string,
+    readonly tensor?: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+export class CompatibilityError extends MergeError {
+  override name = 'CompatibilityError';
+  constructor(readonly report: CompatReport) {
+    const lines = report.issues.slice(0, 20).map((issue) => `  ${issue.model}: ${issue.tensor}: ${issue.detail}`);
+    const more = report.issues.length > 20 ? `\n  … and ${report.issues.length - 20} more` : '';
+    super(
+      `The models do not match (${report.issues.length} difference${report.issues.length === 1 ? '' : 's'}):\n` +
+        lines.join('\n') +
+        more,
+    );
+  }
+}
+
+export interface ModelsInput {
+  base: Model;
+  agents: Model[];
+  engine: MergeEngine;
+  signal?: AbortSignal;
+  onProgress?: (progress: Progress) => void;
+}
+
+export interface AnalysisResult {
+  epsilon: number;
+  tensors: TensorStats[];
+  totals: ModelStats;
+}
+
+/** The tensors that get merged: in every model with one shape and dtype, of a float dtype. */
+export function mergeableTensors(base: Model, report: CompatReport): ModelTensor[] {
+  return report.common
+    .map((name) => base.tensors.get(name))
+    .filter((tensor): tensor is ModelTensor => tensor !== undefined && isMergeableDtype(tensor.dtype));
+}
+
+function elementBytes(dtype: FloatDtype): number {
+  return dtypeBits(dtype) / 8;
+}
+
+function numel(tensor: ModelTensor): number {
+  return tensor.shape.reduce((a, b) => a * b, 1);
+}
+
+function tensorInput(models: Model[], name: string): TensorInput {
+  const parts = models.map((model) => {
+    const tensor = model.tensors.get(name);
+    if (!tensor) throw new MergeError(`${model.name} has no tensor ${name}`, name);
+    return { source: model.source(tensor.file), tensor };
+  });
+  const first = parts[0]!.tensor;
+  const dtype = first.dtype as FloatDtype;
+  const size = elementBytes(dtype);
+  return {
+    name,
+    numel: numel(first),
+    dtype,
+    async read(index, start, count, into) {
+      const part = parts[index];
+      if (!part) throw new MergeError(`input ${index} out of range for ${name}`, name);
+      await part.source.read(part.tensor.offset + start * size, count * size, into);
+    },
+  };
+}
+
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) {
+    const error = new Error('The merge was cancelled.');
+    error.name = 'AbortError';
+    throw error;
+  }
+}
+
+class ProgressMeter {
+  private readonly started = Date.now();
+  private lastEmit = 0;
+  bytesDone = 0;
+  tensorsDone = 0;
+
+  constructor(
+    private readonly stage: Stage,
+    private readonly tensorsTotal: number,
+    private readonly bytesTotal: number,
+    private readonly sink?: (progress: Progress) => void,
+  ) {}
+
+  report(currentTensor: string | undefined, force = false): void {
+    if (!this.sink) return;
+    const now = Date.now();
+    // Throttled: a progress event per window would flood a UI thread or a terminal.
+    if (!force && now - this.lastEmit < 100) return;
+    this.lastEmit = now;
+    const elapsedMs = now - this.started;
+    const bytesPerSecond = elapsedMs > 0 ? (this.bytesDone / elapsedMs) * 1000 : 0;
+    const left = Math.max(0, this.bytesTotal - this.bytesDone);
+    this.sink({
+      stage: this.stage,
+      tensorsDone: this.tensorsDone,
+      tensorsTotal: this.tensorsTotal,
+      bytesDone: Math.min(this.bytesDone, this.bytesTotal),
+      bytesTotal: this.bytesTotal,
+      currentTensor,
+      elapsedMs,
+      bytesPerSecond,
+      etaMs: bytesPerSecond > 0 ? (left / bytesPerSecond) * 1000 : undefined,
+    });
+  }
+}
+
+function compatible(base: Model, agents: Model[]): CompatReport {
+  const report = checkCompatibility(base, agents);
+  if (!report.ok) throw new CompatibilityError(report);
+  return report;
+}
+
+/** The statistics pass: exact per-tensor counts for every merged tensor, and their totals. */
+export async function analyzeModels(input: ModelsInput & { epsilon: number }): Promise<AnalysisResult> {
+  const { base, agents, engine, signal, epsilon } = input;
+  const tensors = mergeableTensors(base, compatible(base, agents));
+  const models = [base, ...agents];
+  const totalBytes = tensors.reduce((sum, t) => sum + (t.end - t.begin) * models.length, 0);
+  const meter = new ProgressMeter('analyze', tensors.length, totalBytes, input.onProgress);
+  const stats: TensorStats[] = [];
+  for (const tensor of tensors) {
+    throwIfAborted(signal);
+    meter.report(tensor.name);
+    stats.push(await withTensorName(tensor.name, () => engine.analyze(tensorInput(models, tensor.name), epsilon, signal)));
+    meter.bytesDone += (tensor.end - tensor.begin) * models.length;
+    meter.tensorsDone += 1;
+  }
+  meter.report(undefined, true);
+  return { epsilon, tensors: stats, totals: sumStats(stats, agents.length) };
+}
+
+async function withTensorName<T>(name: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    if ((error as Error).name === 'AbortError' || error instanceof MergeError) throw error;
+    throw new MergeError(`${name}: ${(error as Error).message}`, name, { cause: error });
+  }
+}
+
+export interface MergeJob extends ModelsInput {
+  params: MethodParams;
+  /** Output dtype of merged tensors; undefined keeps each tensor's own dtype. */
+  outDtype?: FloatDtype;
+  shardBytes?: number;
+  out: FolderSink;
+  /** Names of the inputs as the recipe and the model card should show them. */
+  baseLabel: string;
+  agentLabels: string[];
+  /** Statistics from an earlier pass with the same ε (the studio caches them); computed when needed and absent. */
+  analysis?: AnalysisResult;
+}
+
+export interface WrittenFile {
+  file: string;
+  bytes: number;
+  sha256?: string;
+}
+
+export interface MergeResult {
+  files: WrittenFile[];
+  lambdas: number[];
+  analysis?: AnalysisResult;
+  mergedTensors: number;
+  copiedTensors: number;
+  outputBytes: number;
+}
+
+const NEEDS_GLOBAL_STATS = new Set(['ramplus', 'ramplus_soft']);
+
+/** Files a Hugging Face model folder carries beside its weights, copied from the base as they are. */
+export function isCompanionFile(name: string): boolean {
+  return (
+    /^tokenizer.*\.(json|model)$/.test(name) ||
+    /^(special_tokens_map|added_tokens|generation_config|preprocessor_config)\.json$/.test(name) ||
+    /^vocab\.(json|txt)$/.test(name) ||
+    name === 'merges.txt' ||
+    /^chat_template.*\.(jinja|json)$/.test(name) ||
+    /\.tiktoken$/.test(name)
+  );
+}
+
+async function writeText(out: FolderSink, file: string, text: string, written: WrittenFile[]): Promise<void> {
+  const bytes = new TextEncoder().encode(text);
+  const sink = await out.create(file);
+  try {
+    await sink.write(bytes);
+    await sink.close();
+  } catch (error) {
+    await sink.abort();
+    throw error;
+  }
+  written.push({ file, bytes: bytes.length });
+}
+
+async function copyFile(out: FolderSink, model: Model, file: string, written: WrittenFile[]): Promise<void> {
+  const entry = model.files.find((f) => f.name === file);
+  if (!entry) return;
+  const sink = await out.create(file);
+  try {
+    const chunk = 8 << 20;
+    for (let offset = 0; offset < entry.source.size; offset += chunk)
+      await sink.write(await entry.source.read(offset, Math.min(chunk, entry.source.size - offset)));
+    await sink.close();
+  } catch (error) {
+    await sink.abort();
+    throw error;
+  }
+  written.push({ file, bytes: entry.source.size });
+}
+
+function dominantDtype(tensors: ModelTensor[]): FloatDtype | undefined {
+  const bytes = new Map<FloatDtype, number>();
+  for (const t of tensors) bytes.set(t.dtype as FloatDtype, (bytes.get(t.dtype as FloatDtype) ?? 0) + t.end - t.begin);
+  let best: FloatDtype | undefined;
+  for (const [dtype, size] of bytes) if (!best || size > (bytes.get(best) ?? 0)) best = dtype;
+  return best;
+}
+
+const TORCH_DTYPE: Record<FloatDtype, string> = { BF16: 'bfloat16', F16: 'float16', F32: 'float32' };
+
+export async function mergeModels(job: MergeJob): Promise<MergeResult> {
+  const { base, agents, engine, params, signal, out } = job;
+  if (agents.length !== engine.agents)
+    throw new MergeError(`the engine was made for ${engine.agents} agents, not ${agents.length}`);
+  const report = compatible(base, agents);
+  const merged = mergeableTensors(base, report);
+  const mergedNames = new Set(merged.map((t) => t.name));
+  const models = [base, ...agents];
+
+  let analysis = job.analysis;
+  if (!analysis && NEEDS_GLOBAL_STATS.has(params.method))
+    analysis = await analyzeModels({ ...job, epsilon: params.epsilon });
+  const lambdas = NEEDS_GLOBAL_STATS.has(params.method)
+    ? ramLambdas(analysis!.totals, params.method, params.r, params.alpha)
+    : agents.map(() => 1);
+
+  const outDtypeOf = (tensor: ModelTensor): FloatDtype => job.outDtype ?? (tensor.dtype as FloatDtype);
+  const specs: TensorSpec[] = [...base.tensors.values()].map((tensor) =>
+    mergedNames.has(tensor.name) ? { name: tensor.name, dtype: outDtypeOf(tensor), shape: tensor.shape } : tensor,
+  );
+  const plan = planShards(specs, job.shardBytes ?? DEFAULT_SHARD_BYTES);
+  const outputBytes = plan.totalSize;
+  const copiedBytes = specs.filter((s) => !mergedNames.has(s.name)).reduce((sum, s) => sum + base.tensors.get(s.name)!.end - base.tensors.get(s.name)!.begin, 0);
+  const inputBytes = merged.reduce((sum, t) => sum + (t.end - t.begin) * models.length, 0) + copiedBytes;
+  const meter = new ProgressMeter('merge', specs.length, inputBytes, job.onProgress);
+  const written: WrittenFile[] = [];
+  const outDtype = job.outDtype ?? dominantDtype(merged);
+
+  try {
+    // Companion files first: a folder whose weights (or index) are missing never looks complete.
+    if (base.configText !== undefined && base.config) {
+      const config = { ...base.config };
+      if (outDtype) config.torch_dtype = TORCH_DTYPE[outDtype];
+      await writeText(out, 'config.json', `${JSON.stringify(config, null, 2)}\n`, written);
+    }
+    for (const file of base.files.map((f) => f.name).filter(isCompanionFile).sort())
+      await copyFile(out, base, file, written);
+    const yaml = toMergekitYaml({ base: job.baseLabel, models: job.agentLabels, params, outDtype });
+    await writeText(out, 'mergekit_config.yml', yaml, written);
+
+    const shardFiles: WrittenFile[] = [];
+    for (const shard of plan.shards) {
+      const layout = layoutSafetensors(shard.tensors, { format: 'pt' });
+      const hash = new Sha256();
+      const raw = await out.create(shard.file);
+      const sink = {
+        write: async (chunk: Uint8Array) => {
+          hash.update(chunk);
+          await raw.write(chunk);
+        },
+        close: () => raw.close(),
+        abort: () => raw.abort(),
+      };
+      const writer = new SafetensorsStreamWriter(sink, layout, shard.file);
+      try {
+        for (const spec of layout.tensors) {
+          throwIfAborted(signal);
+          meter.report(spec.name);
+          const source = base.tensors.get(spec.name)!;
+          const emit = (bytes: Uint8Array) => writer.writeTensorBytes(spec.name, bytes);
+          if (mergedNames.has(spec.name)) {
+            const before = meter.bytesDone;
+            await withTensorName(spec.name, () =>
+              engine.merge(tensorInput(models, spec.name), {
+                params,
+                lambdas,
+                outDtype: spec.dtype as FloatDtype,
+                signal,
+                emit,
+                onProgress: (done) => {
+                  meter.bytesDone = before + done;
+                  meter.report(spec.name);
+                },
+              }),
+            );
+            meter.bytesDone = before + (source.end - source.begin) * models.length;
+          } else {
+            await copyTensorBytes(base, source, emit, signal);
+            meter.bytesDone += source.end - source.begin;
+          }
+          meter.tensorsDone += 1;
+        }
+        await writer.close();
+      } catch (error) {
+        await writer.abort();
+        throw error;
+      }
+      const entry = { file: shard.file, bytes: layout.fileSize, sha256: hash.hex() };
+      written.push(entry);
+      shardFiles.push(entry);
+    }
+    meter.report(undefined, true);
+    await verifyShards(out, plan.shards.map((s) => ({ file: s.file, tensors: s.tensors })));
+    if (plan.shards.length > 1)
+      await writeText(out, 'model.safetensors.index.json', indexJson(plan), written);
+    await writeText(
+      out,
+      'README.md',
+      modelCard({ job, lambdas, analysis, outDtype, shards: shardFiles, merged: merged.length, copied: specs.length - merged.length }),
+      written,
+    );
+  } catch (error) {
+    // Nothing half-written may stay behind looking like a model.
+    for (const file of written) await out.remove(file.file).catch(() => undefined);
+    throw error;
+  }
+  return {
+    files: written,
+    lambdas,
+    analysis,
+    mergedTensors: merged.length,
+    copiedTensors: specs.length - merged.length,
+    outputBytes,
+  };
+}
+
+async function copyTensorBytes(
+  model: Model,
+  tensor: ModelTensor,
+  emit: (bytes: Uint8Array) => Promise<void>,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const source = model.source(tensor.file);
+  const total = tensor.end - tensor.begin;
+  const chunk = 16 << 20;
+  for (let done = 0; done < total; done += chunk) {
+    throwIfAborted(signal);
+    await emit(await source.read(tensor.offset + done, Math.min(chunk, total - done)));
+  }
+}
+
+/** Re-reads every written shard header and checks it holds exactly the planned tensors. */
+export async function verifyShards(out: FolderSink, shards: { file: string; tensors: TensorSpec[] }[]): Promise<void> {
+  for (const shard of shards) {
+    const header = await readSafetensorsHeader(await out.open(shard.file));
+    const want = new Map(shard.tensors.map((t) => [t.name, t]));
+    if (header.tensors.length !== want.size)
+      throw new MergeError(`${shard.file}: re-read found ${header.tensors.length} tensors, wrote ${want.size}`);
+    for (const tensor of header.tensors) {
+      const spec = want.get(tensor.name);
+      if (!spec || spec.dtype !== tensor.dtype || spec.shape.join(',') !== tensor.shape.join(','))
+        throw new MergeError(`${shard.file}: re-read tensor ${tensor.name} does not match what was written`, tensor.name);
+    }
+  }
+}
+
+function modelCard(input: {
+  job: MergeJob;
+  lambdas: number[];
+  analysis?: AnalysisResult;
+  outDtype?: FloatDtype;
+  shards: WrittenFile[];
+  merged: number;
+  copied: number;
+}): string {
+  const { job, lambdas, analysis, outDtype, shards } = input;
+  const p = job.params;
+  const lines = [
+    '---',
+    'tags:',
+    '- merge',
+    `- ${TOOL_NAME}`,
+    `- ${p.method}`,
+    '---',
+    `# Merged model (${p.method})`,
+    '',
+    `Made with ${TOOL_NAME} ${TOOL_VERSION} (${job.engine.description}).`,
+    '',
+    '## Inputs',
+    '',
+    `- base: \`${job.baseLabel}\``,
+    ...job.agentLabels.map((label, t) => `- agent ${t + 1}: \`${label}\` (λ = ${lambdas[t]?.toFixed(6)})`),
+    '',
+    '## Method and parameters',
+    '',
+    '```yaml',
+    toMergekitYaml({ base: job.baseLabel, models: job.agentLabels, params: p, outDtype }).trimEnd(),
+    '```',
+    '',
+    `${input.merged} tensors merged, ${input.copied} copied from the base byte for byte.` +
+      (outDtype ? ` Output dtype: ${dtypeToYaml(outDtype)}.` : ''),
+  ];
+  if (analysis) {
+    lines.push('', '## Statistics (ε = ' + analysis.epsilon + ')', '', '| agent | changed | unique | shared | ρ |', '|---|---|---|---|---|');
+    analysis.totals.agents.forEach((a, t) =>
+      lines.push(`| ${job.agentLabels[t]} | ${a.changed} | ${a.unique} | ${a.shared} | ${Number.isFinite(a.rho) ? a.rho.toFixed(4) : '∞'} |`),
+    );
+  }
+  lines.push('', '## Files', '', '| file | bytes | sha256 |', '|---|---|---|');
+  for (const shard of shards) lines.push(`| ${shard.file} | ${shard.bytes} | ${shard.sha256} |`);
+  return `${lines.join('\n')}\n`;
+}

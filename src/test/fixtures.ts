@@ -1,0 +1,70 @@
+// Test fixtures: small model folders written to disk or memory, built in code with the project's
+// own writer (and checked elsewhere against files written by other tools).
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { encodeFloats, type Dtype, type FloatDtype } from '../format/dtype.ts';
+import { indexJson, planShards } from '../format/sharded.ts';
+import { serializeSafetensors, type TensorSpec } from '../format/write.ts';
+
+export interface FixtureTensor extends TensorSpec {
+  data: Uint8Array;
+}
+
+export function floatTensor(name: string, dtype: FloatDtype, shape: number[], values: ArrayLike<number>): FixtureTensor {
+  return { name, dtype, shape, data: encodeFloats(dtype, values) };
+}
+
+export function rawTensor(name: string, dtype: Dtype, shape: number[], data: Uint8Array): FixtureTensor {
+  return { name, dtype, shape, data };
+}
+
+/** Writes a model folder: one model.safetensors, or shards and an index when shardBytes is given. */
+export async function writeModelFolder(
+  dir: string,
+  tensors: FixtureTensor[],
+  options: { shardBytes?: number; config?: Record<string, unknown>; extraFiles?: Record<string, string> } = {},
+): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  const byName = new Map(tensors.map((t) => [t.name, t]));
+  if (options.shardBytes === undefined) {
+    await writeFile(join(dir, 'model.safetensors'), serializeSafetensors(tensors, { format: 'pt' }));
+  } else {
+    const plan = planShards(tensors, options.shardBytes);
+    for (const shard of plan.shards)
+      await writeFile(
+        join(dir, shard.file),
+        serializeSafetensors(
+          shard.tensors.map((t) => byName.get(t.name)!),
+          { format: 'pt' },
+        ),
+      );
+    if (plan.shards.length > 1) await writeFile(join(dir, 'model.safetensors.index.json'), indexJson(plan));
+  }
+  if (options.config) await writeFile(join(dir, 'config.json'), JSON.stringify(options.config, null, 2));
+  for (const [name, text] of Object.entries(options.extraFiles ?? {})) await writeFile(join(dir, name), text);
+  return dir;
+}
+
+/** A seeded PRNG (mulberry32) for test inputs: fresh, reproducible values, never all zeros. */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** The SPEC.md worked example: base all zeros, three agents, one 3×3 tensor. */
+export const WORKED_EXAMPLE = {
+  base: [0, 0, 0, 0, 0, 0, 0, 0, 0],
+  agents: {
+    coding: [0, 0.3, 0, 0.6, 0.7, 0, 0.1, 0, 0],
+    tool: [0, 0.7, 0, 0.5, 0.8, 0.2, 0, 0, 0],
+    memory: [0, 0.5, 0, 0.4, 0.9, 0, 0, 0, 0.1],
+  },
+  ram: [0, 0.5, 0, 0.5, 0.8, 0.2, 0.1, 0, 0.1],
+  ramplus: [0, 0.5, 0, 0.5, 0.8, 0.24, 0.12, 0, 0.12],
+} as const;
