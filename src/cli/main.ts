@@ -34,13 +34,20 @@ async function inspect(positionals: string[], values: Values): Promise<void> {
 
 /** `inspect PATH --json` (no file after it) means JSON on stdout; elsewhere --json names a file. */
 function bareJsonToStdout(argv: string[]): string[] {
-  return argv.map((arg, i) => (arg === '--json' && (i === argv.length - 1 || argv[i + 1]!.startsWith('--')) ? '--json=-' : arg));
+  return argv.map((arg, i) =>
+    arg === '--json' && (i === argv.length - 1 || argv[i + 1]!.startsWith('--')) ? '--json=-' : arg,
+  );
 }
 
 export async function main(argv: string[]): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({ args: bareJsonToStdout(argv), options: OPTIONS, allowPositionals: true, strict: true });
+    parsed = parseArgs({
+      args: bareJsonToStdout(argv),
+      options: OPTIONS,
+      allowPositionals: true,
+      strict: true,
+    });
   } catch (error) {
     process.stderr.write(`merge-studio: ${(error as Error).message}\n\n${USAGE}\n`);
     return 2;

@@ -28,13 +28,13 @@ function statsJson(analysis: AnalysisResult, paths: string[], r: number, alpha: 
   const lambdas = ramLambdas(analysis.totals, 'ramplus', r, alpha);
   return {
     epsilon: analysis.epsilon,
-    models: analysis.totals.agents.map((agent, t) => ({
-      path: paths[t],
-      changed: agent.changed,
-      unique: agent.unique,
-      shared: agent.shared,
-      overlap: agent.overlap,
-      rho: Number.isFinite(agent.rho) ? agent.rho : null,
+    models: paths.map((path, t) => ({
+      path,
+      changed: analysis.totals.changed[t],
+      unique: analysis.totals.unique[t],
+      shared: analysis.totals.shared[t],
+      overlap: analysis.totals.overlap[t],
+      rho: Number.isFinite(analysis.totals.rho[t]) ? analysis.totals.rho[t] : null,
       lambda: lambdas[t],
     })),
     tensors: analysis.tensors.map((t) => ({

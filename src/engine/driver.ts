@@ -49,7 +49,9 @@ export class MergeError extends Error {
 export class CompatibilityError extends MergeError {
   override name = 'CompatibilityError';
   constructor(readonly report: CompatReport) {
-    const lines = report.issues.slice(0, 20).map((issue) => `  ${issue.model}: ${issue.tensor}: ${issue.detail}`);
+    const lines = report.issues
+      .slice(0, 20)
+      .map((issue) => `  ${issue.model}: ${issue.tensor}: ${issue.detail}`);
     const more = report.issues.length > 20 ? `\n  … and ${report.issues.length - 20} more` : '';
     super(
       `The models do not match (${report.issues.length} difference${report.issues.length === 1 ? '' : 's'}):\n` +
@@ -170,7 +172,11 @@ export async function analyzeModels(input: ModelsInput & { epsilon: number }): P
   for (const tensor of tensors) {
     throwIfAborted(signal);
     meter.report(tensor.name);
-    stats.push(await withTensorName(tensor.name, () => engine.analyze(tensorInput(models, tensor.name), epsilon, signal)));
+    stats.push(
+      await withTensorName(tensor.name, () =>
+        engine.analyze(tensorInput(models, tensor.name), epsilon, signal),
+      ),
+    );
     meter.bytesDone += (tensor.end - tensor.begin) * models.length;
     meter.tensorsDone += 1;
   }
@@ -260,7 +266,8 @@ async function copyFile(out: FolderSink, model: Model, file: string, written: Wr
 
 function dominantDtype(tensors: ModelTensor[]): FloatDtype | undefined {
   const bytes = new Map<FloatDtype, number>();
-  for (const t of tensors) bytes.set(t.dtype as FloatDtype, (bytes.get(t.dtype as FloatDtype) ?? 0) + t.end - t.begin);
+  for (const t of tensors)
+    bytes.set(t.dtype as FloatDtype, (bytes.get(t.dtype as FloatDtype) ?? 0) + t.end - t.begin);
   let best: FloatDtype | undefined;
   for (const [dtype, size] of bytes) if (!best || size > (bytes.get(best) ?? 0)) best = dtype;
   return best;
@@ -286,11 +293,15 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
 
   const outDtypeOf = (tensor: ModelTensor): FloatDtype => job.outDtype ?? (tensor.dtype as FloatDtype);
   const specs: TensorSpec[] = [...base.tensors.values()].map((tensor) =>
-    mergedNames.has(tensor.name) ? { name: tensor.name, dtype: outDtypeOf(tensor), shape: tensor.shape } : tensor,
+    mergedNames.has(tensor.name)
+      ? { name: tensor.name, dtype: outDtypeOf(tensor), shape: tensor.shape }
+      : tensor,
   );
   const plan = planShards(specs, job.shardBytes ?? DEFAULT_SHARD_BYTES);
   const outputBytes = plan.totalSize;
-  const copiedBytes = specs.filter((s) => !mergedNames.has(s.name)).reduce((sum, s) => sum + base.tensors.get(s.name)!.end - base.tensors.get(s.name)!.begin, 0);
+  const copiedBytes = specs
+    .filter((s) => !mergedNames.has(s.name))
+    .reduce((sum, s) => sum + base.tensors.get(s.name)!.end - base.tensors.get(s.name)!.begin, 0);
   const inputBytes = merged.reduce((sum, t) => sum + (t.end - t.begin) * models.length, 0) + copiedBytes;
   const meter = new ProgressMeter('merge', specs.length, inputBytes, job.onProgress);
   const written: WrittenFile[] = [];
@@ -303,7 +314,10 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
       if (outDtype) config.torch_dtype = TORCH_DTYPE[outDtype];
       await writeText(out, 'config.json', `${JSON.stringify(config, null, 2)}\n`, written);
     }
-    for (const file of base.files.map((f) => f.name).filter(isCompanionFile).sort())
+    for (const file of base.files
+      .map((f) => f.name)
+      .filter(isCompanionFile)
+      .sort())
       await copyFile(out, base, file, written);
     const yaml = toMergekitYaml({ base: job.baseLabel, models: job.agentLabels, params, outDtype });
     await writeText(out, 'mergekit_config.yml', yaml, written);
@@ -360,13 +374,24 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
       shardFiles.push(entry);
     }
     meter.report(undefined, true);
-    await verifyShards(out, plan.shards.map((s) => ({ file: s.file, tensors: s.tensors })));
+    await verifyShards(
+      out,
+      plan.shards.map((s) => ({ file: s.file, tensors: s.tensors })),
+    );
     if (plan.shards.length > 1)
       await writeText(out, 'model.safetensors.index.json', indexJson(plan), written);
     await writeText(
       out,
       'README.md',
-      modelCard({ job, lambdas, analysis, outDtype, shards: shardFiles, merged: merged.length, copied: specs.length - merged.length }),
+      modelCard({
+        job,
+        lambdas,
+        analysis,
+        outDtype,
+        shards: shardFiles,
+        merged: merged.length,
+        copied: specs.length - merged.length,
+      }),
       written,
     );
   } catch (error) {
@@ -400,16 +425,24 @@ async function copyTensorBytes(
 }
 
 /** Re-reads every written shard header and checks it holds exactly the planned tensors. */
-export async function verifyShards(out: FolderSink, shards: { file: string; tensors: TensorSpec[] }[]): Promise<void> {
+export async function verifyShards(
+  out: FolderSink,
+  shards: { file: string; tensors: TensorSpec[] }[],
+): Promise<void> {
   for (const shard of shards) {
     const header = await readSafetensorsHeader(await out.open(shard.file));
     const want = new Map(shard.tensors.map((t) => [t.name, t]));
     if (header.tensors.length !== want.size)
-      throw new MergeError(`${shard.file}: re-read found ${header.tensors.length} tensors, wrote ${want.size}`);
+      throw new MergeError(
+        `${shard.file}: re-read found ${header.tensors.length} tensors, wrote ${want.size}`,
+      );
     for (const tensor of header.tensors) {
       const spec = want.get(tensor.name);
       if (!spec || spec.dtype !== tensor.dtype || spec.shape.join(',') !== tensor.shape.join(','))
-        throw new MergeError(`${shard.file}: re-read tensor ${tensor.name} does not match what was written`, tensor.name);
+        throw new MergeError(
+          `${shard.file}: re-read tensor ${tensor.name} does not match what was written`,
+          tensor.name,
+        );
     }
   }
 }
@@ -451,10 +484,20 @@ function modelCard(input: {
       (outDtype ? ` Output dtype: ${dtypeToYaml(outDtype)}.` : ''),
   ];
   if (analysis) {
-    lines.push('', '## Statistics (ε = ' + analysis.epsilon + ')', '', '| agent | changed | unique | shared | ρ |', '|---|---|---|---|---|');
-    analysis.totals.agents.forEach((a, t) =>
-      lines.push(`| ${job.agentLabels[t]} | ${a.changed} | ${a.unique} | ${a.shared} | ${Number.isFinite(a.rho) ? a.rho.toFixed(4) : '∞'} |`),
+    lines.push(
+      '',
+      '## Statistics (ε = ' + analysis.epsilon + ')',
+      '',
+      '| agent | changed | unique | shared | ρ |',
+      '|---|---|---|---|---|',
     );
+    const totals = analysis.totals;
+    job.agentLabels.forEach((label, t) => {
+      const rho = totals.rho[t]!;
+      lines.push(
+        `| ${label} | ${totals.changed[t]} | ${totals.unique[t]} | ${totals.shared[t]} | ${Number.isFinite(rho) ? rho.toFixed(4) : '∞'} |`,
+      );
+    });
   }
   lines.push('', '## Files', '', '| file | bytes | sha256 |', '|---|---|---|');
   for (const shard of shards) lines.push(`| ${shard.file} | ${shard.bytes} | ${shard.sha256} |`);

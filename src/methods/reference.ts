@@ -4,7 +4,8 @@
 import type { FloatDtype } from '../format/dtype.ts';
 import type { TensorStats } from '../engine/types.ts';
 import type { MethodParams } from './types.ts';
-import { MAGNITUDE_BINS, magnitudeBin, tensorLocalLambdas, ulpOf } from './stats.ts';
+import { MAGNITUDE_BINS, magnitudeBin, tensorLocalLambdas } from './stats.ts';
+import { ulpOf } from './float32.ts';
 
 export interface ReferenceTensor {
   name: string;
@@ -32,7 +33,7 @@ export function referenceStats(t: ReferenceTensor, epsilon: number): TensorStats
   const masks = changedMask(t, epsilon);
   const counts = Array.from({ length: n + 1 }, () => 0);
   const overlap = t.agents.map(() => Array.from({ length: n }, () => 0));
-  const magnitude = t.agents.map(() => Array.from({ length: MAGNITUDE_BINS }, () => 0));
+  const magnitude = t.agents.map(() => Array.from({ length: MAGNITUDE_BINS.length }, () => 0));
   const oneUlp = t.agents.map(() => 0);
   let signConflicts = 0;
   for (let i = 0; i < t.base.length; i++) {

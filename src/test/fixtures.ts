@@ -5,12 +5,19 @@ import { join } from 'node:path';
 import { encodeFloats, type Dtype, type FloatDtype } from '../format/dtype.ts';
 import { indexJson, planShards } from '../format/sharded.ts';
 import { serializeSafetensors, type TensorSpec } from '../format/write.ts';
+import { openModel, type Model } from '../format/model.ts';
+import { memorySource } from '../io/source.ts';
 
 export interface FixtureTensor extends TensorSpec {
   data: Uint8Array;
 }
 
-export function floatTensor(name: string, dtype: FloatDtype, shape: number[], values: ArrayLike<number>): FixtureTensor {
+export function floatTensor(
+  name: string,
+  dtype: FloatDtype,
+  shape: number[],
+  values: ArrayLike<number>,
+): FixtureTensor {
   return { name, dtype, shape, data: encodeFloats(dtype, values) };
 }
 
@@ -18,30 +25,62 @@ export function rawTensor(name: string, dtype: Dtype, shape: number[], data: Uin
   return { name, dtype, shape, data };
 }
 
-/** Writes a model folder: one model.safetensors, or shards and an index when shardBytes is given. */
-export async function writeModelFolder(
-  dir: string,
+export interface FolderOptions {
+  shardBytes?: number;
+  config?: Record<string, unknown>;
+  extraFiles?: Record<string, string>;
+}
+
+/** The files of a model folder, in memory: one model.safetensors, or shards and an index when shardBytes is given. */
+export function modelFolderFiles(
   tensors: FixtureTensor[],
-  options: { shardBytes?: number; config?: Record<string, unknown>; extraFiles?: Record<string, string> } = {},
-): Promise<string> {
-  await mkdir(dir, { recursive: true });
+  options: FolderOptions = {},
+): Map<string, Uint8Array> {
+  const files = new Map<string, Uint8Array>();
   const byName = new Map(tensors.map((t) => [t.name, t]));
   if (options.shardBytes === undefined) {
-    await writeFile(join(dir, 'model.safetensors'), serializeSafetensors(tensors, { format: 'pt' }));
+    files.set('model.safetensors', serializeSafetensors(tensors, { format: 'pt' }));
   } else {
     const plan = planShards(tensors, options.shardBytes);
     for (const shard of plan.shards)
-      await writeFile(
-        join(dir, shard.file),
+      files.set(
+        shard.file,
         serializeSafetensors(
           shard.tensors.map((t) => byName.get(t.name)!),
           { format: 'pt' },
         ),
       );
-    if (plan.shards.length > 1) await writeFile(join(dir, 'model.safetensors.index.json'), indexJson(plan));
+    if (plan.shards.length > 1)
+      files.set('model.safetensors.index.json', new TextEncoder().encode(indexJson(plan)));
   }
-  if (options.config) await writeFile(join(dir, 'config.json'), JSON.stringify(options.config, null, 2));
-  for (const [name, text] of Object.entries(options.extraFiles ?? {})) await writeFile(join(dir, name), text);
+  const text = new TextEncoder();
+  if (options.config) files.set('config.json', text.encode(JSON.stringify(options.config, null, 2)));
+  for (const [name, content] of Object.entries(options.extraFiles ?? {}))
+    files.set(name, text.encode(content));
+  return files;
+}
+
+/** An opened in-memory model. */
+export function memoryModel(
+  name: string,
+  tensors: FixtureTensor[],
+  options: FolderOptions = {},
+): Promise<Model> {
+  const files = [...modelFolderFiles(tensors, options)].map(([file, bytes]) => ({
+    name: file,
+    source: memorySource(file, bytes),
+  }));
+  return openModel(name, files);
+}
+
+/** Writes a model folder to disk (see modelFolderFiles). */
+export async function writeModelFolder(
+  dir: string,
+  tensors: FixtureTensor[],
+  options: FolderOptions = {},
+): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  for (const [file, bytes] of modelFolderFiles(tensors, options)) await writeFile(join(dir, file), bytes);
   return dir;
 }
 

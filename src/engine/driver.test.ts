@@ -1,0 +1,251 @@
+// The model-level driver on the CPU engine: sharded inputs to sharded outputs, raw copies, the
+// statistics pass, checksums, and that failure or cancellation leaves nothing behind.
+import { describe, expect, it } from 'vitest';
+import { decodeFloats, encodeFloats, type FloatDtype } from '../format/dtype.ts';
+import { openModel, type Model } from '../format/model.ts';
+import { memoryFolder } from '../io/sink.ts';
+import { memorySource } from '../io/source.ts';
+import { createCpuEngine } from '../methods/cpu-engine.ts';
+import { defaultParams } from '../methods/defaults.ts';
+import { referenceMerge } from '../methods/reference.ts';
+import { ramLambdas } from '../methods/stats.ts';
+import { floatTensor, memoryModel, rawTensor, rng, type FixtureTensor } from '../test/fixtures.ts';
+import { analyzeModels, CompatibilityError, mergeModels, MergeError } from './driver.ts';
+import { Sha256 } from './sha256.ts';
+import type { MergeEngine } from './types.ts';
+
+const SHAPES: [string, FloatDtype, number[]][] = [
+  ['model.embed_tokens.weight', 'BF16', [17, 8]],
+  ['model.layers.0.self_attn.q_proj.weight', 'BF16', [8, 8]],
+  ['model.layers.0.mlp.down_proj.weight', 'F16', [5, 7]],
+  ['model.layers.1.input_layernorm.weight', 'F32', [3]],
+  ['model.scale', 'F32', []],
+];
+
+function randomSet(seed: number, agents: number): { base: FixtureTensor[]; agents: FixtureTensor[][] } {
+  const random = rng(seed);
+  const steps = rawTensor(
+    'model.steps',
+    'I64',
+    [2],
+    new Uint8Array(16).map(() => Math.floor(random() * 256)),
+  );
+  const baseValues = SHAPES.map(([, , shape]) =>
+    Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => random() * 2 - 1),
+  );
+  const base = SHAPES.map(([name, dtype, shape], i) => floatTensor(name, dtype, shape, baseValues[i]!));
+  const agentSets = Array.from({ length: agents }, (_, t) =>
+    SHAPES.map(([name, dtype, shape], i) => {
+      const density = [0.1, 0.5, 0.8][t % 3]!;
+      return floatTensor(
+        name,
+        dtype,
+        shape,
+        baseValues[i]!.map((v) => (random() < density ? v + (random() - 0.5) * 0.1 : v)),
+      );
+    }),
+  );
+  return { base: [...base, steps], agents: agentSets.map((set) => [...set, steps]) };
+}
+
+async function setup(seed = 1, agents = 3): Promise<{ base: Model; agents: Model[] }> {
+  const set = randomSet(seed, agents);
+  return {
+    base: await memoryModel('base', set.base, {
+      shardBytes: 200,
+      config: { model_type: 'toy', torch_dtype: 'bfloat16' },
+    }),
+    agents: await Promise.all(
+      set.agents.map((tensors, t) => memoryModel(`agent-${t}`, tensors, { shardBytes: 300 })),
+    ),
+  };
+}
+
+async function tensorValues(model: Model, name: string): Promise<Float64Array> {
+  const t = model.tensors.get(name)!;
+  const bytes = await model.source(t.file).read(t.offset, t.end - t.begin);
+  return decodeFloats(
+    t.dtype as FloatDtype,
+    bytes,
+    t.shape.reduce((a, b) => a * b, 1),
+  );
+}
+
+async function rawBytes(model: Model, name: string): Promise<Uint8Array> {
+  const t = model.tensors.get(name)!;
+  return model.source(t.file).read(t.offset, t.end - t.begin);
+}
+
+function labels(agents: Model[]) {
+  return { baseLabel: 'base', agentLabels: agents.map((a) => a.name) };
+}
+
+describe('mergeModels', () => {
+  it('streams sharded inputs into sharded outputs that equal the reference, byte for byte', async () => {
+    const { base, agents } = await setup();
+    const out = memoryFolder('out');
+    const params = defaultParams('ramplus', agents.length);
+    const result = await mergeModels({
+      base,
+      agents,
+      engine: createCpuEngine({ agents: 3 }),
+      params,
+      out,
+      shardBytes: 256,
+      ...labels(agents),
+    });
+
+    const files = [...out.files.keys()].sort();
+    expect(files).toContain('model.safetensors.index.json');
+    expect(files.filter((f) => /^model-\d{5}-of-\d{5}\.safetensors$/.test(f)).length).toBeGreaterThan(1);
+    const merged = await openModel(
+      'out',
+      [...out.files].map(([name, bytes]) => ({ name, source: memorySource(name, bytes) })),
+    );
+    expect([...merged.tensors.keys()].sort()).toEqual([...base.tensors.keys()].sort());
+
+    const lambdas = ramLambdas(result.analysis!.totals, 'ramplus', params.r, params.alpha);
+    expect(result.lambdas).toEqual(lambdas);
+    expect(lambdas.some((l) => l > 1)).toBe(true);
+    for (const [name, dtype] of SHAPES) {
+      const want = referenceMerge(
+        {
+          name,
+          dtype,
+          base: await tensorValues(base, name),
+          agents: await Promise.all(agents.map((a) => tensorValues(a, name))),
+        },
+        params,
+        lambdas,
+      );
+      expect(await rawBytes(merged, name)).toEqual(encodeFloats(dtype, want));
+    }
+    expect(await rawBytes(merged, 'model.steps')).toEqual(await rawBytes(base, 'model.steps'));
+
+    for (const entry of result.files.filter((f) => f.sha256)) {
+      const hash = new Sha256();
+      hash.update(out.files.get(entry.file)!);
+      expect(entry.sha256).toBe(hash.hex());
+    }
+    const card = new TextDecoder().decode(out.files.get('README.md'));
+    expect(card).toContain('merge_method: ramplus');
+    expect(JSON.parse(new TextDecoder().decode(out.files.get('config.json'))).torch_dtype).toBe('bfloat16');
+  });
+
+  it('converts merged tensors to the requested dtype and copies the rest raw', async () => {
+    const { base, agents } = await setup(2);
+    const out = memoryFolder('out');
+    await mergeModels({
+      base,
+      agents,
+      engine: createCpuEngine({ agents: 3 }),
+      params: defaultParams('ram', 3),
+      outDtype: 'F32',
+      out,
+      ...labels(agents),
+    });
+    const merged = await openModel(
+      'out',
+      [...out.files].map(([name, bytes]) => ({ name, source: memorySource(name, bytes) })),
+    );
+    for (const [name] of SHAPES) expect(merged.tensors.get(name)!.dtype).toBe('F32');
+    expect(merged.tensors.get('model.steps')!.dtype).toBe('I64');
+    expect(JSON.parse(new TextDecoder().decode(out.files.get('config.json'))).torch_dtype).toBe('float32');
+  });
+
+  it('statistics totals are the sums of the per-tensor counts', async () => {
+    const { base, agents } = await setup(3, 4);
+    const analysis = await analyzeModels({
+      base,
+      agents,
+      engine: createCpuEngine({ agents: 4 }),
+      epsilon: 1e-5,
+    });
+    expect(analysis.tensors.map((t) => t.name).sort()).toEqual(SHAPES.map(([name]) => name).sort());
+    const totals = analysis.totals;
+    for (let t = 0; t < 4; t++) {
+      expect(totals.changed[t]).toBe(analysis.tensors.reduce((sum, s) => sum + s.changed[t]!, 0));
+      expect(totals.unique[t]).toBe(analysis.tensors.reduce((sum, s) => sum + s.unique[t]!, 0));
+      expect(totals.shared[t]).toBe(totals.changed[t]! - totals.unique[t]!);
+      expect(totals.overlap[t]!.reduce((a, b) => a + b, 0)).toBe(totals.changed[t]);
+    }
+    expect(analysis.totals.counts.reduce((a, b) => a + b, 0)).toBe(analysis.totals.numel);
+  });
+
+  it('leaves nothing behind when cancelled', async () => {
+    const { base, agents } = await setup(4);
+    const out = memoryFolder('out');
+    const controller = new AbortController();
+    const engine = createCpuEngine({ agents: 3 });
+    let calls = 0;
+    const cancelling: MergeEngine = {
+      ...engine,
+      merge: async (tensor, options) => {
+        if (++calls === 3) controller.abort();
+        return engine.merge(tensor, options);
+      },
+    };
+    await expect(
+      mergeModels({
+        base,
+        agents,
+        engine: cancelling,
+        params: defaultParams('ram', 3),
+        out,
+        shardBytes: 256,
+        signal: controller.signal,
+        ...labels(agents),
+      }),
+    ).rejects.toMatchObject({ name: 'AbortError' });
+    expect([...out.files.keys()]).toEqual([]);
+  });
+
+  it('names the tensor when the engine fails, and leaves nothing behind', async () => {
+    const { base, agents } = await setup(5);
+    const out = memoryFolder('out');
+    const engine = createCpuEngine({ agents: 3 });
+    const failing: MergeEngine = {
+      ...engine,
+      merge: async (tensor, options) => {
+        if (tensor.name.includes('down_proj')) throw new Error('device lost');
+        return engine.merge(tensor, options);
+      },
+    };
+    const error = await mergeModels({
+      base,
+      agents,
+      engine: failing,
+      params: defaultParams('ram', 3),
+      out,
+      ...labels(agents),
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(MergeError);
+    expect((error as MergeError).tensor).toBe('model.layers.0.mlp.down_proj.weight');
+    expect((error as Error).message).toContain('device lost');
+    expect([...out.files.keys()]).toEqual([]);
+  });
+
+  it('refuses incompatible agents before any output, listing every difference', async () => {
+    const { base } = await setup(6);
+    const set = randomSet(6, 1);
+    const odd = set.agents[0]!.filter((t) => t.name !== 'model.scale').map((t) =>
+      t.name === 'model.layers.0.self_attn.q_proj.weight' ? { ...t, shape: [4, 16] } : t,
+    );
+    const agent = await memoryModel('odd', odd);
+    const out = memoryFolder('out');
+    const error = await mergeModels({
+      base,
+      agents: [agent],
+      engine: createCpuEngine({ agents: 1 }),
+      params: defaultParams('ram', 1),
+      out,
+      ...labels([agent]),
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CompatibilityError);
+    const issues = (error as CompatibilityError).report.issues.map((i) => `${i.kind}:${i.tensor}`);
+    expect(issues).toEqual(
+      expect.arrayContaining(['missing:model.scale', 'shape:model.layers.0.self_attn.q_proj.weight']),
+    );
+    expect([...out.files.keys()]).toEqual([]);
+  });
+});
