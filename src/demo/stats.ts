@@ -1,0 +1,66 @@
+// How the agents' task vectors τ = agent − base are spread over the weights: the share of elements
+// each agent changed (|τ| > ε) and how many of those no other agent changed (SPEC.md's N_unique).
+
+export interface AgentChanges {
+  name: string;
+  numel: number;
+  changed: number;
+  /** Changed by this agent and by no other. */
+  unique: number;
+  /** changed / numel. */
+  changedShare: number;
+  /** unique / changed (0 when nothing changed). */
+  uniqueShare: number;
+  /** Per tensor: [name, changed, unique, numel]; integer counts that sum to the totals above. */
+  perTensor: [string, number, number, number][];
+}
+
+/** Counts per agent over every tensor of the base, with τ computed in f64 from the stored values. */
+export function changeStats(
+  base: ReadonlyMap<string, Float32Array>,
+  agents: readonly { name: string; params: ReadonlyMap<string, Float32Array> }[],
+  epsilon = 1e-5,
+): AgentChanges[] {
+  const results: AgentChanges[] = agents.map((a) => ({
+    name: a.name,
+    numel: 0,
+    changed: 0,
+    unique: 0,
+    changedShare: 0,
+    uniqueShare: 0,
+    perTensor: [],
+  }));
+  for (const [name, b] of base) {
+    const values = agents.map((a) => {
+      const v = a.params.get(name);
+      if (!v || v.length !== b.length)
+        throw new Error(`changeStats: agent ${a.name} lacks ${name} of ${b.length}`);
+      return v;
+    });
+    const changed = new Array<number>(agents.length).fill(0);
+    const unique = new Array<number>(agents.length).fill(0);
+    for (let i = 0; i < b.length; i++) {
+      let count = 0;
+      let last = -1;
+      for (let t = 0; t < values.length; t++) {
+        if (Math.abs(values[t]![i]! - b[i]!) > epsilon) {
+          changed[t] = changed[t]! + 1;
+          count += 1;
+          last = t;
+        }
+      }
+      if (count === 1) unique[last] = unique[last]! + 1;
+    }
+    results.forEach((r, t) => {
+      r.perTensor.push([name, changed[t]!, unique[t]!, b.length]);
+      r.numel += b.length;
+      r.changed += changed[t]!;
+      r.unique += unique[t]!;
+    });
+  }
+  for (const r of results) {
+    r.changedShare = r.numel === 0 ? 0 : r.changed / r.numel;
+    r.uniqueShare = r.changed === 0 ? 0 : r.unique / r.changed;
+  }
+  return results;
+}
