@@ -29,6 +29,7 @@ export const OPTIONS = {
   stats: { type: 'string' },
   config: { type: 'string' },
   cpu: { type: 'boolean' },
+  'window-elements': { type: 'string' },
   episodes: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } satisfies ParseArgsConfig['options'];

@@ -19,7 +19,8 @@ export const USAGE = `merge-studio: merge RL-trained agent checkpoints that shar
 
 PATH is a .safetensors file or a model folder (single or sharded). Methods: ${METHODS.join(', ')}.
 --weight and --density are given once per --model, in order (or once, for all).
---cpu merges with the CPU reference instead of WebGPU (slow; for machines without any adapter).`;
+--cpu merges with the CPU reference instead of WebGPU (slow; for machines without any adapter).
+--window-elements N caps the elements per GPU window (default 2^23; smaller uses less memory).`;
 
 async function inspect(positionals: string[], values: Values): Promise<void> {
   const path = positionals[0];

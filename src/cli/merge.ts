@@ -10,10 +10,14 @@ import { ramLambdas } from '../methods/stats.ts';
 import { analyzeModels, mergeModels, type AnalysisResult } from '../engine/driver.ts';
 import type { MergeEngine } from '../engine/types.ts';
 import { DTYPE_FLAGS, emptyOrMissing, loadModel, num, perAgent, UsageError, type Values } from './args.ts';
-import { ProgressPrinter } from './progress.ts';
+import { formatBytes, ProgressPrinter } from './progress.ts';
 
 // Engines load on demand: `inspect` and `arena` never pay for dawn.node.
-async function makeEngine(cpu: boolean | undefined, agents: number): Promise<MergeEngine> {
+async function makeEngine(
+  cpu: boolean | undefined,
+  agents: number,
+  windowElements?: number,
+): Promise<MergeEngine> {
   if (cpu) return (await import('../methods/cpu-engine.ts')).createCpuEngine({ agents });
   const { acquireNodeGpu } = await import('./node-gpu.ts');
   const { requestEngineDevice, describeAdapter } = await import('../engine/device.ts');
@@ -21,7 +25,11 @@ async function makeEngine(cpu: boolean | undefined, agents: number): Promise<Mer
   const node = await acquireNodeGpu();
   const { device, adapterInfo } = await requestEngineDevice(node.gpu);
   const description = `${describeAdapter(adapterInfo)} via ${node.driver}`;
-  return createGpuEngine(device, { agents, adapterDescription: description });
+  return createGpuEngine(device, {
+    agents,
+    adapterDescription: description,
+    maxWindowElements: windowElements,
+  });
 }
 
 function statsJson(analysis: AnalysisResult, paths: string[], r: number, alpha: number): unknown {
@@ -74,11 +82,18 @@ function cancellation(): AbortController {
   return controller;
 }
 
+function windowElements(values: Values): number | undefined {
+  const n = num(values['window-elements'], 'window-elements');
+  if (n !== undefined && !(Number.isInteger(n) && n >= 2))
+    throw new UsageError('--window-elements must be an integer ≥ 2');
+  return n;
+}
+
 export async function analyze(values: Values): Promise<void> {
   if (!values.json) throw new UsageError('analyze needs --json OUT.json');
   const inputs = await loadInputs(values.base, values.model);
   const epsilon = num(values.epsilon, 'epsilon') ?? 1e-5;
-  const engine = await makeEngine(values.cpu, inputs.agents.length);
+  const engine = await makeEngine(values.cpu, inputs.agents.length, windowElements(values));
   process.stderr.write(`Engine: ${engine.description}\n`);
   const progress = new ProgressPrinter(process.stderr);
   try {
@@ -152,7 +167,7 @@ export async function merge(values: Values): Promise<void> {
     throw new UsageError('--shard-size must be at least 1 byte');
   await emptyOrMissing(outDir);
 
-  const engine = await makeEngine(values.cpu, inputs.agents.length);
+  const engine = await makeEngine(values.cpu, inputs.agents.length, windowElements(values));
   process.stderr.write(`Engine: ${engine.description}\n`);
   const progress = new ProgressPrinter(process.stderr);
   const started = Date.now();
@@ -191,7 +206,8 @@ export async function merge(values: Values): Promise<void> {
     const seconds = (Date.now() - started) / 1000;
     process.stderr.write(
       `Merged ${result.mergedTensors} tensors (${result.copiedTensors} copied) with ${recipe.params.method} ` +
-        `into ${outDir} in ${seconds.toFixed(1)} s; λ = [${result.lambdas.map((l) => l.toFixed(4)).join(', ')}]\n`,
+        `into ${outDir} in ${seconds.toFixed(1)} s; λ = [${result.lambdas.map((l) => l.toFixed(4)).join(', ')}]; ` +
+        `peak memory ${formatBytes(process.resourceUsage().maxRSS * 1024)}\n`,
     );
   } finally {
     engine.destroy();
