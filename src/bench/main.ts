@@ -17,7 +17,7 @@ import { describeAdapter, requestEngineDevice } from '../engine/device.ts';
 import { defaultParams } from '../methods/defaults.ts';
 import type { MethodName } from '../methods/types.ts';
 import { acquireNodeGpu } from '../cli/node-gpu.ts';
-import { formatBytes } from '../cli/progress.ts';
+import { formatBytes } from '../format/inspect.ts';
 import { writeSyntheticSet } from './synthetic.ts';
 
 const { values } = parseArgs({
@@ -71,8 +71,12 @@ function timedFolder(folder: FolderSink, clock: Clock): FolderSink {
   };
 }
 
+const openSources: { close(): Promise<void> }[] = [];
+
 async function loadTimed(path: string, clock: Clock): Promise<Model> {
-  const files: ModelFile[] = (await nodeModelFiles(path)).map((f) => ({ name: f.name, source: timedSource(f.source, clock) }));
+  const raw = await nodeModelFiles(path);
+  openSources.push(...raw.map((f) => f.source));
+  const files: ModelFile[] = raw.map((f) => ({ name: f.name, source: timedSource(f.source, clock) }));
   return openModel(path, files);
 }
 
@@ -113,7 +117,8 @@ async function runOne(engine: MergeEngine, method: MethodName, share: number): P
   if (share < 1) {
     // The CPU reference is slow: time it on the first tensors only and scale by bytes.
     const keep = [...base.tensors.keys()].slice(0, Math.max(1, Math.round(base.tensors.size * share)));
-    for (const m of [base, ...models]) for (const name of [...m.tensors.keys()]) if (!keep.includes(name)) m.tensors.delete(name);
+    for (const m of [base, ...models])
+      for (const name of [...m.tensors.keys()]) if (!keep.includes(name)) m.tensors.delete(name);
   }
   const outDir = join('.bench', `out-${engine.kind}-${method}`);
   await rm(outDir, { recursive: true, force: true });
@@ -131,6 +136,7 @@ async function runOne(engine: MergeEngine, method: MethodName, share: number): P
   });
   const ms = performance.now() - start;
   await rm(outDir, { recursive: true, force: true });
+  for (const source of openSources.splice(0)) await source.close();
   const after = engine.timings;
   return {
     engine: engine.description,
@@ -140,7 +146,11 @@ async function runOne(engine: MergeEngine, method: MethodName, share: number): P
     readMs: readClock.ms,
     writeMs: writeClock.ms,
     ...(before && after
-      ? { upload: after.upload - before.upload, compute: after.compute - before.compute, readback: after.readback - before.readback }
+      ? {
+          upload: after.upload - before.upload,
+          compute: after.compute - before.compute,
+          readback: after.readback - before.readback,
+        }
       : {}),
   };
 }
@@ -149,10 +159,14 @@ const methods = values.methods.split(',') as MethodName[];
 
 if (!existsSync(join(dir, `agent-${agents - 1}`, 'model.safetensors'))) {
   process.stderr.write(`Generating the synthetic set in ${dir} (${sizeMb} MB)…\n`);
-  await writeSyntheticSet({ modelBytes, agents, hidden: 1024, seed: 1 }, (name) => nodeFolder(join(dir, name)));
+  await writeSyntheticSet({ modelBytes, agents, hidden: 1024, seed: 1 }, (name) =>
+    nodeFolder(join(dir, name)),
+  );
 }
 
-const files = ['base', ...Array.from({ length: agents }, (_, t) => `agent-${t}`)].map((m) => join(dir, m, 'model.safetensors'));
+const files = ['base', ...Array.from({ length: agents }, (_, t) => `agent-${t}`)].map((m) =>
+  join(dir, m, 'model.safetensors'),
+);
 const raw = await rawRead(files);
 const node = await acquireNodeGpu();
 const { device, adapterInfo } = await requestEngineDevice(node.gpu);
@@ -166,7 +180,8 @@ for (const method of methods) {
 const peakRss = process.resourceUsage().maxRSS * 1024;
 node.release();
 const cpuRows: Row[] = [];
-for (const method of methods) cpuRows.push(await runOne(createCpuEngine({ agents }), method, Number(values['cpu-share'])));
+for (const method of methods)
+  cpuRows.push(await runOne(createCpuEngine({ agents }), method, Number(values['cpu-share'])));
 
 const gbps = (bytes: number, ms: number) => bytes / 1e9 / (ms / 1000);
 const rawGbps = gbps(raw.bytes, raw.ms);
@@ -184,6 +199,9 @@ for (const row of [...gpuRows, ...cpuRows]) {
     `| ${row.engine.startsWith('CPU') ? 'CPU reference' : 'WebGPU'} | ${row.method} | ${formatBytes(row.inputBytes)} | ${s(row.ms)} | ${rate.toFixed(3)} | ${(rate / rawGbps).toFixed(3)} | ${s(row.readMs)} | ${s(row.upload)} | ${s(row.compute)} | ${s(row.readback)} | ${s(row.writeMs)} |`,
   );
 }
-lines.push('', `Peak RSS during the WebGPU merges: ${formatBytes(peakRss)} (input set ${formatBytes(raw.bytes)}).`);
+lines.push(
+  '',
+  `Peak RSS during the WebGPU merges: ${formatBytes(peakRss)} (input set ${formatBytes(raw.bytes)}).`,
+);
 process.stdout.write(`${lines.join('\n')}\n`);
 process.exit(0);

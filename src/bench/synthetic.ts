@@ -34,7 +34,8 @@ export function syntheticSpecs(options: SyntheticOptions): TensorSpec[] {
   const layers = Math.max(1, Math.round(options.modelBytes / layerBytes));
   const specs: TensorSpec[] = [];
   for (let l = 0; l < layers; l++)
-    for (const [name, shape] of perLayer) specs.push({ name: `model.layers.${l}.${name}`, dtype: 'BF16', shape });
+    for (const [name, shape] of perLayer)
+      specs.push({ name: `model.layers.${l}.${name}`, dtype: 'BF16', shape });
   specs.push({ name: 'model.norm.weight', dtype: 'BF16', shape: [h] });
   return specs;
 }
@@ -44,7 +45,8 @@ function baseValues(spec: TensorSpec, random: () => number): Uint16Array {
   const out = new Uint16Array(n);
   const norm = spec.shape.length === 1;
   const scale = norm ? 0 : 1 / Math.sqrt(spec.shape[1] ?? 1);
-  for (let i = 0; i < n; i++) out[i] = f32ToBf16(norm ? 1 + (random() - 0.5) * 0.1 : (random() * 2 - 1) * scale);
+  for (let i = 0; i < n; i++)
+    out[i] = f32ToBf16(norm ? 1 + (random() - 0.5) * 0.1 : (random() * 2 - 1) * scale);
   return out;
 }
 
@@ -67,7 +69,11 @@ async function writeModel(
   values: (spec: TensorSpec, index: number) => Uint16Array,
 ): Promise<void> {
   const layout = layoutSafetensors(specs, { format: 'pt' });
-  const writer = new SafetensorsStreamWriter(await folder.create('model.safetensors'), layout, 'model.safetensors');
+  const writer = new SafetensorsStreamWriter(
+    await folder.create('model.safetensors'),
+    layout,
+    'model.safetensors',
+  );
   const byName = new Map(specs.map((spec, index) => [spec.name, index]));
   for (const spec of layout.tensors) {
     const index = byName.get(spec.name)!;

@@ -168,9 +168,9 @@ describe('merge-studio merge on WebGPU', () => {
       { timeoutMs: 240_000 },
     );
     expect(result.code, result.stderr).toBe(0);
-    const peak = /peak memory ([\d.]+) (MB|GB)/.exec(result.stderr);
+    const peak = /peak memory ([\d.]+) (MiB|GiB)/.exec(result.stderr);
     expect(peak, result.stderr).not.toBeNull();
-    const peakBytes = Number(peak![1]) * (peak![2] === 'GB' ? 1e9 : 1e6);
+    const peakBytes = Number(peak![1]) * (peak![2] === 'GiB' ? 2 ** 30 : 2 ** 20);
     // The process may not hold more than a fraction of what it read: windows, not models.
     expect(peakBytes).toBeLessThan(inputBytes / 3);
   }, 300_000);

@@ -10,7 +10,8 @@ import { ramLambdas } from '../methods/stats.ts';
 import { analyzeModels, mergeModels, type AnalysisResult } from '../engine/driver.ts';
 import type { MergeEngine } from '../engine/types.ts';
 import { DTYPE_FLAGS, emptyOrMissing, loadModel, num, perAgent, UsageError, type Values } from './args.ts';
-import { formatBytes, ProgressPrinter } from './progress.ts';
+import { ProgressPrinter } from './progress.ts';
+import { formatBytes } from '../format/inspect.ts';
 
 // Engines load on demand: `inspect` and `arena` never pay for dawn.node.
 async function makeEngine(

@@ -1,16 +1,6 @@
 // Progress on stderr: a redrawn bar on a terminal, a plain line every few seconds otherwise.
 import type { Progress } from '../engine/driver.ts';
-
-export function formatBytes(bytes: number): string {
-  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1000 && unit < units.length - 1) {
-    value /= 1000;
-    unit += 1;
-  }
-  return `${value.toFixed(unit === 0 ? 0 : value < 10 ? 2 : 1)} ${units[unit]}`;
-}
+import { formatBytes } from '../format/inspect.ts';
 
 export function formatDuration(ms: number): string {
   const total = Math.round(ms / 1000);
