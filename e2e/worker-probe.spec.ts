@@ -1,0 +1,30 @@
+// The self-test run inside a dedicated Web Worker, started from the page, on real WebGPU.
+import { expect, test } from './fixtures.ts';
+
+test('runs the self-test in a Web Worker from the button', async ({ studio, page, browserErrors }) => {
+  await studio.open();
+  const workerStarted = page.waitForEvent('worker');
+
+  await studio.runWorkerProbeFromUi();
+
+  expect((await workerStarted).url()).toMatch(/probe-worker/);
+  await expect(studio.workerProbe).toHaveAttribute('data-status', 'done');
+  await expect(studio.fact('worker-probe-ok')).toHaveText('Passed');
+  await expect(studio.fact('worker-probe-elements')).toHaveText('4,099');
+  await expect(studio.fact('worker-probe-mismatches')).toHaveText('0');
+  await expect(studio.workerProbeButton).toBeEnabled();
+  expect(browserErrors.messages).toEqual([]);
+});
+
+test('gives the same result through the test API', async ({ studio }) => {
+  const gpu = await studio.open();
+
+  const worker = await studio.runWorkerProbeViaApi();
+
+  expect(worker).toMatchObject({
+    status: 'done',
+    message: null,
+    result: { ok: true, elements: 4099, mismatches: 0, firstMismatch: null },
+  });
+  expect(worker.result?.elements).toBe(gpu.probe?.elements);
+});
