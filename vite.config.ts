@@ -1,5 +1,5 @@
 // Vite serves and builds the studio; Vitest (configured here too) runs unit tests and, in a
-// separate project with V8's optimiser off, the real-WebGPU tests on dawn.node.
+// separate project one file at a time, the real-WebGPU tests on dawn.node.
 import { defineConfig } from 'vitest/config';
 import react from '@vitejs/plugin-react';
 
@@ -38,8 +38,8 @@ export default defineConfig({
           name: 'gpu',
           include: ['src/**/*.gpu.test.ts'],
           pool: 'forks',
-          // dawn.node on SwiftShader crashes once TurboFan has optimised hot JS (ENVIRONMENT.md).
-          execArgv: ['--no-opt'],
+          // V8's optimiser stays on: the dawn.node crash was the instance's lifetime, which
+          // src/cli/node-gpu.ts fixes (and src/cli/node-gpu.gpu.test.ts checks).
           fileParallelism: false,
           testTimeout: 120_000,
           hookTimeout: 60_000,

@@ -1,205 +1,245 @@
-// The CPU reference of every kernel: whole small tensors, plain loops, f64 arithmetic on the
-// decoded values. It is written from SPEC.md, not from the shaders, and it is what the GPU engine
-// is held to. Masks use τ rounded to f32 and ε rounded to f32: the statistics' definition.
+// The CPU reference of every kernel: plain f64 arithmetic over whole tensors (or any window of one),
+// written from SPEC.md rather than from the shaders. The contract it pins down: τ is the f32 difference
+// of the stored values; every discrete decision (|τ| > ε, the TIES top-k and elected sign, "Σw ≠ 0")
+// is taken on f32 values and f32 parameters as the GPU takes it; merged values are computed in f64.
+
 import type { FloatDtype } from '../format/dtype.ts';
 import type { TensorStats } from '../engine/types.ts';
 import type { MethodParams } from './types.ts';
-import { MAGNITUDE_BINS, magnitudeBin, tensorLocalLambdas } from './stats.ts';
-import { ulpOf } from './float32.ts';
+import { magnitudeKey, taskVector, ulpOf } from './float32.ts';
+import { dareHash, dareKeepBelow, dareKept, dareScale, fnv1a32 } from './rng.ts';
+import { deriveTensorStats, emptyTensorStats, magnitudeBin, tensorLocalLambdas } from './stats.ts';
+import { topKCount } from './select.ts';
 
-export interface ReferenceTensor {
+/** Decoded values of one tensor (or one window of it): the base and the N agents. */
+export interface TensorValues {
   name: string;
   dtype: FloatDtype;
   base: Float64Array;
-  agents: Float64Array[];
+  agents: readonly Float64Array[];
 }
 
-/** τ as the statistics define it: the difference of the stored values, rounded to f32. */
-export function tau(agent: number, base: number): number {
-  return Math.fround(agent - base);
+/** Per agent, the sparsified τ̂ as merged (f64) and as the GPU holds it for the sign vote (f32). */
+export interface SparseTaus {
+  values: Float64Array[];
+  votes: Float32Array[];
 }
 
-export function changedMask(t: ReferenceTensor, epsilon: number): Uint8Array[] {
+/** Adds the statistics of `v` (a whole tensor or a window) into `into`; call deriveTensorStats after. */
+export function accumulateStats(into: TensorStats, v: TensorValues, epsilon: number): void {
   const eps = Math.fround(epsilon);
-  return t.agents.map((agent) => {
-    const mask = new Uint8Array(t.base.length);
-    for (let i = 0; i < mask.length; i++) mask[i] = Math.abs(tau(agent[i]!, t.base[i]!)) > eps ? 1 : 0;
-    return mask;
-  });
-}
-
-export function referenceStats(t: ReferenceTensor, epsilon: number): TensorStats {
-  const n = t.agents.length;
-  const masks = changedMask(t, epsilon);
-  const counts = Array.from({ length: n + 1 }, () => 0);
-  const overlap = t.agents.map(() => Array.from({ length: n }, () => 0));
-  const magnitude = t.agents.map(() => Array.from({ length: MAGNITUDE_BINS.length }, () => 0));
-  const oneUlp = t.agents.map(() => 0);
-  let signConflicts = 0;
-  for (let i = 0; i < t.base.length; i++) {
-    let c = 0;
-    for (let a = 0; a < n; a++) c += masks[a]![i]!;
-    counts[c]! += 1;
+  const n = v.agents.length;
+  const changed: number[] = [];
+  for (let i = 0; i < v.base.length; i++) {
+    const base = v.base[i]!;
+    const ulp = ulpOf(base, v.dtype);
+    changed.length = 0;
     let positive = false;
     let negative = false;
-    for (let a = 0; a < n; a++) {
-      if (!masks[a]![i]) continue;
-      const d = tau(t.agents[a]![i]!, t.base[i]!);
-      overlap[a]![c - 1]! += 1;
-      magnitude[a]![magnitudeBin(Math.abs(d))]! += 1;
-      if (Math.abs(d) <= ulpOf(t.base[i]!, t.dtype)) oneUlp[a]! += 1;
-      if (d > 0) positive = true;
+    for (let t = 0; t < n; t++) {
+      const tau = taskVector(v.agents[t]![i]!, base);
+      if (!(Math.abs(tau) > eps)) continue;
+      changed.push(t);
+      if (tau > 0) positive = true;
       else negative = true;
+      into.magnitude[t]![magnitudeBin(tau)]!++;
+      if (Math.abs(tau) <= ulp) into.oneUlp[t]!++;
     }
-    if (c >= 2 && positive && negative) signConflicts += 1;
+    const c = changed.length;
+    into.counts[c]!++;
+    for (const t of changed) into.overlap[t]![c - 1]!++;
+    if (c >= 2 && positive && negative) into.signConflicts++;
   }
-  const changed = overlap.map((row) => row.reduce((x, y) => x + y, 0));
-  return {
-    name: t.name,
-    dtype: t.dtype,
-    numel: t.base.length,
-    counts,
-    overlap,
-    changed,
-    unique: overlap.map((row) => row[0]!),
-    signConflicts,
-    magnitude,
-    oneUlp,
-  };
 }
 
-/** FNV-1a (32-bit) of the UTF-8 bytes of a tensor name: DARE's per-tensor stream id. */
-export function fnv1a32(name: string): number {
-  let h = 0x811c9dc5;
-  for (const byte of new TextEncoder().encode(name)) h = Math.imul(h ^ byte, 0x01000193) >>> 0;
-  return h >>> 0;
+export function referenceStats(v: TensorValues, epsilon: number): TensorStats {
+  const stats = emptyTensorStats(v.name, v.dtype, v.base.length, v.agents.length);
+  accumulateStats(stats, v, epsilon);
+  return deriveTensorStats(stats);
 }
 
-/** A 32-bit integer mixer (the "lowbias32" constants), the same in WGSL. */
-export function mix32(x: number): number {
-  x = (x ^ (x >>> 16)) >>> 0;
-  x = Math.imul(x, 0x7feb352d) >>> 0;
-  x = (x ^ (x >>> 15)) >>> 0;
-  x = Math.imul(x, 0x846ca68b) >>> 0;
-  return (x ^ (x >>> 16)) >>> 0;
+/** RAM family: c = 0 keeps the base, c = 1 adds λ_t τ_t, c ≥ 2 adds the mean of the contributing τ. */
+export function ramCombine(v: TensorValues, lambdas: readonly number[], epsilon: number): Float64Array {
+  const eps = Math.fround(epsilon);
+  const out = new Float64Array(v.base.length);
+  for (let i = 0; i < out.length; i++) {
+    const base = v.base[i]!;
+    let sum = 0;
+    let c = 0;
+    let single = 0;
+    v.agents.forEach((agent, t) => {
+      const tau = taskVector(agent[i]!, base);
+      if (Math.abs(tau) > eps) {
+        sum += tau;
+        c++;
+        single = lambdas[t]! * tau;
+      }
+    });
+    out[i] = c === 0 ? base : c === 1 ? base + single : base + sum / c;
+  }
+  return out;
 }
 
-/** DARE's counter-based draw for (seed, tensor, agent, element): a uniform u32. */
-export function dareDraw(seed: number, tensorHash: number, agent: number, index: number): number {
-  let h = mix32((seed ^ 0x9e3779b9) >>> 0);
-  h = mix32((h ^ tensorHash) >>> 0);
-  h = mix32((h ^ Math.imul(agent + 1, 0x85ebca6b)) >>> 0);
-  return mix32((h ^ index) >>> 0);
-}
-
-/** Kept iff draw < threshold; density 1 keeps everything (threshold 2^32). */
-export function dareThreshold(density: number): number {
-  return density >= 1 ? 2 ** 32 : Math.floor(density * 2 ** 32);
-}
-
-/** TIES's top-k: the k elements of largest |τ|, ties broken by lowest index; k = floor(density·numel). */
-export function topKMask(magnitudes: Float64Array, density: number): Uint8Array {
-  const k = Math.floor(density * magnitudes.length);
-  const order = Array.from(magnitudes.keys()).sort((a, b) => magnitudes[b]! - magnitudes[a]! || a - b);
-  const mask = new Uint8Array(magnitudes.length);
-  for (let j = 0; j < k; j++) mask[order[j]!] = 1;
-  return mask;
-}
-
-function signConsensus(deltas: Float64Array[], weights: number[], normalize: boolean, i: number): number {
+/** Σ in f32, in agent order, of f32-rounded terms: the form in which the GPU decides. */
+function f32Sum(terms: Iterable<number>): number {
   let sum = 0;
-  for (let a = 0; a < deltas.length; a++) sum += weights[a]! * deltas[a]![i]!;
-  const elected = sum >= 0 ? 1 : -1;
-  let mixed = 0;
-  let divisor = 0;
-  for (let a = 0; a < deltas.length; a++) {
-    const weighted = weights[a]! * deltas[a]![i]!;
-    if (Math.sign(weighted) !== elected) continue;
-    mixed += weighted;
-    divisor += weights[a]!;
+  for (const term of terms) sum = Math.fround(sum + Math.fround(term));
+  return sum;
+}
+
+/** Σ w_t θ_t, over Σ w_t when normalising and that sum (of f32 weights) is not zero. */
+export function linearCombine(v: TensorValues, weights: readonly number[], normalize: boolean): Float64Array {
+  const out = new Float64Array(v.base.length);
+  const total = weights.reduce((a, b) => a + b, 0);
+  const divide = normalize && f32Sum(weights) !== 0;
+  for (let i = 0; i < out.length; i++) {
+    let sum = 0;
+    v.agents.forEach((agent, t) => (sum += weights[t]! * agent[i]!));
+    out[i] = divide ? sum / total : sum;
   }
-  return normalize && divisor !== 0 ? mixed / divisor : mixed;
+  return out;
+}
+
+/** Every agent's f32 τ, unsparsified. */
+export function denseTaus(v: TensorValues): SparseTaus {
+  const votes = v.agents.map((agent) => Float32Array.from(agent, (x, i) => taskVector(x, v.base[i]!)));
+  return { values: votes.map((tau) => Float64Array.from(tau)), votes };
+}
+
+/** DARE: keep each entry iff its hash draw is under density, rescale kept entries by 1/density. */
+export function dareTaus(v: TensorValues, start: number, params: MethodParams): SparseTaus {
+  const nameHash = fnv1a32(v.name);
+  const dense = denseTaus(v);
+  dense.values.forEach((values, t) => {
+    const density = params.density[t]!;
+    const keepBelow = dareKeepBelow(density);
+    const scale = dareScale(density);
+    const gpuScale = Math.fround(scale);
+    const votes = dense.votes[t]!;
+    for (let i = 0; i < values.length; i++) {
+      const kept = dareKept(dareHash(params.seed, nameHash, t, start + i), keepBelow);
+      values[i] = kept ? values[i]! * scale : 0;
+      votes[i] = kept ? votes[i]! * gpuScale : 0;
+    }
+  });
+  return dense;
 }
 
 /**
- * Merged values of one tensor, before rounding to the output dtype. `lambdas` are the global λ_t
- * for ram / ramplus / ramplus_soft; ramplus_tl computes its own from this tensor.
+ * TIES sparsification of a whole tensor: per agent the k = floor(density·numel) largest |τ| (by f32
+ * bits), equal magnitudes taken lowest index first; everything else 0.
  */
-export function referenceMerge(t: ReferenceTensor, params: MethodParams, lambdas: number[]): Float64Array {
-  const n = t.agents.length;
-  const numel = t.base.length;
-  const out = new Float64Array(numel);
-  const w = params.weights;
-  const taus = t.agents.map((agent) => agent.map((v, i) => tau(v, t.base[i]!)));
-  switch (params.method) {
-    case 'ram':
-    case 'ramplus':
-    case 'ramplus_soft':
-    case 'ramplus_tl': {
-      const masks = changedMask(t, params.epsilon);
-      const lambda =
-        params.method === 'ramplus_tl'
-          ? tensorLocalLambdas(referenceStats(t, params.epsilon), params.r, params.alpha, params.epsilon)
-          : params.method === 'ram'
-            ? t.agents.map(() => 1)
-            : lambdas;
-      for (let i = 0; i < numel; i++) {
-        let c = 0;
-        let sum = 0;
-        let only = -1;
-        for (let a = 0; a < n; a++)
-          if (masks[a]![i]) {
-            c += 1;
-            sum += taus[a]![i]!;
-            only = a;
-          }
-        const merged = c === 0 ? 0 : c === 1 ? lambda[only]! * taus[only]![i]! : sum / c;
-        out[i] = t.base[i]! + merged;
-      }
-      return out;
+export function topKTaus(v: TensorValues, densities: readonly number[]): SparseTaus {
+  const dense = denseTaus(v);
+  const n = v.base.length;
+  dense.votes.forEach((tau, t) => {
+    const k = topKCount(densities[t]!, n);
+    const keys = Uint32Array.from(tau, (x) => magnitudeKey(x));
+    const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => keys[b]! - keys[a]! || a - b);
+    const keep = new Uint8Array(n);
+    for (const i of order.slice(0, k)) keep[i] = 1;
+    for (let i = 0; i < n; i++) {
+      if (keep[i]) continue;
+      tau[i] = 0;
+      dense.values[t]![i] = 0;
     }
-    case 'linear': {
-      const total = w.reduce((x, y) => x + y, 0);
-      for (let i = 0; i < numel; i++) {
-        let sum = 0;
-        for (let a = 0; a < n; a++) sum += w[a]! * t.agents[a]![i]!;
-        out[i] = params.normalize ? sum / total : sum;
-      }
-      return out;
-    }
-    case 'task_arithmetic':
-    case 'dare_linear': {
-      const deltas = params.method === 'dare_linear' ? dareDeltas(t, taus, params) : taus;
-      const total = w.reduce((x, y) => x + y, 0);
-      for (let i = 0; i < numel; i++) {
-        let sum = 0;
-        for (let a = 0; a < n; a++) sum += w[a]! * deltas[a]![i]!;
-        if (params.normalize && Math.abs(total) >= 1e-8) sum /= total;
-        out[i] = t.base[i]! + params.lambda * sum;
-      }
-      return out;
-    }
-    case 'ties':
-    case 'dare_ties': {
-      const deltas =
-        params.method === 'dare_ties'
-          ? dareDeltas(t, taus, params)
-          : taus.map((d, a) => {
-              const keep = topKMask(d.map(Math.abs), params.density[a]!);
-              return d.map((v, i) => (keep[i] ? v : 0));
-            });
-      for (let i = 0; i < numel; i++)
-        out[i] = t.base[i]! + params.lambda * signConsensus(deltas, w, params.normalize, i);
-      return out;
-    }
-  }
+  });
+  return dense;
 }
 
-function dareDeltas(t: ReferenceTensor, taus: Float64Array[], params: MethodParams): Float64Array[] {
-  const hash = fnv1a32(t.name);
-  return taus.map((d, a) => {
-    const density = params.density[a]!;
-    const threshold = dareThreshold(density);
-    return d.map((v, i) => (dareDraw(params.seed, hash, a, i) < threshold ? v / density : 0));
-  });
+/** base + λ Σ_t w_t τ̂_t, over Σ_t w_t when normalising unless |Σ w| < 1e-8 (mergekit). */
+export function taskArithmeticCombine(
+  v: TensorValues,
+  taus: SparseTaus,
+  weights: readonly number[],
+  lambda: number,
+  normalize: boolean,
+): Float64Array {
+  const out = new Float64Array(v.base.length);
+  const total = weights.reduce((a, b) => a + b, 0);
+  const divide = normalize && Math.abs(f32Sum(weights)) >= Math.fround(1e-8);
+  for (let i = 0; i < out.length; i++) {
+    let sum = 0;
+    taus.values.forEach((tau, t) => (sum += weights[t]! * tau[i]!));
+    out[i] = v.base[i]! + lambda * (divide ? sum / total : sum);
+  }
+  return out;
+}
+
+/**
+ * TIES merge of sparsified τ̂: elected sign γ = +1 iff Σ w τ̂ ≥ 0 (decided in f32), then the sum of
+ * w τ̂ over the agents whose w τ̂ has sign γ (a zero never agrees), divided by their Σ w when normalising
+ * and non-zero, times λ, added to the base (mergekit's `get_mask(method="sum")` and `GTATask`).
+ */
+export function tiesCombine(
+  v: TensorValues,
+  taus: SparseTaus,
+  weights: readonly number[],
+  lambda: number,
+  normalize: boolean,
+): Float64Array {
+  const out = new Float64Array(v.base.length);
+  const n = taus.values.length;
+  for (let i = 0; i < out.length; i++) {
+    const vote = f32Sum(Array.from({ length: n }, (_, t) => Math.fround(weights[t]!) * taus.votes[t]![i]!));
+    const positive = vote >= 0;
+    let sum = 0;
+    let total = 0;
+    const agreeing: number[] = [];
+    for (let t = 0; t < n; t++) {
+      const x = taus.values[t]![i]!;
+      const w = weights[t]!;
+      if (x === 0 || w === 0 || (x > 0 === w > 0) !== positive) continue;
+      sum += w * x;
+      total += w;
+      agreeing.push(w);
+    }
+    const divide = normalize && f32Sum(agreeing) !== 0;
+    out[i] = v.base[i]! + lambda * (divide ? sum / total : sum);
+  }
+  return out;
+}
+
+/**
+ * The merged tensor in f64 (before rounding to the output dtype). `lambdas` are the global λ of
+ * `ramplus` / `ramplus_soft`; `ram` uses 1 and `ramplus_tl` its own per-tensor λ.
+ */
+export function referenceMerge(
+  v: TensorValues,
+  params: MethodParams,
+  lambdas: readonly number[],
+): Float64Array {
+  const n = v.agents.length;
+  switch (params.method) {
+    case 'ram':
+      return ramCombine(v, new Array<number>(n).fill(1), params.epsilon);
+    case 'ramplus':
+    case 'ramplus_soft':
+      return ramCombine(v, lambdas, params.epsilon);
+    case 'ramplus_tl': {
+      const local = tensorLocalLambdas(
+        referenceStats(v, params.epsilon),
+        params.r,
+        params.alpha,
+        params.epsilon,
+      );
+      return ramCombine(v, local, params.epsilon);
+    }
+    case 'linear':
+      return linearCombine(v, params.weights, params.normalize);
+    case 'task_arithmetic':
+      return taskArithmeticCombine(v, denseTaus(v), params.weights, params.lambda, params.normalize);
+    case 'dare_linear':
+      return taskArithmeticCombine(
+        v,
+        dareTaus(v, 0, params),
+        params.weights,
+        params.lambda,
+        params.normalize,
+      );
+    case 'ties':
+      return tiesCombine(v, topKTaus(v, params.density), params.weights, params.lambda, params.normalize);
+    case 'dare_ties':
+      return tiesCombine(v, dareTaus(v, 0, params), params.weights, params.lambda, params.normalize);
+  }
 }

@@ -1,118 +1,162 @@
-// Definitions shared by the statistics kernel and its reference: the |τ| magnitude bins, the ulp
-// used to spot re-saved models, totals over tensors, and the RAM / RAM+ / RAM+s λ from them.
-import type { FloatDtype } from '../format/dtype.ts';
-import type { MethodName } from './types.ts';
-import type { TensorStats } from '../engine/types.ts';
+// Change statistics: the |τ| magnitude bins, summing per-tensor integer counts into model totals, and
+// the per-agent λ of the RAM family (SPEC.md) derived from them.
 
-/** |τ| bins by binary exponent e = floor(log2 |τ|), clamped: bin b holds e = MIN + b (first and last bins are open-ended). */
+import type { FloatDtype } from '../format/dtype.ts';
+import type { TensorStats } from '../engine/types.ts';
+import type { MethodName } from './types.ts';
+import { f32Bits } from './float32.ts';
+
 export const MAGNITUDE_MIN_EXPONENT = -40;
 export const MAGNITUDE_MAX_EXPONENT = 8;
-export const MAGNITUDE_BINS = MAGNITUDE_MAX_EXPONENT - MAGNITUDE_MIN_EXPONENT + 1;
 
-const f32 = new Float32Array(1);
-const u32 = new Uint32Array(f32.buffer);
-
-/** The f32 bits of a value (rounded to f32 first). */
-export function f32Bits(value: number): number {
-  f32[0] = value;
-  return u32[0]!;
+/** Bin of changed elements with floor(log2 |τ|) = exponent; the end bins also hold everything beyond. */
+export interface MagnitudeBin {
+  exponent: number;
+  /** Inclusive lower edge of |τ| (0 for the first bin). */
+  lower: number;
+  /** Exclusive upper edge of |τ| (Infinity for the last bin). */
+  upper: number;
 }
 
-/** Bin of a nonzero |τ| given as an f32: its exponent field, so the GPU and the CPU agree exactly. */
+/**
+ * 49 bins: |τ| < 2^-39 (first), [2^e, 2^(e+1)) for e = -39..7, and |τ| ≥ 2^8 (last). With ε = 1e-5
+ * (≈ 2^-16.6) the low bins fill only when ε is lowered, e.g. to 0 for bf16 re-save fingerprints.
+ */
+export const MAGNITUDE_BINS: readonly MagnitudeBin[] = Array.from(
+  { length: MAGNITUDE_MAX_EXPONENT - MAGNITUDE_MIN_EXPONENT + 1 },
+  (_, b) => {
+    const exponent = MAGNITUDE_MIN_EXPONENT + b;
+    return {
+      exponent,
+      lower: exponent === MAGNITUDE_MIN_EXPONENT ? 0 : 2 ** exponent,
+      upper: exponent === MAGNITUDE_MAX_EXPONENT ? Infinity : 2 ** (exponent + 1),
+    };
+  },
+);
+
+/** Bin index of an f32 |τ| (its exponent field, clamped; f32 subnormals fall in the first bin). */
 export function magnitudeBin(tau: number): number {
   const exponent = ((f32Bits(tau) >>> 23) & 0xff) - 127;
-  return Math.min(MAGNITUDE_MAX_EXPONENT, Math.max(MAGNITUDE_MIN_EXPONENT, exponent)) - MAGNITUDE_MIN_EXPONENT;
+  return (
+    Math.min(Math.max(exponent, MAGNITUDE_MIN_EXPONENT), MAGNITUDE_MAX_EXPONENT) - MAGNITUDE_MIN_EXPONENT
+  );
 }
 
-/** Lower edge of a bin as a value (bin 0 starts at 0). */
-export function magnitudeBinEdge(bin: number): number {
-  return bin === 0 ? 0 : 2 ** (MAGNITUDE_MIN_EXPONENT + bin);
+/** All-zero statistics of a tensor, to accumulate windows into. */
+export function emptyTensorStats(
+  name: string,
+  dtype: FloatDtype,
+  numel: number,
+  agents: number,
+): TensorStats {
+  const perAgent = (length: number): number[][] =>
+    Array.from({ length: agents }, () => new Array<number>(length).fill(0));
+  return {
+    name,
+    dtype,
+    numel,
+    counts: new Array<number>(agents + 1).fill(0),
+    overlap: perAgent(agents),
+    changed: new Array<number>(agents).fill(0),
+    unique: new Array<number>(agents).fill(0),
+    signConflicts: 0,
+    magnitude: perAgent(MAGNITUDE_BINS.length),
+    oneUlp: new Array<number>(agents).fill(0),
+  };
 }
 
-const MANTISSA_BITS: Record<FloatDtype, number> = { BF16: 7, F16: 10, F32: 23 };
-const MIN_NORMAL_EXPONENT: Record<FloatDtype, number> = { BF16: -126, F16: -14, F32: -126 };
-
-/** Spacing of representable values of `dtype` at the value `x` (x itself representable). */
-export function ulpOf(x: number, dtype: FloatDtype): number {
-  const exponentField = (f32Bits(x) >>> 23) & 0xff;
-  const exponent = Math.max(exponentField - 127, MIN_NORMAL_EXPONENT[dtype]);
-  return 2 ** (exponent - MANTISSA_BITS[dtype]);
-}
-
-export interface AgentTotals {
-  changed: number;
-  unique: number;
-  shared: number;
-  /** overlap[k]: elements changed by this agent and exactly k others. */
-  overlap: number[];
-  /** N_shared / N_unique; +∞ when no unique element but some shared; 0 when nothing changed. */
-  rho: number;
-  oneUlp: number;
-  magnitude: number[];
+/** Fills the derived fields (changed, unique) from overlap. */
+export function deriveTensorStats(stats: TensorStats): TensorStats {
+  stats.changed = stats.overlap.map((row) => row.reduce((a, b) => a + b, 0));
+  stats.unique = stats.overlap.map((row) => row[0] ?? 0);
+  return stats;
 }
 
 export interface ModelStats {
+  agents: number;
+  tensors: number;
   numel: number;
+  /** counts[c]: elements changed by exactly c agents. */
   counts: number[];
+  changed: number[];
+  unique: number[];
+  /** changed − unique. */
+  shared: number[];
+  overlap: number[][];
+  /** shared / unique; +Infinity when unique = 0 < shared, 0 when the agent changed nothing. */
+  rho: number[];
   signConflicts: number;
-  agents: AgentTotals[];
+  magnitude: number[][];
+  oneUlp: number[];
 }
 
-export function rhoOf(shared: number, unique: number): number {
-  if (unique > 0) return shared / unique;
-  return shared > 0 ? Infinity : 0;
-}
-
-/** Integer totals over tensors (exact: every count stays far below 2^53). */
-export function sumStats(tensors: TensorStats[], agents: number): ModelStats {
+/** Sums per-tensor integer statistics (integers first; ratios only at the end). */
+export function sumStats(
+  tensors: readonly TensorStats[],
+  agents = tensors[0]?.changed.length ?? 0,
+): ModelStats {
+  const zeros = (length: number): number[] => new Array<number>(length).fill(0);
   const total: ModelStats = {
+    agents,
+    tensors: tensors.length,
     numel: 0,
-    counts: Array.from({ length: agents + 1 }, () => 0),
+    counts: zeros(agents + 1),
+    changed: zeros(agents),
+    unique: zeros(agents),
+    shared: zeros(agents),
+    overlap: Array.from({ length: agents }, () => zeros(agents)),
+    rho: zeros(agents),
     signConflicts: 0,
-    agents: Array.from({ length: agents }, () => ({
-      changed: 0,
-      unique: 0,
-      shared: 0,
-      overlap: Array.from({ length: agents }, () => 0),
-      rho: 0,
-      oneUlp: 0,
-      magnitude: Array.from({ length: MAGNITUDE_BINS }, () => 0),
-    })),
+    magnitude: Array.from({ length: agents }, () => zeros(MAGNITUDE_BINS.length)),
+    oneUlp: zeros(agents),
   };
-  for (const t of tensors) {
-    total.numel += t.numel;
-    total.signConflicts += t.signConflicts;
-    t.counts.forEach((c, i) => (total.counts[i]! += c));
-    total.agents.forEach((a, i) => {
-      a.changed += t.changed[i]!;
-      a.unique += t.unique[i]!;
-      a.oneUlp += t.oneUlp[i]!;
-      t.overlap[i]!.forEach((v, k) => (a.overlap[k]! += v));
-      t.magnitude[i]!.forEach((v, b) => (a.magnitude[b]! += v));
-    });
+  const add = (into: number[], from: readonly number[]): void => {
+    if (from.length !== into.length) throw new RangeError(`statistics for ${agents} agents expected`);
+    for (let i = 0; i < into.length; i++) into[i]! += from[i]!;
+  };
+  for (const s of tensors) {
+    total.numel += s.numel;
+    total.signConflicts += s.signConflicts;
+    add(total.counts, s.counts);
+    add(total.oneUlp, s.oneUlp);
+    for (let t = 0; t < agents; t++) {
+      add(total.overlap[t]!, s.overlap[t] ?? []);
+      add(total.magnitude[t]!, s.magnitude[t] ?? []);
+    }
   }
-  for (const a of total.agents) {
-    a.shared = a.changed - a.unique;
-    a.rho = rhoOf(a.shared, a.unique);
+  for (let t = 0; t < agents; t++) {
+    const changed = total.overlap[t]!.reduce((a, b) => a + b, 0);
+    const unique = total.overlap[t]![0] ?? 0;
+    total.changed[t] = changed;
+    total.unique[t] = unique;
+    total.shared[t] = changed - unique;
+    total.rho[t] = changed === 0 ? 0 : unique === 0 ? Infinity : (changed - unique) / unique;
   }
   return total;
 }
 
-/** λ_t of the RAM family from global statistics (SPEC.md): RAM 1, RAM+ 1 + r·clip(ρ, 0, α), RAM+s 1 + r·shared/changed. */
+/**
+ * λ_t per agent from global statistics (SPEC.md): `ramplus` 1 + r·clip(ρ, 0, α) with ρ = +∞ (no
+ * unique element) clipped to α, `ramplus_soft` 1 + r·shared/changed, 1 when the agent changed nothing
+ * and for every other method (`ramplus_tl` computes its λ per tensor).
+ */
 export function ramLambdas(stats: ModelStats, method: MethodName, r: number, alpha: number): number[] {
-  return stats.agents.map((a) => {
-    if (a.changed === 0) return 1;
-    if (method === 'ramplus') return 1 + r * Math.min(Math.max(a.rho, 0), alpha);
-    if (method === 'ramplus_soft') return 1 + (r * a.shared) / a.changed;
+  return stats.changed.map((changed, t) => {
+    if (changed === 0) return 1;
+    const shared = stats.shared[t]!;
+    if (method === 'ramplus') return 1 + r * Math.min(Math.max(stats.rho[t]!, 0), alpha);
+    if (method === 'ramplus_soft') return 1 + (r * shared) / changed;
     return 1;
   });
 }
 
-/** mergekit's tensor-local λ: ρ = shared / max(unique, ε), λ = 1 + r·clip(ρ, 0, α). */
+/** mergekit `ramplus_tl`: λ_{t,T} = 1 + r·clip(shared / max(unique, ε), 0, α) from one tensor's counts. */
 export function tensorLocalLambdas(stats: TensorStats, r: number, alpha: number, epsilon: number): number[] {
-  return stats.unique.map((unique, t) => {
-    const shared = stats.changed[t]! - unique;
-    const rho = shared / Math.max(unique, epsilon);
+  return stats.overlap.map((row) => {
+    const unique = row[0] ?? 0;
+    const shared = row.reduce((a, b) => a + b, 0) - unique;
+    // shared = 0 guards 0/0 when ε = 0; a positive shared over unique = 0 is +∞, clipped to α.
+    const rho = shared === 0 ? 0 : shared / Math.max(unique, epsilon);
     return 1 + r * Math.min(Math.max(rho, 0), alpha);
   });
 }

@@ -1,0 +1,6 @@
+// Re-encodes slot 0 of the window from the input dtype to the output dtype, bit-exactly where the
+// output can hold the value (widening) and round-to-nearest-even otherwise: the codec's test vehicle.
+
+fn merged_pair(p: u32) -> vec2<u32> {
+  return load_pair_bits(0u, p);
+}

@@ -1,0 +1,16 @@
+// Linear merge (mergekit `linear`): sum_t w_t theta_t, divided by sum_t w_t when normalising (a zero
+// weight sum is left undivided). The base is not an input of this method.
+
+fn merged_pair(p: u32) -> vec2<u32> {
+  var sum = vec2<f32>(0.0);
+  var weights = 0.0;
+  for (var t = 0u; t < AGENTS; t++) {
+    let w = agents[t].weight;
+    sum += w * load_pair(t + 1u, p);
+    weights += w;
+  }
+  if (params.normalize != 0u && weights != 0.0) {
+    sum = sum / weights;
+  }
+  return bitcast<vec2<u32>>(sum);
+}

@@ -1,0 +1,24 @@
+// Task arithmetic, base + lambda * sum_t w_t tau_t (over sum_t w_t when normalising, unless that sum
+// is below 1e-8 in magnitude, as mergekit does), and with DARE = true its DARE variant (`dare_linear`):
+// each tau entry first kept with probability density and rescaled by 1/density.
+
+override DARE: bool = false;
+
+fn merged_pair(p: u32) -> vec2<u32> {
+  let base = load_pair(0u, p);
+  var sum = vec2<f32>(0.0);
+  var weights = 0.0;
+  for (var t = 0u; t < AGENTS; t++) {
+    var x = load_pair(t + 1u, p) - base;
+    if (DARE) {
+      x = dare_pair(t, p, x);
+    }
+    let w = agents[t].weight;
+    sum += w * x;
+    weights += w;
+  }
+  if (params.normalize != 0u && abs(weights) >= 1e-8) {
+    sum = sum / weights;
+  }
+  return bitcast<vec2<u32>>(base + params.scale * sum);
+}

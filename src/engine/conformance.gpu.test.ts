@@ -1,0 +1,352 @@
+// One conformance table run against the CPU reference and the GPU engine on fresh seeded inputs:
+// every method × input and output dtype × odd element counts × N = 2..4 × one or many windows. The
+// output buffer is poisoned (0xFF) before every window; statistics must be exactly equal integers,
+// merged values within TOLERANCE of the f64 reference, and the CPU engine equal to it bit for bit.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeFloats, encodeFloats, type FloatDtype } from '../format/dtype.ts';
+import { createCpuEngine } from '../methods/cpu-engine.ts';
+import { defaultParams } from '../methods/defaults.ts';
+import { ulpOf } from '../methods/float32.ts';
+import { referenceMerge, referenceStats, type TensorValues } from '../methods/reference.ts';
+import { ramLambdas, sumStats } from '../methods/stats.ts';
+import { randomTensor, tensorInput } from '../methods/test-tensors.ts';
+import { METHODS, type MethodName, type MethodParams } from '../methods/types.ts';
+import { GpuDeviceError } from './device.ts';
+import { EngineTensorError } from './errors.ts';
+import { createGpuEngine } from './gpu-engine.ts';
+import { openGpuHarness } from './test-harness.ts';
+import type { MergeEngine, TensorInput } from './types.ts';
+
+const opened = await openGpuHarness();
+const harness = opened.harness;
+afterAll(() => harness?.close());
+
+/**
+ * |GPU − reference| ≤ outUlps ulps of the output dtype at the reference value, plus f32Ulps f32 ulps
+ * of the largest magnitude the element's arithmetic passes through (inputs, result, × weights and
+ * rescales): the GPU computes in f32, the reference in f64, and both round once to the output.
+ */
+const TOLERANCE: Record<FloatDtype, { outUlps: number; f32Ulps: number }> = {
+  F32: { outUlps: 1, f32Ulps: 8 },
+  BF16: { outUlps: 1, f32Ulps: 8 },
+  F16: { outUlps: 1, f32Ulps: 8 },
+};
+
+interface Config {
+  dtype: FloatDtype;
+  out: FloatDtype;
+  agents: number;
+  numel: number;
+  /** maxWindowElements; undefined: the default (one window for these sizes). */
+  window?: number;
+}
+
+const CONFIGS: Config[] = [
+  { dtype: 'BF16', out: 'BF16', agents: 3, numel: 257, window: 64 },
+  { dtype: 'F16', out: 'F16', agents: 2, numel: 65537, window: 20000 },
+  { dtype: 'F32', out: 'F32', agents: 4, numel: 3, window: 2 },
+  { dtype: 'BF16', out: 'F32', agents: 2, numel: 1 },
+  { dtype: 'F32', out: 'BF16', agents: 3, numel: 4099, window: 1000 },
+  { dtype: 'F16', out: 'F32', agents: 4, numel: 1025 },
+  { dtype: 'BF16', out: 'F16', agents: 2, numel: 12345, window: 3001 },
+];
+
+const LAMBDAS = [1.1, 1.2, 1.05, 1.15];
+
+function paramsFor(method: MethodName, agents: number): MethodParams {
+  // Dyadic weights keep w·τ exact on grid values, so exact vote ties stay exact under FMA contraction.
+  return {
+    ...defaultParams(method, agents),
+    weights: [0.75, 1.25, 1, 0.5].slice(0, agents),
+    density: [0.3, 0.5, 0.9, 0.25].slice(0, agents),
+    lambda: 0.9,
+    seed: 4242,
+  };
+}
+
+async function run(
+  engine: MergeEngine,
+  tensor: TensorInput,
+  params: MethodParams,
+  out: FloatDtype,
+): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  await engine.merge(tensor, {
+    params,
+    lambdas: LAMBDAS.slice(0, engine.agents),
+    outDtype: out,
+    emit: async (b) => void parts.push(b.slice()),
+  });
+  const bytes = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+  let at = 0;
+  for (const p of parts) {
+    bytes.set(p, at);
+    at += p.byteLength;
+  }
+  return bytes;
+}
+
+const exactShare = new Map<string, { exact: number; total: number }>();
+
+function expectWithinTolerance(
+  label: string,
+  got: Uint8Array,
+  want: Float64Array,
+  values: TensorValues,
+  params: MethodParams,
+  out: FloatDtype,
+): void {
+  expect(got.byteLength).toBe(encodeFloats(out, want).byteLength);
+  const gotValues = decodeFloats(out, got, want.length);
+  const wantBytes = encodeFloats(out, want);
+  const size = out === 'F32' ? 4 : 2;
+  const dare = params.method.startsWith('dare');
+  const scale = 4 * (dare ? 1 / Math.min(...params.density) : 1);
+  const { outUlps, f32Ulps } = TOLERANCE[out];
+  const bad: string[] = [];
+  let exact = 0;
+  for (let i = 0; i < want.length; i++) {
+    let magnitude = Math.max(Math.abs(want[i]!), Math.abs(values.base[i]!));
+    for (const a of values.agents) magnitude = Math.max(magnitude, Math.abs(a[i]!));
+    const allowed =
+      outUlps * ulpOf(Math.fround(want[i]!), out) + f32Ulps * ulpOf(Math.fround(scale * magnitude), 'F32');
+    const g = gotValues[i]!;
+    if (!(Math.abs(g - want[i]!) <= allowed)) bad.push(`[${i}] got ${g}, want ${want[i]} ± ${allowed}`);
+    if (got.subarray(i * size, (i + 1) * size).every((b, j) => b === wantBytes[i * size + j])) exact++;
+  }
+  expect(bad.slice(0, 5), label).toEqual([]);
+  const share = exactShare.get(`${params.method} → ${out}`) ?? { exact: 0, total: 0 };
+  share.exact += exact;
+  share.total += want.length;
+  exactShare.set(`${params.method} → ${out}`, share);
+}
+
+describe.skipIf(!harness)(`GPU engine conformance ${opened.skip ?? ''}`, () => {
+  afterAll(() => {
+    const rows = [...exactShare].map(
+      ([k, v]) => `${k}: ${((100 * v.exact) / v.total).toFixed(2)}% of ${v.total}`,
+    );
+    console.log(`bit-exact share of GPU outputs vs the reference rounded once:\n  ${rows.join('\n  ')}`);
+  });
+
+  CONFIGS.forEach((config, c) => {
+    const windows = config.window ? Math.ceil(config.numel / config.window) : 1;
+    describe(`${config.dtype}→${config.out}, N=${config.agents}, ${config.numel} elements, ${windows} window(s)`, () => {
+      let gpu: MergeEngine;
+      const cpu = createCpuEngine({ agents: config.agents, maxWindowElements: config.window });
+      beforeAll(() => {
+        gpu = createGpuEngine(harness!.device, {
+          agents: config.agents,
+          adapterDescription: harness!.adapterDescription,
+          maxWindowElements: config.window,
+          poisonOutput: true,
+        });
+      });
+      afterAll(() => gpu.destroy());
+
+      it('computes exactly the reference statistics (ε = 1e-5 and ε = 0)', async () => {
+        const t = randomTensor({ name: `stats.${c}`, ...config, seed: 1000 + c });
+        for (const epsilon of [1e-5, 0]) {
+          const want = referenceStats(t.values, epsilon);
+          expect(await harness!.run(() => gpu.analyze(t.input, epsilon))).toEqual(want);
+          expect(await cpu.analyze(t.input, epsilon)).toEqual(want);
+        }
+      });
+
+      it.each(METHODS.map((m, k) => [m, k] as const))('merges %s', async (method, k) => {
+        const t = randomTensor({ name: `model.layers.${c}.${method}`, ...config, seed: 100 * c + k });
+        const params = paramsFor(method, config.agents);
+        const want = referenceMerge(t.values, params, LAMBDAS.slice(0, config.agents));
+        expect(await run(cpu, t.input, params, config.out)).toEqual(encodeFloats(config.out, want));
+        const got = await harness!.run(() => run(gpu, t.input, params, config.out));
+        expectWithinTolerance(method, got, want, t.values, params, config.out);
+      });
+    });
+  });
+
+  it('keeps RAM with bf16 output bit-for-bit equal to the reference in nearly every element', () => {
+    const share = exactShare.get('ram → BF16')!;
+    expect(share.total).toBeGreaterThan(0);
+    expect(share.exact / share.total).toBeGreaterThan(0.99);
+  });
+});
+
+describe.skipIf(!harness)('GPU engine on the SPEC.md worked example', () => {
+  const rows = [
+    [0, 0.3, 0, 0.6, 0.7, 0, 0.1, 0, 0],
+    [0, 0.7, 0, 0.5, 0.8, 0.2, 0, 0, 0],
+    [0, 0.5, 0, 0.4, 0.9, 0, 0, 0, 0.1],
+  ];
+  const bytes = [new Array<number>(9).fill(0), ...rows].map((r) => encodeFloats('F32', r));
+  const input = tensorInput('example', 'F32', bytes);
+
+  it('gives the statistics, RAM, RAM+, RAM+s and task arithmetic values SPEC.md lists', async () => {
+    const engine = createGpuEngine(harness!.device, {
+      agents: 3,
+      adapterDescription: 'test',
+      maxWindowElements: 4,
+    });
+    try {
+      const stats = await harness!.run(() => engine.analyze(input, 1e-5));
+      expect(stats.counts).toEqual([3, 3, 0, 3]);
+      expect(stats.overlap).toEqual([
+        [1, 0, 3],
+        [1, 0, 3],
+        [1, 0, 3],
+      ]);
+      const totals = sumStats([stats]);
+      const merged = async (
+        method: MethodName,
+        lambdas: number[],
+        weights = [1, 1, 1],
+      ): Promise<number[]> => {
+        const params = { ...defaultParams(method, 3), weights };
+        const parts: Uint8Array[] = [];
+        await harness!.run(() =>
+          engine.merge(input, {
+            params,
+            lambdas,
+            outDtype: 'F32',
+            emit: async (b) => void parts.push(b.slice()),
+          }),
+        );
+        return parts.flatMap((p) => Array.from(decodeFloats('F32', p, p.byteLength / 4)));
+      };
+      const close = (got: number[], want: number[]): void =>
+        got.forEach((g, i) => expect(g).toBeCloseTo(want[i]!, 6));
+      close(await merged('ram', [1, 1, 1]), [0, 0.5, 0, 0.5, 0.8, 0.2, 0.1, 0, 0.1]);
+      close(
+        await merged('ramplus', ramLambdas(totals, 'ramplus', 0.1, 2)),
+        [0, 0.5, 0, 0.5, 0.8, 0.24, 0.12, 0, 0.12],
+      );
+      close(
+        await merged('ramplus_soft', ramLambdas(totals, 'ramplus_soft', 0.1, 2)),
+        [0, 0.5, 0, 0.5, 0.8, 0.215, 0.1075, 0, 0.1075],
+      );
+      const ta = await merged('task_arithmetic', [], [1 / 3, 1 / 3, 1 / 3]);
+      expect([ta[5], ta[6], ta[8]].map((v) => v!.toFixed(4))).toEqual(['0.0667', '0.0333', '0.0333']);
+    } finally {
+      engine.destroy();
+    }
+  });
+});
+
+describe.skipIf(!harness)('GPU engine lifecycle and failures', () => {
+  const t = randomTensor({ name: 'lifecycle', dtype: 'BF16', numel: 5000, agents: 2, seed: 77 });
+  const params = defaultParams('ram', 2);
+
+  it('stops between windows on abort, emits nothing after it, and stays usable', async () => {
+    const engine = createGpuEngine(harness!.device, {
+      agents: 2,
+      adapterDescription: 'test',
+      maxWindowElements: 500,
+    });
+    try {
+      const controller = new AbortController();
+      let emitted = 0;
+      const merge = engine.merge(t.input, {
+        params,
+        lambdas: [],
+        outDtype: 'BF16',
+        signal: controller.signal,
+        emit: async () => {
+          emitted++;
+          controller.abort();
+        },
+      });
+      await expect(harness!.run(() => merge)).rejects.toMatchObject({ name: 'AbortError' });
+      expect(emitted).toBe(1);
+      const again = await harness!.run(() => run(engine, t.input, params, 'BF16'));
+      expect(again).toEqual(encodeFloats('BF16', referenceMerge(t.values, params, [])));
+    } finally {
+      engine.destroy();
+    }
+  });
+
+  it('names the tensor when an input read fails', async () => {
+    const engine = createGpuEngine(harness!.device, {
+      agents: 2,
+      adapterDescription: 'test',
+      maxWindowElements: 500,
+    });
+    try {
+      let reads = 0;
+      const broken: TensorInput = {
+        ...t.input,
+        read: (index, start, count, into) =>
+          ++reads > 7 ? Promise.reject(new Error('EIO')) : t.input.read(index, start, count, into),
+      };
+      const error = await harness!.run(() => engine.analyze(broken, 1e-5)).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(EngineTensorError);
+      expect((error as EngineTensorError).message).toMatch(/tensor "lifecycle": EIO/);
+    } finally {
+      engine.destroy();
+    }
+  });
+
+  it('rejects in-flight work with a GpuDeviceError when the device is lost, instead of hanging', async () => {
+    const lost = await harness!.newDevice();
+    const engine = createGpuEngine(lost.device, {
+      agents: 2,
+      adapterDescription: 'test',
+      maxWindowElements: 500,
+    });
+    const error = await engine
+      .merge(t.input, {
+        params,
+        lambdas: [],
+        outDtype: 'BF16',
+        emit: async () => lost.destroy(),
+      })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(EngineTensorError);
+    expect((error as Error).cause).toBeInstanceOf(GpuDeviceError);
+    const next = await engine.analyze(t.input, 1e-5).catch((e: unknown) => e);
+    expect((next as Error).cause).toBeInstanceOf(GpuDeviceError);
+    engine.destroy();
+  });
+
+  it('handles empty tensors and concurrent calls (run one after another)', async () => {
+    const engine = createGpuEngine(harness!.device, {
+      agents: 2,
+      adapterDescription: 'test',
+      maxWindowElements: 300,
+    });
+    try {
+      const empty = tensorInput('empty', 'F16', [new Uint8Array(0), new Uint8Array(0), new Uint8Array(0)]);
+      const stats = await harness!.run(() => engine.analyze(empty, 1e-5));
+      expect(stats.counts).toEqual([0, 0, 0]);
+      expect(await harness!.run(() => run(engine, empty, params, 'F16'))).toEqual(new Uint8Array(0));
+      const other = randomTensor({ name: 'other', dtype: 'F32', numel: 1001, agents: 2, seed: 78 });
+      const ties = defaultParams('ties', 2);
+      const [a, b, s] = await harness!.run(() =>
+        Promise.all([
+          run(engine, t.input, params, 'BF16'),
+          run(engine, other.input, ties, 'F32'),
+          engine.analyze(t.input, 0),
+        ]),
+      );
+      expect(a).toEqual(encodeFloats('BF16', referenceMerge(t.values, params, [])));
+      expectWithinTolerance('ties', b, referenceMerge(other.values, ties, []), other.values, ties, 'F32');
+      expect(s).toEqual(referenceStats(t.values, 0));
+    } finally {
+      engine.destroy();
+    }
+  });
+
+  it('destroys every buffer it created, and destroy() is idempotent', async () => {
+    const engine = createGpuEngine(harness!.device, {
+      agents: 2,
+      adapterDescription: 'test',
+      maxWindowElements: 700,
+    });
+    for (const method of ['ties', 'ramplus_tl', 'dare_ties'] as const) {
+      await harness!.run(() => run(engine, t.input, defaultParams(method, 2), 'F32'));
+    }
+    expect(harness!.liveBuffers().length).toBeGreaterThan(0);
+    engine.destroy();
+    engine.destroy();
+    expect(harness!.liveBuffers()).toEqual([]);
+    await expect(engine.analyze(t.input, 1e-5)).rejects.toThrow(/destroyed/);
+  });
+});

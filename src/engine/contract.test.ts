@@ -1,0 +1,178 @@
+// The WGSL↔TypeScript contract, checked by reflecting each kernel's assembled source: bindings,
+// struct layouts, override constants and the shared constants the host relies on.
+import { describe, expect, it } from 'vitest';
+import { WgslReflect, type FunctionInfo } from 'wgsl_reflect/wgsl_reflect.module.js';
+import { MAGNITUDE_BINS, MAGNITUDE_MAX_EXPONENT, MAGNITUDE_MIN_EXPONENT } from '../methods/stats.ts';
+import { RADIX_BINS } from '../methods/select.ts';
+import { CONVERT_KERNEL } from './kernels/convert.ts';
+import { kernelSource, type KernelSpec } from './kernels/kernel.ts';
+import { LINEAR_KERNEL } from './kernels/linear.ts';
+import { RAM_KERNEL } from './kernels/ram.ts';
+import { STATS_KERNEL, statsLayout } from './kernels/stats.ts';
+import { TASK_ARITHMETIC_KERNEL } from './kernels/task_arithmetic.ts';
+import { TIES_KERNEL } from './kernels/ties.ts';
+import { TOPK_HIST_KERNEL } from './kernels/topk_hist.ts';
+import { TOPK_SCAN_KERNEL } from './kernels/topk_scan.ts';
+import { TOPK_TIES_KERNEL } from './kernels/topk_ties.ts';
+import {
+  AGENT_BYTES,
+  AGENT_FIELDS,
+  encodeAgents,
+  encodeParams,
+  PARAMS_BYTES,
+  PARAMS_FIELDS,
+} from './layout.ts';
+import { COUNT_ITEMS, WORKGROUP_SIZE } from './plumbing.ts';
+
+const KERNELS: KernelSpec[] = [
+  CONVERT_KERNEL,
+  RAM_KERNEL,
+  LINEAR_KERNEL,
+  TASK_ARITHMETIC_KERNEL,
+  TIES_KERNEL,
+  STATS_KERNEL,
+  TOPK_HIST_KERNEL,
+  TOPK_TIES_KERNEL,
+  TOPK_SCAN_KERNEL,
+];
+
+/** Overrides whose initialiser derives them from others: the host never sets them. */
+function derivedOverrides(source: string): Set<string> {
+  return new Set([...source.matchAll(/override (\w+): u32 = [^;]*[A-Z_]{3,}/g)].map((m) => m[1]!));
+}
+
+function usedOverrides(main: FunctionInfo): Set<string> {
+  const seen = new Set<FunctionInfo>();
+  const names = new Set<string>();
+  const walk = (f: FunctionInfo): void => {
+    if (seen.has(f)) return;
+    seen.add(f);
+    for (const o of f.overrides) names.add(o.name);
+    f.calls.forEach(walk);
+  };
+  walk(main);
+  return names;
+}
+
+function constant(source: string, name: string): number {
+  const match = new RegExp(`const ${name}: [iu]32 = (-?\\d+)u?;`).exec(source);
+  if (!match) throw new Error(`no const ${name}`);
+  return Number(match[1]);
+}
+
+describe.each(KERNELS.map((k) => [k.name, k] as const))('kernel %s', (_, spec) => {
+  const source = kernelSource(spec);
+  const reflect = new WgslReflect(source);
+  const main = reflect.entry.compute.find((f) => f.name === 'main');
+
+  it('has one compute entry point main with the engine workgroup size', () => {
+    expect(reflect.entry.compute.map((f) => f.name)).toEqual(['main']);
+    expect(main!.workgroupSize).toEqual([WORKGROUP_SIZE, 1, 1]);
+  });
+
+  it('uses exactly the bindings the host lays out, with the same names, types and access', () => {
+    const used = main!.resources
+      .map((v) => ({
+        group: v.group,
+        binding: v.binding,
+        name: v.name,
+        type: v.resourceType === 0 ? 'uniform' : v.access === 'read' ? 'read-only-storage' : 'storage',
+      }))
+      .sort((a, b) => a.binding - b.binding);
+    expect(used).toEqual(spec.bindings.map((b) => ({ group: 0, ...b })));
+  });
+
+  it('sets every override the entry point uses and nothing else', () => {
+    const derived = derivedOverrides(source);
+    const used = [...usedOverrides(main!)].filter((name) => !derived.has(name)).sort();
+    expect(used).toEqual([...spec.constants].sort());
+    const declared = new Set(reflect.overrides.map((o) => o.name));
+    for (const name of spec.constants) expect(declared.has(name)).toBe(true);
+  });
+
+  it('declares Params and Agent exactly as layout.ts writes them', () => {
+    const params = reflect.getStructInfo('Params')!;
+    expect(params.members.map((m) => [m.name, m.offset, m.size, m.type.name])).toEqual(
+      PARAMS_FIELDS.map((f, i) => [f.name, i * 4, 4, f.type]),
+    );
+    expect(params.size).toBeLessThanOrEqual(PARAMS_BYTES);
+    const agent = reflect.getStructInfo('Agent')!;
+    expect(agent.members.map((m) => [m.name, m.offset, m.size, m.type.name])).toEqual(
+      AGENT_FIELDS.map((f, i) => [f.name, i * 4, 4, f.type]),
+    );
+    expect(agent.size).toBe(AGENT_BYTES);
+    const agents = reflect.storage.find((v) => v.name === 'agents')!;
+    expect(agents.stride).toBe(AGENT_BYTES);
+  });
+});
+
+describe('constants shared by WGSL and TypeScript', () => {
+  const stats = kernelSource(STATS_KERNEL);
+  it('has the magnitude bins of src/methods/stats.ts', () => {
+    expect(constant(stats, 'BINS')).toBe(MAGNITUDE_BINS.length);
+    expect(constant(stats, 'MIN_EXP')).toBe(MAGNITUDE_MIN_EXPONENT);
+    expect(constant(stats, 'MAX_EXP')).toBe(MAGNITUDE_MAX_EXPONENT);
+  });
+
+  it('counts COUNT_ITEMS elements per invocation and RADIX_BINS histogram bins', () => {
+    expect(2 * constant(stats, 'PAIRS')).toBe(COUNT_ITEMS);
+    expect(2 * constant(kernelSource(TOPK_HIST_KERNEL), 'PAIRS')).toBe(COUNT_ITEMS);
+    expect(constant(kernelSource(TOPK_HIST_KERNEL), 'MAX_BINS')).toBe(RADIX_BINS);
+  });
+
+  it('derives the counter layout like statsLayout', () => {
+    // The overrides at the top of stats.wgsl, evaluated for N = 3 as the host computes them.
+    const n = 3;
+    const bins = MAGNITUDE_BINS.length;
+    expect(statsLayout(n)).toEqual({
+      overlap: n + 1,
+      sign: n + 1 + n * n,
+      magnitude: n + 2 + n * n,
+      ulp: n + 2 + n * n + n * bins,
+      count: n + 2 + n * n + n * bins + n,
+    });
+    expect(stats).toContain('override OVERLAP: u32 = AGENTS + 1u;');
+    expect(stats).toContain('override SIGN: u32 = OVERLAP + AGENTS * AGENTS;');
+    expect(stats).toContain('override MAGNITUDE: u32 = SIGN + 1u;');
+    expect(stats).toContain('override ULP: u32 = MAGNITUDE + AGENTS * BINS;');
+    expect(stats).toContain('override COUNTERS: u32 = ULP + AGENTS;');
+  });
+});
+
+describe('layout encoders', () => {
+  it('write Params fields at their offsets, the start split into 32-bit halves', () => {
+    const bytes = encodeParams({
+      count: 7,
+      slotWords: 4,
+      start: 2 ** 32 * 3 + 5,
+      groupsX: 2,
+      groups: 3,
+      epsilon: 1e-5,
+      scale: 0.5,
+      nameHash: 0xdeadbeef,
+      seed: 9,
+      digitShift: 20,
+      digitBits: 11,
+      normalize: true,
+    });
+    const view = new DataView(bytes.buffer);
+    const at = (name: string): number => PARAMS_FIELDS.findIndex((f) => f.name === name) * 4;
+    expect(bytes.byteLength).toBe(PARAMS_BYTES);
+    expect(view.getUint32(at('count'), true)).toBe(7);
+    expect(view.getUint32(at('start_lo'), true)).toBe(5);
+    expect(view.getUint32(at('start_hi'), true)).toBe(3);
+    expect(view.getFloat32(at('epsilon'), true)).toBe(Math.fround(1e-5));
+    expect(view.getUint32(at('name_hash'), true)).toBe(0xdeadbeef);
+    expect(view.getUint32(at('normalize'), true)).toBe(1);
+  });
+
+  it('write one Agent per stride', () => {
+    const bytes = encodeAgents([{ lambda: 1.5 }, { weight: -2, threshold: 0x7f800000, searching: true }]);
+    const view = new DataView(bytes.buffer);
+    expect(bytes.byteLength).toBe(2 * AGENT_BYTES);
+    expect(view.getFloat32(0, true)).toBe(1.5);
+    expect(view.getFloat32(AGENT_BYTES + 4, true)).toBe(-2);
+    expect(view.getUint32(AGENT_BYTES + 16, true)).toBe(0x7f800000);
+    expect(view.getUint32(AGENT_BYTES + 28, true)).toBe(1);
+  });
+});

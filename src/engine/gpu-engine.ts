@@ -1,0 +1,558 @@
+// The GPU MergeEngine: each tensor flows in windows sized to the device's binding limits through two
+// buffer sets (window i+1 is read while window i computes and reads back), with the extra passes a
+// method needs (statistics before tensor-local RAM+, radix-select passes before TIES).
+
+import { dtypeBits } from '../format/dtype.ts';
+import { dareKeepBelow, dareScale, fnv1a32 } from '../methods/rng.ts';
+import {
+  RADIX_BINS,
+  RADIX_DIGITS,
+  startTopK,
+  stepTopK,
+  topKCount,
+  type TopKState,
+} from '../methods/select.ts';
+import { deriveTensorStats, emptyTensorStats, tensorLocalLambdas } from '../methods/stats.ts';
+import { checkMergeOptions, forTensor, throwIfAborted } from './errors.ts';
+import type { Kernel, KernelIo } from './kernels/kernel.ts';
+import { createLinearKernel } from './kernels/linear.ts';
+import type { MergeVariant } from './kernels/merge-bindings.ts';
+import { createRamKernel } from './kernels/ram.ts';
+import { addStatsCounters, createStatsKernel, statsLayout } from './kernels/stats.ts';
+import { createTaskArithmeticKernel } from './kernels/task_arithmetic.ts';
+import { createTiesKernel } from './kernels/ties.ts';
+import { createTopKHistKernel } from './kernels/topk_hist.ts';
+import { createTopKScanKernel } from './kernels/topk_scan.ts';
+import { createTopKTiesKernel } from './kernels/topk_ties.ts';
+import {
+  AGENT_BYTES,
+  encodeAgents,
+  encodeParams,
+  PARAMS_BYTES,
+  type AgentParams,
+  type WindowParams,
+} from './layout.ts';
+import {
+  countGroups,
+  mergeGroups,
+  pad4,
+  splitDispatch,
+  tensorWindows,
+  windowElements,
+  type Dispatch,
+  type Window,
+} from './plumbing.ts';
+import { Scheduler } from './scheduler.ts';
+import type { MethodName } from '../methods/types.ts';
+import type { MergeEngine, MergeOptions, StageTimings, TensorInput, TensorStats } from './types.ts';
+
+export interface GpuEngineOptions {
+  agents: number;
+  adapterDescription: string;
+  /** Cap on elements per window (default 2^23); tests set it tiny to force many windows. */
+  maxWindowElements?: number;
+  /** Test aid: fill the output buffer with 0xFF bytes before every merge window, so unwritten words show. */
+  poisonOutput?: boolean;
+}
+
+export const DEFAULT_WINDOW_ELEMENTS = 2 ** 23;
+/** The statistics kernel keeps per-element agent sets in one u32 bitmask. */
+export const MAX_GPU_AGENTS = 32;
+
+const noop = (): void => undefined;
+
+interface Job {
+  serial: number;
+  tensor: TensorInput;
+  signal?: AbortSignal;
+  inBytes: number;
+  outBytes: number;
+  slotBytes: number;
+  windows: Window[];
+}
+
+interface Capacity {
+  inputBytes: number;
+  outputBytes: number;
+  tieBytes: number;
+}
+
+interface BufferSet {
+  inputs: GPUBuffer;
+  output: GPUBuffer;
+  counters: GPUBuffer;
+  tieCounts: GPUBuffer;
+  params: GPUBuffer;
+  readback: GPUBuffer;
+  staging: Uint8Array;
+  /** Every buffer a kernel may bind, by its WGSL name. */
+  io: KernelIo;
+  /** Which job's window (and whether with the base) the inputs buffer holds. */
+  resident: string | null;
+  /** Settles when this set's previous window has been read back and consumed. */
+  busy: Promise<void>;
+}
+
+interface PassSpec {
+  label: string;
+  withBase: boolean;
+  groups(w: Window): number;
+  params(w: Window, d: Dispatch): WindowParams;
+  encode(encoder: GPUCommandEncoder, set: BufferSet, w: Window, d: Dispatch): void;
+  result?: {
+    source: 'output' | 'counters';
+    bytes(w: Window): number;
+    consume(w: Window, bytes: Uint8Array): Promise<void> | void;
+  };
+}
+
+export function createGpuEngine(device: GPUDevice, options: GpuEngineOptions): MergeEngine {
+  return new GpuEngine(device, options);
+}
+
+class GpuEngine implements MergeEngine {
+  readonly kind = 'gpu';
+  readonly description: string;
+  readonly agents: number;
+  private readonly scheduler: Scheduler;
+  private readonly maxWindow: number;
+  private readonly kernels = new Map<string, Promise<Kernel>>();
+  private readonly agentBuffer: GPUBuffer;
+  private readonly histogram: GPUBuffer;
+  private readonly histogramReadback: GPUBuffer;
+  private readonly carry: GPUBuffer;
+  private sets: BufferSet[] = [];
+  private capacity: Capacity = { inputBytes: 0, outputBytes: 0, tieBytes: 0 };
+  private poison: Uint8Array | null = null;
+  private serial = 0;
+  private destroyed = false;
+  /** Calls share the buffer sets, so they run one after another in call order. */
+  private tail: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly device: GPUDevice,
+    private readonly options: GpuEngineOptions,
+  ) {
+    const n = options.agents;
+    if (!Number.isInteger(n) || n < 1 || n > MAX_GPU_AGENTS) {
+      throw new RangeError(`the GPU engine merges 1 to ${MAX_GPU_AGENTS} agents, not ${n}`);
+    }
+    this.agents = n;
+    this.description = options.adapterDescription;
+    this.maxWindow = options.maxWindowElements ?? DEFAULT_WINDOW_ELEMENTS;
+    this.scheduler = new Scheduler(device, 'MergeEngine');
+    this.agentBuffer = this.buffer(
+      'agents',
+      n * AGENT_BYTES,
+      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+    );
+    const histogramBytes = n * RADIX_BINS * 4;
+    this.histogram = this.buffer(
+      'histogram',
+      histogramBytes,
+      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+    );
+    this.histogramReadback = this.buffer(
+      'histogramReadback',
+      histogramBytes,
+      GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    );
+    this.carry = this.buffer('carry', n * 4, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+  }
+
+  get timings(): StageTimings {
+    return this.scheduler.timings;
+  }
+
+  analyze(tensor: TensorInput, epsilon: number, signal?: AbortSignal): Promise<TensorStats> {
+    return this.serialized(() =>
+      forTensor(tensor.name, async () => {
+        const job = this.job(tensor, signal, 4);
+        const stats = emptyTensorStats(tensor.name, tensor.dtype, tensor.numel, this.agents);
+        await this.statsPass(job, epsilon, stats);
+        return deriveTensorStats(stats);
+      }),
+    );
+  }
+
+  merge(tensor: TensorInput, options: MergeOptions): Promise<void> {
+    return this.serialized(() => forTensor(tensor.name, () => this.mergeTensor(tensor, options)));
+  }
+
+  destroy(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    for (const set of this.sets) this.destroySet(set);
+    this.sets = [];
+    for (const b of [this.agentBuffer, this.histogram, this.histogramReadback, this.carry]) b.destroy();
+    for (const kernel of this.kernels.values()) kernel.then((k) => k.destroy(), noop);
+    this.kernels.clear();
+    this.scheduler.destroy();
+  }
+
+  private async mergeTensor(tensor: TensorInput, options: MergeOptions): Promise<void> {
+    const { params, outDtype } = options;
+    const lambdas = checkMergeOptions(options, this.agents);
+    const outBytes = dtypeBits(outDtype) / 8;
+    const job = this.job(tensor, options.signal, outBytes);
+    const variant: MergeVariant = { inDtype: tensor.dtype, outDtype, agents: this.agents };
+    const dare = params.method === 'dare_linear' || params.method === 'dare_ties';
+    const agents: AgentParams[] = params.weights.map((weight, t) => ({
+      weight,
+      lambda: lambdas[t],
+      ...(dare
+        ? {
+            keepBelow: dareKeepBelow(params.density[t]!),
+            invDensity: Math.fround(dareScale(params.density[t]!)),
+          }
+        : {}),
+    }));
+    if (params.method === 'ramplus_tl') {
+      const stats = emptyTensorStats(tensor.name, tensor.dtype, tensor.numel, this.agents);
+      await this.statsPass(job, params.epsilon, stats);
+      const local = tensorLocalLambdas(deriveTensorStats(stats), params.r, params.alpha, params.epsilon);
+      agents.forEach((a, t) => (a.lambda = local[t]));
+    }
+    let tieBreak: { ties: Kernel; scan: Kernel } | null = null;
+    if (params.method === 'ties') {
+      const states = await this.selectTopK(job, params.density);
+      states.forEach((s, t) =>
+        Object.assign(agents[t]!, { threshold: s.threshold, tiesToKeep: s.tiesToKeep }),
+      );
+      // Only a threshold that keeps some but not all of its ties needs their ranks.
+      if (states.some((s) => s.tiesToKeep > 0)) {
+        tieBreak = {
+          ties: await this.kernel(`topk_ties:${tensor.dtype}`, () =>
+            createTopKTiesKernel(this.device, tensor.dtype, this.agents),
+          ),
+          scan: await this.kernel('topk_scan', () => createTopKScanKernel(this.device, this.agents)),
+        };
+      }
+    }
+    const kernel = await this.mergeKernel(params.method, variant);
+    this.scheduler.write(this.agentBuffer, 0, encodeAgents(agents));
+    const nameHash = fnv1a32(tensor.name);
+    const progressBytes = (this.agents + 1) * job.inBytes;
+    await this.runPass(job, {
+      label: params.method,
+      withBase: params.method !== 'linear',
+      groups: (w) => mergeGroups(w.count),
+      params: (w, d) => ({
+        ...this.windowParams(job, w, d),
+        epsilon: params.epsilon,
+        scale: params.lambda,
+        nameHash,
+        seed: params.seed,
+        normalize: params.normalize,
+      }),
+      encode: (encoder, set, w, d) => {
+        if (this.poison) this.scheduler.write(set.output, 0, this.poison, pad4(w.count * outBytes));
+        if (tieBreak) {
+          if (w.index === 0) encoder.clearBuffer(this.carry);
+          tieBreak.ties.encode(encoder, set.io, d);
+          tieBreak.scan.encode(encoder, set.io, { x: 1, y: 1, groups: 1 });
+        }
+        kernel.encode(encoder, set.io, d);
+      },
+      result: {
+        source: 'output',
+        bytes: (w) => pad4(w.count * outBytes),
+        consume: async (w, bytes) => {
+          await options.emit(bytes.subarray(0, w.count * outBytes));
+          options.onProgress?.((w.start + w.count) * progressBytes);
+        },
+      },
+    });
+  }
+
+  private mergeKernel(method: MethodName, variant: MergeVariant): Promise<Kernel> {
+    const key = `${method}:${variant.inDtype}:${variant.outDtype}`;
+    switch (method) {
+      case 'ram':
+      case 'ramplus':
+      case 'ramplus_soft':
+      case 'ramplus_tl':
+        return this.kernel(`ram:${variant.inDtype}:${variant.outDtype}`, () =>
+          createRamKernel(this.device, variant),
+        );
+      case 'linear':
+        return this.kernel(key, () => createLinearKernel(this.device, variant));
+      case 'task_arithmetic':
+      case 'dare_linear':
+        return this.kernel(key, () =>
+          createTaskArithmeticKernel(this.device, variant, method === 'dare_linear'),
+        );
+      case 'ties':
+      case 'dare_ties':
+        return this.kernel(key, () => createTiesKernel(this.device, variant, method === 'dare_ties'));
+    }
+  }
+
+  private async statsPass(job: Job, epsilon: number, stats: TensorStats): Promise<void> {
+    const dtype = job.tensor.dtype;
+    const kernel = await this.kernel(`stats:${dtype}`, () =>
+      createStatsKernel(this.device, dtype, this.agents),
+    );
+    const counters = statsLayout(this.agents).count;
+    await this.runPass(job, {
+      label: 'stats',
+      withBase: true,
+      groups: (w) => countGroups(w.count),
+      params: (w, d) => ({ ...this.windowParams(job, w, d), epsilon }),
+      encode: (encoder, set, _w, d) => {
+        encoder.clearBuffer(set.counters, 0, counters * 4);
+        kernel.encode(encoder, set.io, d);
+      },
+      result: {
+        source: 'counters',
+        bytes: () => counters * 4,
+        consume: (w, bytes) => addStatsCounters(stats, new Uint32Array(bytes.buffer, 0, counters), w.count),
+      },
+    });
+  }
+
+  /** Settles every agent's TIES threshold: one histogram pass per radix digit while any is unsettled. */
+  private async selectTopK(job: Job, densities: readonly number[]): Promise<TopKState[]> {
+    const { tensor } = job;
+    let states = densities.map((d) => startTopK(topKCount(d, tensor.numel), tensor.numel));
+    const kernel = await this.kernel(`topk_hist:${tensor.dtype}`, () =>
+      createTopKHistKernel(this.device, tensor.dtype, this.agents),
+    );
+    for (let digit = 0; digit < RADIX_DIGITS.length && states.some((s) => s.searching); digit++) {
+      const { shift, bits } = RADIX_DIGITS[digit]!;
+      this.scheduler.write(
+        this.agentBuffer,
+        0,
+        encodeAgents(states.map((s) => ({ prefix: s.prefix, searching: s.searching }))),
+      );
+      this.scheduler.submit('topk_hist.clear', (encoder) => encoder.clearBuffer(this.histogram));
+      await this.runPass(job, {
+        label: `topk_hist[${digit}]`,
+        withBase: true,
+        groups: (w) => countGroups(w.count),
+        params: (w, d) => ({ ...this.windowParams(job, w, d), digitShift: shift, digitBits: bits }),
+        encode: (encoder, set, _w, d) => kernel.encode(encoder, set.io, d),
+      });
+      this.scheduler.submit('topk_hist.readback', (encoder) =>
+        encoder.copyBufferToBuffer(this.histogram, 0, this.histogramReadback, 0, this.histogram.size),
+      );
+      const counts = new Uint32Array(
+        (await this.scheduler.read(this.histogramReadback, this.histogram.size)).buffer,
+      );
+      states = states.map((s, t) =>
+        stepTopK(s, counts.subarray(t * RADIX_BINS, (t + 1) * RADIX_BINS), digit),
+      );
+    }
+    return states;
+  }
+
+  /** Runs one pass over the job's windows, two buffer sets in flight, results consumed in order. */
+  private async runPass(job: Job, pass: PassSpec): Promise<void> {
+    const sets = this.sets;
+    let chain: Promise<void> = Promise.resolve();
+    try {
+      for (const w of job.windows) {
+        throwIfAborted(job.signal);
+        const set = sets[w.index % 2]!;
+        await set.busy;
+        await this.upload(job, set, w, pass.withBase);
+        const d = splitDispatch(pass.groups(w), this.device.limits.maxComputeWorkgroupsPerDimension);
+        this.scheduler.write(set.params, 0, encodeParams(pass.params(w, d)));
+        const result = pass.result;
+        const bytes = result ? result.bytes(w) : 0;
+        this.scheduler.submit(`${pass.label}[${w.index}]`, (encoder) => {
+          pass.encode(encoder, set, w, d);
+          if (result) encoder.copyBufferToBuffer(set[result.source], 0, set.readback, 0, bytes);
+        });
+        if (!result) continue;
+        const reading = this.scheduler.read(set.readback, bytes);
+        reading.catch(noop);
+        const previous = chain;
+        chain = (async () => {
+          const data = await reading;
+          await previous;
+          throwIfAborted(job.signal);
+          await result.consume(w, data);
+        })();
+        chain.catch(noop);
+        set.busy = chain;
+      }
+      await chain;
+    } finally {
+      // Nothing of this pass may still be mapping or emitting when the call returns.
+      await Promise.allSettled(sets.map((s) => s.busy));
+      for (const set of sets) set.busy = Promise.resolve();
+    }
+  }
+
+  /** Reads window w of every input into the set's staging slots and uploads it, unless already there. */
+  private async upload(job: Job, set: BufferSet, w: Window, withBase: boolean): Promise<void> {
+    const tag = `${job.serial}/${w.index}/${withBase}`;
+    if (set.resident === tag) return;
+    set.resident = null;
+    const started = performance.now();
+    const used = w.count * job.inBytes;
+    const padded = pad4(used);
+    const slots = Array.from({ length: this.agents + 1 }, (_, k) => k).filter((k) => withBase || k > 0);
+    // allSettled: no read may still be writing into the staging buffer when this returns.
+    const reads = await Promise.allSettled(
+      slots.map((k) =>
+        job.tensor.read(
+          k,
+          w.start,
+          w.count,
+          set.staging.subarray(k * job.slotBytes, k * job.slotBytes + used),
+        ),
+      ),
+    );
+    for (const r of reads) if (r.status === 'rejected') throw r.reason;
+    for (const k of slots) set.staging.fill(0, k * job.slotBytes + used, k * job.slotBytes + padded);
+    this.scheduler.addUploadTime(performance.now() - started);
+    this.scheduler.write(set.inputs, 0, set.staging, this.agents * job.slotBytes + padded);
+    set.resident = tag;
+  }
+
+  private windowParams(job: Job, w: Window, d: Dispatch): WindowParams {
+    return { count: w.count, slotWords: job.slotBytes / 4, start: w.start, groupsX: d.x, groups: d.groups };
+  }
+
+  private job(tensor: TensorInput, signal: AbortSignal | undefined, outBytes: number): Job {
+    if (this.destroyed) throw new Error('this GPU engine has been destroyed');
+    this.scheduler.check();
+    if (!Number.isSafeInteger(tensor.numel) || tensor.numel < 0)
+      throw new RangeError(`bad element count ${tensor.numel}`);
+    const inBytes = dtypeBits(tensor.dtype) / 8;
+    const limits = this.device.limits;
+    const size = Math.max(
+      1,
+      Math.min(
+        tensor.numel,
+        windowElements({
+          agents: this.agents,
+          inBytes,
+          outBytes,
+          maxStorageBufferBindingSize: limits.maxStorageBufferBindingSize,
+          maxBufferSize: limits.maxBufferSize,
+          maxComputeWorkgroupsPerDimension: limits.maxComputeWorkgroupsPerDimension,
+          maxWindowElements: this.maxWindow,
+        }),
+      ),
+    );
+    const slotBytes = pad4(size * inBytes);
+    this.ensureCapacity({
+      inputBytes: (this.agents + 1) * slotBytes,
+      outputBytes: pad4(size * outBytes),
+      tieBytes: this.agents * mergeGroups(size) * 4,
+    });
+    return {
+      serial: ++this.serial,
+      tensor,
+      signal,
+      inBytes,
+      outBytes,
+      slotBytes,
+      windows: tensorWindows(tensor.numel, size),
+    };
+  }
+
+  /** Grows both buffer sets when a tensor needs more room than the largest so far. */
+  private ensureCapacity(need: Capacity): void {
+    const have = this.capacity;
+    if (
+      this.sets.length &&
+      need.inputBytes <= have.inputBytes &&
+      need.outputBytes <= have.outputBytes &&
+      need.tieBytes <= have.tieBytes
+    ) {
+      return;
+    }
+    const capacity: Capacity = {
+      inputBytes: Math.max(need.inputBytes, have.inputBytes),
+      outputBytes: Math.max(need.outputBytes, have.outputBytes),
+      tieBytes: Math.max(need.tieBytes, have.tieBytes),
+    };
+    for (const set of this.sets) this.destroySet(set);
+    this.capacity = capacity;
+    this.sets = [0, 1].map((i) => this.createSet(i, capacity));
+    if (this.options.poisonOutput) this.poison = new Uint8Array(capacity.outputBytes).fill(0xff);
+  }
+
+  private createSet(index: number, c: Capacity): BufferSet {
+    const counterBytes = statsLayout(this.agents).count * 4;
+    const label = (name: string): string => `set${index}.${name}`;
+    const inputs = this.buffer(
+      label('inputs'),
+      c.inputBytes,
+      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+    );
+    const output = this.buffer(
+      label('output'),
+      c.outputBytes,
+      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+    );
+    const counters = this.buffer(
+      label('counters'),
+      counterBytes,
+      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+    );
+    const tieCounts = this.buffer(label('tieCounts'), c.tieBytes, GPUBufferUsage.STORAGE);
+    const params = this.buffer(
+      label('params'),
+      PARAMS_BYTES,
+      GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+    );
+    const readback = this.buffer(
+      label('readback'),
+      Math.max(c.outputBytes, counterBytes),
+      GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    );
+    return {
+      inputs,
+      output,
+      counters,
+      tieCounts,
+      params,
+      readback,
+      staging: new Uint8Array(c.inputBytes),
+      io: {
+        params,
+        inputs,
+        output,
+        counters,
+        agents: this.agentBuffer,
+        histogram: this.histogram,
+        tie_counts: tieCounts,
+        tie_prefix: tieCounts,
+        carry: this.carry,
+      },
+      resident: null,
+      busy: Promise.resolve(),
+    };
+  }
+
+  private destroySet(set: BufferSet): void {
+    for (const b of [set.inputs, set.output, set.counters, set.tieCounts, set.params, set.readback])
+      b.destroy();
+  }
+
+  private buffer(name: string, size: number, usage: GPUBufferUsageFlags): GPUBuffer {
+    return this.device.createBuffer({ label: `MergeEngine.${name}`, size: Math.max(4, pad4(size)), usage });
+  }
+
+  private serialized<T>(run: () => Promise<T>): Promise<T> {
+    const result = this.tail.then(run, run);
+    this.tail = result.catch(noop);
+    return result;
+  }
+
+  private kernel(key: string, make: () => Promise<Kernel>): Promise<Kernel> {
+    let kernel = this.kernels.get(key);
+    if (!kernel) {
+      kernel = make();
+      this.kernels.set(key, kernel);
+      // A failed build is not cached: the next call reports its own error.
+      kernel.catch(() => this.kernels.delete(key));
+    }
+    return kernel;
+  }
+}

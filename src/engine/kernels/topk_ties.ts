@@ -1,0 +1,27 @@
+// Pipeline module of shaders/topk_ties.wgsl: per merge workgroup, the elements tied at each agent's
+// TIES threshold (the CPU engine counts them in index order; reference: topKTaus).
+
+import type { FloatDtype } from '../../format/dtype.ts';
+import source from '../../../shaders/topk_ties.wgsl?raw';
+import { createKernel, DTYPE_CODE, type Kernel, type KernelSpec } from './kernel.ts';
+import { WINDOW_SOURCES } from './sources.ts';
+
+export const TOPK_TIES_KERNEL: KernelSpec = {
+  name: 'topk_ties',
+  sources: [...WINDOW_SOURCES, source],
+  bindings: [
+    { binding: 0, name: 'params', type: 'uniform' },
+    { binding: 1, name: 'inputs', type: 'read-only-storage' },
+    { binding: 2, name: 'tie_counts', type: 'storage' },
+    { binding: 3, name: 'agents', type: 'read-only-storage' },
+  ],
+  constants: ['IN_DTYPE', 'AGENTS'],
+};
+
+export function createTopKTiesKernel(
+  device: GPUDevice,
+  inDtype: FloatDtype,
+  agents: number,
+): Promise<Kernel> {
+  return createKernel(device, TOPK_TIES_KERNEL, { IN_DTYPE: DTYPE_CODE[inDtype], AGENTS: agents });
+}

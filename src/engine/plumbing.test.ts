@@ -1,0 +1,123 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import {
+  countGroups,
+  MAX_WINDOW_ELEMENTS,
+  mergeGroups,
+  pad4,
+  splitDispatch,
+  tensorWindows,
+  windowElements,
+  wordsFor,
+  type WindowLimits,
+} from './plumbing.ts';
+
+describe('pad4 and wordsFor', () => {
+  it('round byte counts up to whole words', () => {
+    expect([0, 1, 2, 3, 4, 5, 8].map(pad4)).toEqual([0, 4, 4, 4, 4, 8, 8]);
+    expect(wordsFor(1, 2)).toBe(1);
+    expect(wordsFor(3, 2)).toBe(2);
+    expect(wordsFor(3, 4)).toBe(3);
+    expect(wordsFor(0, 2)).toBe(0);
+  });
+});
+
+describe('splitDispatch', () => {
+  it('keeps small dispatches one-dimensional', () => {
+    expect(splitDispatch(0, 65535)).toEqual({ x: 0, y: 1, groups: 0 });
+    expect(splitDispatch(65535, 65535)).toEqual({ x: 65535, y: 1, groups: 65535 });
+  });
+
+  it('splits under the per-dimension limit and covers every workgroup with less than a row to spare', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 10_000_000 }),
+        fc.integer({ min: 1, max: 70_000 }),
+        (groups, max) => {
+          fc.pre(groups <= max * max);
+          const d = splitDispatch(groups, max);
+          expect(d.groups).toBe(groups);
+          expect(d.x).toBeLessThanOrEqual(max);
+          expect(d.y).toBeLessThanOrEqual(max);
+          expect(d.x * d.y).toBeGreaterThanOrEqual(groups);
+          expect(d.x * d.y - groups).toBeLessThan(d.x);
+        },
+      ),
+    );
+  });
+
+  it('refuses what no 2D grid holds', () => {
+    expect(() => splitDispatch(10 * 10 + 1, 10)).toThrow(RangeError);
+    expect(() => splitDispatch(-1, 10)).toThrow(RangeError);
+  });
+});
+
+describe('workgroup counts', () => {
+  it('has one invocation per element pair and 2048 elements per counting workgroup', () => {
+    expect(mergeGroups(512)).toBe(1);
+    expect(mergeGroups(513)).toBe(2);
+    expect(mergeGroups(1)).toBe(1);
+    expect(mergeGroups(0)).toBe(0);
+    expect(countGroups(2048)).toBe(1);
+    expect(countGroups(2049)).toBe(2);
+  });
+});
+
+describe('windowElements', () => {
+  const limits: WindowLimits = {
+    agents: 3,
+    inBytes: 2,
+    outBytes: 2,
+    maxStorageBufferBindingSize: 128 * 2 ** 20,
+    maxBufferSize: 256 * 2 ** 20,
+    maxComputeWorkgroupsPerDimension: 65535,
+    maxWindowElements: 2 ** 40,
+  };
+
+  it('fits N+1 input slots in one binding', () => {
+    const w = windowElements(limits);
+    expect(w).toBe((128 * 2 ** 20) / 4 / 2);
+    expect(4 * pad4(w * 2)).toBeLessThanOrEqual(128 * 2 ** 20);
+    expect(windowElements({ ...limits, agents: 7 })).toBe((128 * 2 ** 20) / 8 / 2);
+  });
+
+  it('honours the smaller of binding and buffer size, the engine cap and the output binding', () => {
+    expect(windowElements({ ...limits, maxBufferSize: 64 * 2 ** 20 })).toBe((64 * 2 ** 20) / 4 / 2);
+    expect(windowElements({ ...limits, maxWindowElements: 1000 })).toBe(1000);
+    expect(windowElements({ ...limits, agents: 1, inBytes: 2, outBytes: 4 })).toBe((128 * 2 ** 20) / 4);
+    expect(
+      windowElements({ ...limits, maxStorageBufferBindingSize: 2 ** 40, maxBufferSize: 2 ** 40 }),
+    ).toBeLessThanOrEqual(MAX_WINDOW_ELEMENTS);
+  });
+
+  it('keeps the merge dispatch inside the 2D grid', () => {
+    const w = windowElements({ ...limits, outBytes: 4, maxComputeWorkgroupsPerDimension: 4 });
+    expect(w).toBe(16 * 512);
+    expect(() => splitDispatch(mergeGroups(w), 4)).not.toThrow();
+    expect(() => splitDispatch(mergeGroups(w + 1), 4)).toThrow(RangeError);
+  });
+
+  it('refuses limits with no room', () => {
+    expect(() => windowElements({ ...limits, maxStorageBufferBindingSize: 4 })).toThrow(RangeError);
+  });
+});
+
+describe('tensorWindows', () => {
+  it('covers the tensor in order with no gap, odd sizes included', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 5000 }), fc.integer({ min: 1, max: 700 }), (numel, size) => {
+        const windows = tensorWindows(numel, size);
+        let next = 0;
+        windows.forEach((w, i) => {
+          expect(w.index).toBe(i);
+          expect(w.start).toBe(next);
+          expect(w.count).toBeGreaterThan(0);
+          expect(w.count).toBeLessThanOrEqual(size);
+          next += w.count;
+        });
+        expect(next).toBe(numel);
+        expect(windows.length).toBe(Math.ceil(numel / size));
+      }),
+    );
+  });
+});

@@ -1,0 +1,81 @@
+// The only code that touches the GPU queue: uploads, submits and read-backs, each failing with the
+// device's GpuDeviceError once the device is lost or reports an error, instead of hanging.
+
+import { GpuDeviceError, watchDevice } from './device.ts';
+import type { StageTimings } from './types.ts';
+
+const noop = (): void => undefined;
+
+export class Scheduler {
+  readonly timings: StageTimings = { upload: 0, compute: 0, readback: 0 };
+  private failure: GpuDeviceError | null = null;
+  private readonly failed: Promise<never>;
+  private readonly unwatch: () => void;
+
+  constructor(
+    private readonly device: GPUDevice,
+    private readonly label: string,
+  ) {
+    let reject: (error: GpuDeviceError) => void = noop;
+    this.failed = new Promise<never>((_, r) => (reject = r));
+    this.failed.catch(noop);
+    this.unwatch = watchDevice(device, (error) => {
+      this.failure ??= error;
+      reject(this.failure);
+    });
+  }
+
+  /** Throws the device's failure, if any. */
+  check(): void {
+    if (this.failure) throw this.failure;
+  }
+
+  write(buffer: GPUBuffer, offset: number, data: Uint8Array, size = data.byteLength): void {
+    this.check();
+    const started = performance.now();
+    this.device.queue.writeBuffer(buffer, offset, data.buffer, data.byteOffset, size);
+    this.timings.upload += performance.now() - started;
+  }
+
+  submit(label: string, build: (encoder: GPUCommandEncoder) => void): void {
+    this.check();
+    const encoder = this.device.createCommandEncoder({ label: `${this.label}.${label}` });
+    build(encoder);
+    this.device.queue.submit([encoder.finish({ label: `${this.label}.${label}.commands` })]);
+  }
+
+  /** Maps a MAP_READ buffer after the work submitted so far and copies its first `bytes` out. */
+  async read(buffer: GPUBuffer, bytes: number): Promise<Uint8Array> {
+    this.check();
+    const started = performance.now();
+    try {
+      await Promise.race([buffer.mapAsync(GPUMapMode.READ, 0, bytes), this.failed]);
+    } catch (error) {
+      // mapAsync rejects with a DOMException named AbortError on loss: never let it pass for a cancel.
+      if (this.failure) throw this.failure;
+      if (error instanceof GpuDeviceError) throw error;
+      throw new GpuDeviceError('internal', `mapping ${buffer.label} failed: ${(error as Error).message}`);
+    }
+    const mapped = performance.now();
+    this.timings.compute += mapped - started;
+    const copy = new Uint8Array(buffer.getMappedRange(0, bytes).slice(0));
+    buffer.unmap();
+    this.timings.readback += performance.now() - mapped;
+    return copy;
+  }
+
+  /** Resolves when the queue has finished everything submitted (or rejects on device failure). */
+  async idle(): Promise<void> {
+    this.check();
+    await Promise.race([this.device.queue.onSubmittedWorkDone(), this.failed]);
+  }
+
+  /** Adds the wall time of reading inputs (the tensor's read callbacks) to the upload stage. */
+  addUploadTime(ms: number): void {
+    this.timings.upload += ms;
+  }
+
+  destroy(): void {
+    this.unwatch();
+  }
+}

@@ -1,0 +1,76 @@
+// The exact TIES top-k as a radix select over the f32 bits of |τ|, shared by the GPU engine (which
+// counts the digit histograms in topk_hist.wgsl) and the CPU engine. Keeping exactly k entries needs a
+// tie-break at the threshold: ties are kept lowest element index first.
+
+/** Digits of the 31-bit magnitude key, most significant first (2048 bins fit in workgroup memory). */
+export const RADIX_DIGITS: readonly { shift: number; bits: number }[] = [
+  { shift: 20, bits: 11 },
+  { shift: 10, bits: 10 },
+  { shift: 0, bits: 10 },
+];
+
+/** Histogram row length per agent (the widest digit). */
+export const RADIX_BINS = 2048;
+
+/** Threshold that no magnitude key exceeds or equals (keys are < 2^31): keep nothing. */
+export const KEEP_NONE = 0xffffffff;
+
+export interface TopKState {
+  /** Still narrowing the threshold: count the next digit. */
+  searching: boolean;
+  /** Entries still to choose among the keys whose high digits equal `prefix`. */
+  need: number;
+  prefix: number;
+  /** Once settled: keep key > threshold, plus the first `tiesToKeep` keys equal to it. */
+  threshold: number;
+  tiesToKeep: number;
+}
+
+/** k = floor(density·numel) entries per agent (mergekit `magnitude`), all of them from density 1 up. */
+export function topKCount(density: number, numel: number): number {
+  if (!Number.isFinite(density)) throw new RangeError(`TIES density must be a finite number, got ${density}`);
+  if (density >= 1) return numel;
+  return Math.max(0, Math.floor(density * numel));
+}
+
+function settled(threshold: number, tiesToKeep: number): TopKState {
+  return { searching: false, need: 0, prefix: 0, threshold, tiesToKeep };
+}
+
+/** The state before any histogram: settled at once when nothing or everything is kept. */
+export function startTopK(k: number, numel: number): TopKState {
+  if (k <= 0) return settled(KEEP_NONE, 0);
+  // Keeping a zero changes nothing, so "every entry" is "every non-zero key": threshold 0.
+  if (k >= numel) return settled(0, 0);
+  return { searching: true, need: k, prefix: 0, threshold: 0, tiesToKeep: 0 };
+}
+
+/**
+ * Advances one digit given `histogram[d]` = non-zero keys whose higher digits equal the prefix and whose
+ * digit `digit` is d.
+ */
+export function stepTopK(state: TopKState, histogram: ArrayLike<number>, digit: number): TopKState {
+  if (!state.searching) return state;
+  const { shift, bits } = RADIX_DIGITS[digit]!;
+  let above = 0;
+  for (let d = (1 << bits) - 1; d >= 0; d--) {
+    const here = histogram[d] ?? 0;
+    if (above + here < state.need) {
+      above += here;
+      continue;
+    }
+    const prefix = (state.prefix | (d << shift)) >>> 0;
+    const need = state.need - above;
+    // Every key with this prefix is kept: keys ≥ prefix, i.e. > prefix − 1, and no tie-break.
+    if (need === here) return settled(prefix === 0 ? 0 : prefix - 1, 0);
+    if (shift === 0) return settled(prefix, need);
+    return { searching: true, need, prefix, threshold: 0, tiesToKeep: 0 };
+  }
+  // Fewer non-zero keys than k: keep them all.
+  return settled(0, 0);
+}
+
+/** Whether an entry with this key is kept, `tieRank` being the number of equal keys at lower indices. */
+export function topKKept(state: TopKState, key: number, tieRank: number): boolean {
+  return key > state.threshold || (key === state.threshold && tieRank < state.tiesToKeep);
+}

@@ -1,0 +1,98 @@
+// Seeded random tensors for the engine tests: sparse, heterogeneous changes per agent, exact ties of
+// |τ| (values on a coarse grid), sign conflicts, zeros in τ, changes right around ε, negative
+// values and f16 subnormals, stored in the tensor's dtype so every value is exact.
+
+import { decodeFloats, dtypeBits, encodeFloats, type FloatDtype } from '../format/dtype.ts';
+import type { TensorInput } from '../engine/types.ts';
+import type { TensorValues } from './reference.ts';
+
+/** mulberry32: a small seeded PRNG, uniform in [0, 1). */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+}
+
+export interface TestTensor {
+  values: TensorValues;
+  /** Raw little-endian bytes of input k (0 = base). */
+  bytes: Uint8Array[];
+  input: TensorInput;
+}
+
+export interface TestTensorSpec {
+  name: string;
+  dtype: FloatDtype;
+  numel: number;
+  agents: number;
+  seed: number;
+  epsilon?: number;
+}
+
+/** Wraps raw input bytes as a TensorInput whose reads copy the requested range. */
+export function tensorInput(name: string, dtype: FloatDtype, bytes: readonly Uint8Array[]): TensorInput {
+  const size = dtypeBits(dtype) / 8;
+  return {
+    name,
+    dtype,
+    numel: bytes[0]!.byteLength / size,
+    async read(index, start, count, into) {
+      const source = bytes[index];
+      if (!source) throw new RangeError(`no input ${index}`);
+      if (into.byteLength !== count * size) throw new RangeError('read buffer of the wrong size');
+      into.set(source.subarray(start * size, (start + count) * size));
+    },
+  };
+}
+
+export function randomTensor(spec: TestTensorSpec): TestTensor {
+  const random = seededRandom(spec.seed);
+  const gaussian = (): number => Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
+  const int = (lo: number, hi: number): number => lo + Math.floor(random() * (hi - lo + 1));
+  const epsilon = spec.epsilon ?? 1e-5;
+  const n = spec.numel;
+  const base = new Float64Array(n);
+  const agents = Array.from({ length: spec.agents }, () => new Float64Array(n));
+  // Heterogeneous sparsity: agent t changes a share between 3% and 60% of the elements.
+  const rates = agents.map((_, t) => [0.03, 0.6, 0.3, 0.15, 0.45][t % 5]!);
+  for (let i = 0; i < n; i++) {
+    const kind = random();
+    if (kind < 0.3) {
+      // Grid values: every τ is a small multiple of 2^-6, exact in every dtype, so |τ| ties abound.
+      base[i] = int(-64, 64) / 64;
+      agents.forEach((a, t) => {
+        const step = int(1, 3) * (random() < 0.5 ? -1 : 1);
+        a[i] = random() < rates[t]! ? base[i]! + step / 64 : base[i]!;
+      });
+    } else if (kind < 0.9) {
+      base[i] = gaussian() * 0.05;
+      agents.forEach((a, t) => {
+        a[i] = random() < rates[t]! ? base[i]! * (1 + gaussian() * 0.01) + gaussian() * 1e-3 : base[i]!;
+      });
+    } else if (kind < 0.95) {
+      // Right around ε on a zero base: τ is the stored value itself.
+      base[i] = 0;
+      agents.forEach((a) => {
+        const factor = [0.5, 0.999, 1, 1.001, 2, 0][int(0, 5)]!;
+        a[i] = (random() < 0.5 ? -1 : 1) * factor * epsilon;
+      });
+    } else {
+      // Two agents pull one element in opposite directions by the same amount: a sign conflict whose
+      // equal-weight vote is an exact tie.
+      base[i] = int(-32, 32) / 64;
+      const x = int(1, 4) / 64;
+      agents.forEach((a, t) => (a[i] = base[i]! + (t === 0 ? x : t === 1 ? -x : 0)));
+    }
+  }
+  const bytes = [base, ...agents].map((v) => encodeFloats(spec.dtype, v));
+  const decoded = bytes.map((b) => decodeFloats(spec.dtype, b, n));
+  return {
+    values: { name: spec.name, dtype: spec.dtype, base: decoded[0]!, agents: decoded.slice(1) },
+    bytes,
+    input: tensorInput(spec.name, spec.dtype, bytes),
+  };
+}
