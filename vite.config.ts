@@ -1,6 +1,7 @@
 // Vite serves and builds the studio; Vitest (configured here too) runs unit tests and, in a
 // separate project one file at a time, the real-WebGPU tests on dawn.node.
 import { defineConfig } from 'vitest/config';
+import type { Plugin } from 'vite';
 import react from '@vitejs/plugin-react';
 
 // The app talks to nothing but its own origin: weights never leave the machine.
@@ -16,9 +17,16 @@ const contentSecurityPolicy = [
   "form-action 'none'",
 ].join('; ');
 
+// The dev server's React Refresh preamble is an inline script; only `vite` (dev) allows it, never
+// a build or `vite preview`.
+const devInlineScripts: Plugin = {
+  name: 'merge-studio:dev-inline-scripts',
+  apply: 'serve',
+  transformIndexHtml: (html) => html.replace("script-src 'self'", "script-src 'self' 'unsafe-inline'"),
+};
+
 export default defineConfig({
-  plugins: [react()],
-  server: { headers: { 'Content-Security-Policy': contentSecurityPolicy } },
+  plugins: [react(), devInlineScripts],
   preview: { headers: { 'Content-Security-Policy': contentSecurityPolicy } },
   worker: { format: 'es' },
   build: { target: 'es2022', sourcemap: true },
