@@ -113,7 +113,16 @@ const SUPPORTED_TOP = new Set([
   'out_dtype',
   'random_seed',
 ]);
-const SUPPORTED_GLOBAL = new Set(['epsilon', 'r', 'alpha', 'lambda', 'density', 'weight', 'normalize', 'seed']);
+const SUPPORTED_GLOBAL = new Set([
+  'epsilon',
+  'r',
+  'alpha',
+  'lambda',
+  'density',
+  'weight',
+  'normalize',
+  'seed',
+]);
 
 /** Reads mergekit YAML for the methods this tool has; anything it cannot honour is an error, not a silent skip. */
 export function parseMergekitYaml(text: string, file: string): Recipe {
@@ -132,7 +141,9 @@ export function parseMergekitYaml(text: string, file: string): Recipe {
       );
   const method = top.merge_method;
   if (typeof method !== 'string' || !isMethod(method))
-    throw new RecipeError(`${file}: merge_method ${JSON.stringify(method)} is not one of merge-studio's methods`);
+    throw new RecipeError(
+      `${file}: merge_method ${JSON.stringify(method)} is not one of merge-studio's methods`,
+    );
   if (typeof top.base_model !== 'string' || !top.base_model)
     throw new RecipeError(`${file}: base_model (a path) is required for ${method}`);
   if (!Array.isArray(top.models) || top.models.length === 0)

@@ -39,8 +39,16 @@ const pipeline = dev.createComputePipeline({
   layout: dev.createPipelineLayout({ bindGroupLayouts: [layout] }),
   compute: { module, entryPoint: 'main' },
 });
-const data = dev.createBuffer({ label: 'LifetimeProbe.data', size: n * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC });
-const readback = dev.createBuffer({ label: 'LifetimeProbe.readback', size: n * 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+const data = dev.createBuffer({
+  label: 'LifetimeProbe.data',
+  size: n * 4,
+  usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC,
+});
+const readback = dev.createBuffer({
+  label: 'LifetimeProbe.readback',
+  size: n * 4,
+  usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+});
 const group = dev.createBindGroup({ layout, entries: [{ binding: 0, resource: { buffer: data } }] });
 for (let round = 0; round < 4; round++) {
   dev.queue.writeBuffer(data, 0, host);
