@@ -7,6 +7,7 @@ import { indexJson, planShards } from '../format/sharded.ts';
 import { serializeSafetensors, type TensorSpec } from '../format/write.ts';
 import { openModel, type Model } from '../format/model.ts';
 import { memorySource } from '../io/source.ts';
+import { Rng } from '../demo/rng.ts';
 
 export interface FixtureTensor extends TensorSpec {
   data: Uint8Array;
@@ -84,16 +85,10 @@ export async function writeModelFolder(
   return dir;
 }
 
-/** A seeded PRNG (mulberry32) for test inputs: fresh, reproducible values, never all zeros. */
+/** A seeded generator of floats in [0, 1) for test inputs: fresh, reproducible values, never all zeros. */
 export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const generator = new Rng(seed);
+  return () => generator.float();
 }
 
 /** The SPEC.md worked example: base all zeros, three agents, one 3×3 tensor. */
