@@ -32,7 +32,8 @@ test('fits 1280x800 with semantic headings and a visible keyboard focus', async 
 
   await expect(page.getByRole('heading', { level: 1 })).toHaveText('Merge Studio');
   await expect(page.getByRole('heading', { level: 2, name: 'WebGPU status' })).toBeVisible();
-  await expect(page.getByRole('heading', { level: 3 })).toHaveText([
+  // Scoped to the GPU panel: the studio's panels below it have headings of their own.
+  await expect(studio.gpuPanel.getByRole('heading', { level: 3 })).toHaveText([
     'Adapter',
     'Adapter limits',
     'Self-test',

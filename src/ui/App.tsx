@@ -1,5 +1,6 @@
-// The studio's page: header, the WebGPU status panel, and a footer on where the work happens.
+// The studio's page: header, the WebGPU status panel, the studio's workflow, and a footer on where the work happens.
 import { GpuPanel } from './GpuPanel.tsx';
+import { Studio } from './studio/Studio.tsx';
 
 export function App() {
   return (
@@ -15,6 +16,7 @@ export function App() {
       </header>
       <main className="app-main">
         <GpuPanel />
+        <Studio />
       </main>
       <footer className="app-footer">
         All computation runs on this machine: the page may only connect to the origin it was loaded from.

@@ -1,0 +1,213 @@
+// The studio's vertical slice in headless Chromium on WebGPU (SwiftShader): the demo loads, its
+// statistics equal the CPU reference computed here in Node, a RAM+ merge exported to OPFS equals the
+// CPU reference byte for byte, bad inputs are reported without breaking the app, cancel works, and
+// the arena scores every model.
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { expect, test as base } from './fixtures.ts';
+import {
+  demoFile,
+  mismatchedCheckpoint,
+  referenceAnalysis,
+  referenceMerge,
+  tieDifferences,
+  truncatedCheckpoint,
+} from './studio-reference.ts';
+import { WorkflowPage } from './workflow-page.ts';
+
+const test = base.extend<{ workflow: WorkflowPage }>({
+  workflow: async ({ page }, use) => {
+    await use(new WorkflowPage(page));
+  },
+});
+
+const count = (n: number): string => new Intl.NumberFormat('en-US').format(n);
+
+test('opens on the demo set and shows exactly the CPU reference statistics', async ({
+  workflow,
+  page,
+  browserErrors,
+}, testInfo) => {
+  const [analysis, expected] = await Promise.all([workflow.openDemo(), referenceAnalysis()]);
+
+  expect(analysis.result?.tensors).toEqual(expected.tensors);
+  expect(analysis.result?.totals).toEqual(expected.totals);
+  const studio = await workflow.studio();
+  expect(studio.models.map((m) => [m.role, m.label, m.status])).toEqual([
+    ['base', 'base', 'ready'],
+    ['agent', 'key', 'ready'],
+    ['agent', 'door', 'ready'],
+    ['agent', 'gems', 'ready'],
+  ]);
+  await expect(page.getByTestId('engine-kind')).toHaveAttribute('data-kind', 'gpu');
+  await expect(page.getByTestId('compat-report')).toHaveAttribute('data-ok', 'true');
+  await expect(page.getByTestId('model-base-tensors')).toHaveText('7');
+  await expect(page.getByTestId('model-base-dtypes')).toHaveText('BF16 51,076');
+
+  // What the page shows is the reference's integers, and the per-layer rows sum to them.
+  const totals = expected.totals;
+  await expect(page.getByTestId('stats-numel')).toHaveText(count(totals.numel));
+  for (const [t, agent] of ['key', 'door', 'gems'].entries()) {
+    await expect(page.getByTestId(`stats-changed-${agent}`)).toHaveText(count(totals.changed[t]!));
+    await expect(page.getByTestId(`stats-unique-${agent}`)).toHaveText(count(totals.unique[t]!));
+    await expect(page.getByTestId('layer-row-sum').getByTestId(`layer-agent-${agent}`)).toHaveText(
+      `${count(totals.changed[t]!)} / ${count(totals.unique[t]!)}`,
+    );
+  }
+  for (const [c, n] of totals.counts.entries())
+    await expect(page.getByTestId(`stats-count-${c}`)).toHaveText(count(n));
+  await expect(page.getByTestId('stats-sign-conflicts')).toHaveText(count(totals.signConflicts));
+  await expect(page.getByTestId('layer-row-sum').getByTestId('layer-numel')).toHaveText(count(totals.numel));
+  // docs/demo.md's pair counts (elements changed by both agents of a pair).
+  await expect(page.getByTestId('pair-key-door')).toHaveText('7,633');
+  await expect(page.getByTestId('pair-door-gems')).toHaveText('7,588');
+  await expect(page.getByTestId('pair-key-gems')).toHaveText('3,022');
+  await expect(page.getByTestId('tensor-row')).toHaveCount(7);
+  await page.getByTestId('tensor-sort-numel').click();
+  await expect(page.getByTestId('tensor-row').first()).toHaveAttribute('data-name', 'layers.0.weight');
+  for (const chart of [
+    'chart-changed',
+    'chart-unique-shared',
+    'chart-sign-conflicts',
+    'chart-overlap',
+    'chart-magnitude',
+  ])
+    await expect(page.getByTestId(chart).locator('.recharts-bar-rectangle').first()).toBeVisible();
+
+  await workflow.shoot(workflow.loadPanel, 'studio-1-models', testInfo);
+  await workflow.shoot(workflow.statsPanel, 'studio-2-statistics', testInfo);
+  expect(browserErrors.messages).toEqual([]);
+});
+
+test('RAM and RAM+ merges on WebGPU, exported to OPFS, match the CPU reference', async ({
+  workflow,
+  page,
+  browserErrors,
+}, testInfo) => {
+  const [, ramplus, ram] = await Promise.all([
+    workflow.openDemo(),
+    referenceMerge('ramplus'),
+    referenceMerge('ram'),
+  ]);
+  await expect(page.getByTestId('method-select')).toHaveValue('ramplus');
+  // The λ preview comes from the cached statistics and is what the merge then uses.
+  const preview = await page.getByTestId('lambda-key').textContent();
+
+  const card = await workflow.merge(1);
+
+  const record = (await workflow.studio()).merges[0]!;
+  expect(record.engine).toMatch(/swiftshader/i);
+  expect(record.lambdas[0]!.toFixed(6)).toBe(preview);
+  for (const file of ['config.json', 'mergekit_config.yml']) {
+    const bytes = await workflow.mergedFile(record.folder, file);
+    expect(bytes.equals(Buffer.from(ramplus.get(file)!)), `${file} equals the CPU reference`).toBe(true);
+  }
+  const weights = await workflow.mergedFile(record.folder, 'model.safetensors');
+  // Byte for byte except exact bf16 rounding ties of λ·τ (λ = 1.2 is not an f32): the GPU and the
+  // CPU reference break those differently, reported to the engine's owners; anything else fails.
+  const ties = await tieDifferences(weights, ramplus.get('model.safetensors')!, record.lambdas);
+  expect(ties.length).toBeLessThanOrEqual(4);
+  const sha = createHash('sha256').update(weights).digest('hex');
+  await expect(card.locator('[data-file="model.safetensors"]').getByTestId('merged-file-sha256')).toHaveText(
+    sha,
+  );
+  await expect(page.getByTestId('merge-1-recipe')).toContainText('merge_method: ramplus');
+
+  const downloaded = page.waitForEvent('download');
+  await card.locator('[data-file="model.safetensors"]').getByTestId('merged-file-download').click();
+  const download = await downloaded;
+  expect(download.suggestedFilename()).toBe('model.safetensors');
+  expect((await readFile(await download.path())).equals(weights)).toBe(true);
+  await workflow.shoot(workflow.mergePanel, 'studio-3-merge', testInfo);
+  await workflow.shoot(workflow.exportPanel, 'studio-4-export', testInfo);
+
+  // RAM (λ = 1) has no such ties: its whole file equals the reference.
+  await page.getByTestId('method-select').selectOption('ram');
+  await workflow.merge(2);
+  const second = (await workflow.studio()).merges[1]!;
+  const ramWeights = await workflow.mergedFile(second.folder, 'model.safetensors');
+  expect(ramWeights.equals(Buffer.from(ram.get('model.safetensors')!))).toBe(true);
+  expect(browserErrors.messages).toEqual([]);
+});
+
+test('a corrupt file and a mismatched agent are reported by name and the app stays usable', async ({
+  workflow,
+  page,
+}, testInfo) => {
+  await workflow.openDemo();
+
+  await workflow.addAgentFiles([{ name: 'broken.safetensors', buffer: truncatedCheckpoint() }]);
+  const broken = workflow.agentCard(3);
+  await expect(broken).toHaveAttribute('data-status', 'error');
+  await expect(broken.getByTestId('model-agent-3-error-file')).toHaveText('broken.safetensors');
+  await expect(broken.getByTestId('model-agent-3-error')).toContainText(
+    /truncated|shorter|past the end|header/i,
+  );
+  await expect(workflow.mergeButton).toBeDisabled();
+  await workflow.shoot(workflow.loadPanel, 'studio-errors-corrupt', testInfo);
+  await broken.getByTestId('model-agent-3-remove').click();
+  await expect(workflow.statsPanel).toHaveAttribute('data-status', 'done');
+  await expect(workflow.mergeButton).toBeEnabled();
+
+  await workflow.addAgentFiles([
+    { name: 'odd.safetensors', buffer: await mismatchedCheckpoint('layers.1.weight') },
+  ]);
+  await expect(workflow.agentCard(3)).toHaveAttribute('data-status', 'ready');
+  await expect(page.getByTestId('compat-report')).toHaveAttribute('data-ok', 'false');
+  const issues = page.getByTestId('compat-issues');
+  await expect(issues).toContainText('odd');
+  await expect(issues).toContainText('layers.1.weight');
+  await expect(issues).toContainText('shape');
+  await expect(workflow.mergeButton).toBeDisabled();
+  await workflow.shoot(workflow.loadPanel, 'studio-errors-mismatch', testInfo);
+
+  await workflow.agentCard(3).getByTestId('model-agent-3-remove').click();
+  await expect(page.getByTestId('compat-report')).toHaveAttribute('data-ok', 'true');
+  await expect(workflow.statsPanel).toHaveAttribute('data-status', 'done');
+  await workflow.merge(1);
+});
+
+test('Cancel stops a running merge and leaves nothing in OPFS', async ({ workflow, page }, testInfo) => {
+  await workflow.openDemo();
+  await workflow.setReadDelay(60);
+
+  await workflow.mergeButton.click();
+  await expect(page.getByTestId('merge-progress')).toContainText('tensor');
+  await workflow.shoot(workflow.mergePanel, 'studio-cancel-running', testInfo);
+  await page.getByTestId('merge-cancel').click();
+
+  await expect(page.getByTestId('merge-cancelled')).toBeVisible();
+  await expect(workflow.mergePanel).toHaveAttribute('data-status', 'cancelled');
+  expect((await workflow.studio()).merges).toEqual([]);
+  expect(await workflow.opfsMerges()).toEqual([]);
+
+  // The app carries on: the next merge runs to the end.
+  await workflow.setReadDelay(0);
+  await workflow.merge(2);
+  expect(await workflow.opfsMerges()).toHaveLength(1);
+});
+
+test('the arena scores the base, every agent and the session’s merge', async ({
+  workflow,
+  page,
+}, testInfo) => {
+  test.setTimeout(120_000);
+  await workflow.openDemo();
+  await workflow.merge(1);
+
+  await page.getByTestId('arena-run').click();
+  await expect(workflow.arenaPanel).toHaveAttribute('data-status', 'done', { timeout: 90_000 });
+
+  const manifest = JSON.parse(new TextDecoder().decode(demoFile('', 'manifest.json'))) as {
+    models: { name: string; arena: Record<string, number> }[];
+  };
+  const rows = (await workflow.studio()).arena.result ?? [];
+  expect(rows.map((r) => r.kind)).toEqual(['base', 'agent', 'agent', 'agent', 'merge']);
+  for (const row of rows.slice(0, 4)) {
+    const want = manifest.models.find((m) => m.name === row.label)!.arena;
+    for (const task of row.scores.tasks) expect(task.score).toBeCloseTo(want[task.name]!, 5);
+  }
+  await expect(page.getByTestId('arena-row-base').getByTestId('arena-score-key')).toHaveText('0.460');
+  await expect(page.getByTestId('arena-row-merge-1')).toBeVisible();
+  await workflow.shoot(workflow.arenaPanel, 'studio-5-arena', testInfo);
+});

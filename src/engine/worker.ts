@@ -1,0 +1,431 @@
+// The studio's engine host, run as a dedicated Web Worker: it opens checkpoints from Blobs or demo
+// URLs, owns the GPU device (or the CPU reference when there is none), runs statistics, merges into
+// OPFS and the arena, and posts plain data and throttled progress back. No GPU object and no weight
+// byte ever reaches the page.
+import { evaluate, type DemoTensor } from '../demo/arena.ts';
+import type { DemoModelConfig } from '../demo/policy.ts';
+import { checkCompatibility, type CompatReport } from '../format/compat.ts';
+import { dtypeBits, type FloatDtype } from '../format/dtype.ts';
+import { SafetensorsError } from '../format/errors.ts';
+import { inspectModel, type InspectReport } from '../format/inspect.ts';
+import { openModel, type Model, type ModelFile } from '../format/model.ts';
+import { blobSource, directoryHandleFiles, directoryHandleFolder } from '../io/browser.ts';
+import type { ByteSource } from '../io/source.ts';
+import { createCpuEngine } from '../methods/cpu-engine.ts';
+import type { MethodParams } from '../methods/types.ts';
+import { describeAdapter, requestEngineDevice, type EngineDevice, type EngineLimits } from './device.ts';
+import {
+  analyzeModels,
+  CompatibilityError,
+  mergeableTensors,
+  MergeError,
+  mergeModels,
+  type AnalysisResult,
+  type Progress,
+  type WrittenFile,
+} from './driver.ts';
+import { EngineTensorError } from './errors.ts';
+import { createGpuEngine, DEFAULT_WINDOW_ELEMENTS } from './gpu-engine.ts';
+import type { MergeEngine } from './types.ts';
+import { DEMO_MODEL_TYPE, MERGES_FOLDER } from './worker-client.ts';
+
+/** Model folders of the demo are fetched by the worker itself, from the app's own origin. */
+export type FileRef = { name: string; blob: Blob } | { name: string; url: string };
+
+export type ArenaTarget = { slot: string } | { folder: string };
+
+export interface EngineInfo {
+  kind: 'gpu' | 'cpu';
+  description: string;
+  limits: EngineLimits | null;
+  /** Why the GPU is not used, when kind is 'cpu'. */
+  fallbackReason: string | null;
+}
+
+export interface MemoryEstimate {
+  mergedTensors: number;
+  /** Bytes read per full pass over the merged tensors (base + agents). */
+  inputBytes: number;
+  /** Bytes the merged model takes in OPFS (tensor data, headers excluded). */
+  outputBytes: number;
+  /** Elements per GPU window for the largest tensor. */
+  windowElements: number;
+  /** Approximate GPU buffer memory of the two in-flight window sets. */
+  gpuBytes: number;
+}
+
+export interface CheckReport {
+  compat: CompatReport;
+  engine: EngineInfo;
+  memory: MemoryEstimate;
+}
+
+export interface MergeRequest {
+  base: string;
+  agents: string[];
+  params: MethodParams;
+  outDtype?: FloatDtype;
+  /** Name of the new subfolder of OPFS `merges/` the merge is written to. */
+  folder: string;
+  baseLabel: string;
+  agentLabels: string[];
+}
+
+export interface MergeSummary {
+  folder: string;
+  files: WrittenFile[];
+  lambdas: number[];
+  recipe: string;
+  engine: string;
+  elapsedMs: number;
+  outputBytes: number;
+  mergedTensors: number;
+  copiedTensors: number;
+}
+
+export interface ArenaScores {
+  tasks: { name: string; score: number; episodes: number }[];
+  mean: number;
+}
+
+/** Every call the worker answers: its request fields and its result. */
+export interface WorkerCalls {
+  open: { request: { slot: string; label: string; files: FileRef[] }; result: InspectReport };
+  close: { request: { slot: string }; result: null };
+  check: { request: { base: string; agents: string[] }; result: CheckReport };
+  analyze: { request: { base: string; agents: string[]; epsilon: number }; result: AnalysisResult };
+  merge: { request: MergeRequest; result: MergeSummary };
+  copy: { request: { folder: string; target: FileSystemDirectoryHandle }; result: string[] };
+  arena: { request: { target: ArenaTarget; episodes?: number }; result: ArenaScores };
+  configure: { request: { readDelayMs: number }; result: null };
+}
+
+export type WorkerCall = keyof WorkerCalls;
+
+export type WorkerRequest =
+  | { [K in WorkerCall]: { kind: K; id: number } & WorkerCalls[K]['request'] }[WorkerCall]
+  | { kind: 'cancel'; id: number };
+
+/** A failure as plain data, naming the file and tensor where the error knows them. */
+export interface WorkerErrorInfo {
+  name: string;
+  message: string;
+  file?: string;
+  tensor?: string;
+  code?: string;
+  compat?: CompatReport;
+}
+
+export type WorkerReply =
+  | { kind: 'progress'; id: number; progress: Progress }
+  | { kind: 'done'; id: number; result: unknown }
+  | { kind: 'error'; id: number; error: WorkerErrorInfo };
+
+const models = new Map<string, Model>();
+const jobs = new Map<number, AbortController>();
+let device: Promise<EngineDevice | { error: string }> | null = null;
+let cachedAnalysis: { key: string; result: AnalysisResult } | null = null;
+let readDelayMs = 0;
+
+function reply(message: WorkerReply): void {
+  postMessage(message);
+}
+
+function errorInfo(error: unknown): WorkerErrorInfo {
+  if (!(error instanceof Error)) return { name: 'Error', message: String(error) };
+  const info: WorkerErrorInfo = { name: error.name, message: error.message };
+  if (error instanceof SafetensorsError) {
+    info.file = error.file;
+    info.code = error.code;
+    if (error.tensor !== undefined) info.tensor = error.tensor;
+  }
+  if (error instanceof MergeError && error.tensor !== undefined) info.tensor = error.tensor;
+  if (error instanceof EngineTensorError) info.tensor = error.tensor;
+  if (error instanceof CompatibilityError) info.compat = error.report;
+  // The driver wraps engine failures; the innermost file or tensor name is the useful one.
+  const cause = (error as { cause?: unknown }).cause;
+  if (cause instanceof SafetensorsError) {
+    info.file ??= cause.file;
+    info.code ??= cause.code;
+  }
+  return info;
+}
+
+/** A source whose reads wait first: only the e2e tests turn it on, to have time to cancel. */
+function delayed(source: ByteSource): ByteSource {
+  return {
+    name: source.name,
+    size: source.size,
+    async read(offset, length, into) {
+      if (readDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, readDelayMs));
+      return source.read(offset, length, into);
+    },
+  };
+}
+
+async function modelFiles(files: FileRef[]): Promise<ModelFile[]> {
+  return Promise.all(
+    files.map(async (ref) => {
+      let blob: Blob;
+      if ('blob' in ref) blob = ref.blob;
+      else {
+        const response = await fetch(ref.url);
+        if (!response.ok)
+          throw new SafetensorsError(
+            'ReadFailed',
+            ref.name,
+            `fetching ${ref.url} answered ${response.status}.`,
+          );
+        blob = await response.blob();
+      }
+      return { name: ref.name, source: delayed(blobSource(blob, ref.name)) };
+    }),
+  );
+}
+
+function model(slot: string): Model {
+  const found = models.get(slot);
+  if (!found) throw new Error(`No model is loaded in slot ${slot}; load it again.`);
+  return found;
+}
+
+function acquireDevice(): Promise<EngineDevice | { error: string }> {
+  device ??= (async () => {
+    const gpu = (navigator as { gpu?: GPU }).gpu;
+    if (!gpu) return { error: 'this browser offers no WebGPU inside a Web Worker' };
+    try {
+      return await requestEngineDevice(gpu, {
+        // A lost device is requested afresh by the next job.
+        onLost: () => {
+          device = null;
+        },
+      });
+    } catch (error) {
+      return { error: error instanceof Error ? error.message : String(error) };
+    }
+  })();
+  return device;
+}
+
+async function engineInfo(): Promise<EngineInfo> {
+  const found = await acquireDevice();
+  if ('error' in found)
+    return { kind: 'cpu', description: 'CPU reference (no GPU)', limits: null, fallbackReason: found.error };
+  return {
+    kind: 'gpu',
+    description: describeAdapter(found.adapterInfo),
+    limits: found.limits,
+    fallbackReason: null,
+  };
+}
+
+async function createEngine(agents: number): Promise<MergeEngine> {
+  const found = await acquireDevice();
+  if ('error' in found) return createCpuEngine({ agents });
+  return createGpuEngine(found.device, { agents, adapterDescription: describeAdapter(found.adapterInfo) });
+}
+
+function estimateMemory(
+  base: Model,
+  report: CompatReport,
+  agents: number,
+  limits: EngineLimits | null,
+): MemoryEstimate {
+  const tensors = report.ok ? mergeableTensors(base, report) : [];
+  let inputBytes = 0;
+  let outputBytes = 0;
+  let largest = 0;
+  let widest = 2;
+  for (const t of tensors) {
+    inputBytes += (t.end - t.begin) * (agents + 1);
+    outputBytes += t.end - t.begin;
+    largest = Math.max(
+      largest,
+      t.shape.reduce((a, b) => a * b, 1),
+    );
+    widest = Math.max(widest, dtypeBits(t.dtype as FloatDtype) / 8);
+  }
+  const binding = limits ? Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize) : 128 << 20;
+  const byBinding = Math.floor(binding / (agents + 1) / widest);
+  const windowElements = Math.max(0, Math.min(largest, DEFAULT_WINDOW_ELEMENTS, byBinding));
+  // Two window sets in flight, each with inputs, an output and its readback copy.
+  const gpuBytes = 2 * windowElements * widest * (agents + 1 + 2);
+  return { mergedTensors: tensors.length, inputBytes, outputBytes, windowElements, gpuBytes };
+}
+
+async function mergesRoot(): Promise<FileSystemDirectoryHandle> {
+  const root = await navigator.storage.getDirectory();
+  return root.getDirectoryHandle(MERGES_FOLDER, { create: true });
+}
+
+async function demoTensors(source: Model): Promise<DemoTensor[]> {
+  const tensors: DemoTensor[] = [];
+  for (const t of source.tensors.values())
+    tensors.push({
+      name: t.name,
+      dtype: t.dtype,
+      shape: t.shape,
+      bytes: await source.source(t.file).read(t.offset, t.end - t.begin),
+    });
+  return tensors;
+}
+
+function analysisKey(base: string, agents: string[], epsilon: number): string {
+  return JSON.stringify([base, agents, epsilon]);
+}
+
+type Handlers = {
+  [K in WorkerCall]: (
+    request: WorkerCalls[K]['request'],
+    context: { signal: AbortSignal; progress: (p: Progress) => void },
+  ) => Promise<WorkerCalls[K]['result']>;
+};
+
+const handlers: Handlers = {
+  async open({ slot, label, files }) {
+    models.delete(slot);
+    cachedAnalysis = null;
+    const opened = await openModel(label, await modelFiles(files));
+    models.set(slot, opened);
+    return inspectModel(opened);
+  },
+  async close({ slot }) {
+    models.delete(slot);
+    cachedAnalysis = null;
+    return null;
+  },
+  async check({ base, agents }) {
+    const baseModel = model(base);
+    const compat = checkCompatibility(baseModel, agents.map(model));
+    const engine = await engineInfo();
+    return { compat, engine, memory: estimateMemory(baseModel, compat, agents.length, engine.limits) };
+  },
+  async analyze({ base, agents, epsilon }, { signal, progress }) {
+    const engine = await createEngine(agents.length);
+    try {
+      const result = await analyzeModels({
+        base: model(base),
+        agents: agents.map(model),
+        engine,
+        epsilon,
+        signal,
+        onProgress: progress,
+      });
+      cachedAnalysis = { key: analysisKey(base, agents, epsilon), result };
+      return result;
+    } finally {
+      engine.destroy();
+    }
+  },
+  async merge(request, { signal, progress }) {
+    const started = performance.now();
+    const root = await mergesRoot();
+    const dir = await root.getDirectoryHandle(request.folder, { create: true });
+    const out = directoryHandleFolder(dir);
+    const engine = await createEngine(request.agents.length);
+    const key = analysisKey(request.base, request.agents, request.params.epsilon);
+    try {
+      const result = await mergeModels({
+        base: model(request.base),
+        agents: request.agents.map(model),
+        engine,
+        params: request.params,
+        outDtype: request.outDtype,
+        out,
+        baseLabel: request.baseLabel,
+        agentLabels: request.agentLabels,
+        analysis: cachedAnalysis?.key === key ? cachedAnalysis.result : undefined,
+        signal,
+        onProgress: progress,
+      });
+      const recipeSource = await out.open('mergekit_config.yml');
+      const recipe = new TextDecoder().decode(await recipeSource.read(0, recipeSource.size));
+      return {
+        folder: request.folder,
+        files: result.files,
+        lambdas: result.lambdas,
+        recipe,
+        engine: engine.description,
+        elapsedMs: performance.now() - started,
+        outputBytes: result.outputBytes,
+        mergedTensors: result.mergedTensors,
+        copiedTensors: result.copiedTensors,
+      };
+    } catch (error) {
+      // The driver removed its files; the empty subfolder goes too.
+      await root.removeEntry(request.folder, { recursive: true }).catch(() => undefined);
+      throw error;
+    } finally {
+      engine.destroy();
+    }
+  },
+  async copy({ folder, target }, { signal }) {
+    const from = directoryHandleFolder(await (await mergesRoot()).getDirectoryHandle(folder));
+    const to = directoryHandleFolder(target);
+    const names = await from.list();
+    for (const name of names) {
+      if (signal.aborted) throw new DOMException('The copy was cancelled', 'AbortError');
+      const source = await from.open(name);
+      const sink = await to.create(name);
+      try {
+        const chunk = 8 << 20;
+        for (let at = 0; at < source.size; at += chunk)
+          await sink.write(await source.read(at, Math.min(chunk, source.size - at)));
+        await sink.close();
+      } catch (error) {
+        await sink.abort();
+        throw error;
+      }
+    }
+    return names;
+  },
+  async arena({ target, episodes }) {
+    let subject: Model;
+    if ('slot' in target) subject = model(target.slot);
+    else {
+      const dir = await (await mergesRoot()).getDirectoryHandle(target.folder);
+      subject = await openModel(target.folder, await directoryHandleFiles(dir));
+    }
+    if (subject.config?.model_type !== DEMO_MODEL_TYPE)
+      throw new Error(
+        `${subject.name} is not of the demo architecture (config.json model_type is not ${DEMO_MODEL_TYPE}), so the arena cannot play it.`,
+      );
+    const result = evaluate(
+      await demoTensors(subject),
+      subject.config as unknown as DemoModelConfig,
+      episodes === undefined ? {} : { episodes },
+    );
+    return { tasks: result.tasks.map((t) => ({ ...t })), mean: result.mean };
+  },
+  async configure({ readDelayMs: delay }) {
+    readDelayMs = Math.max(0, delay);
+    return null;
+  },
+};
+
+async function run(request: Exclude<WorkerRequest, { kind: 'cancel' }>): Promise<void> {
+  const controller = new AbortController();
+  jobs.set(request.id, controller);
+  const { kind, id, ...fields } = request;
+  try {
+    const handler = handlers[kind] as (
+      request: typeof fields,
+      context: { signal: AbortSignal; progress: (p: Progress) => void },
+    ) => Promise<unknown>;
+    const result = await handler(fields, {
+      signal: controller.signal,
+      progress: (progress) => reply({ kind: 'progress', id, progress }),
+    });
+    reply({ kind: 'done', id, result });
+  } catch (error) {
+    reply({ kind: 'error', id, error: errorInfo(error) });
+  } finally {
+    jobs.delete(id);
+  }
+}
+
+addEventListener('message', (event: MessageEvent<WorkerRequest>) => {
+  const request = event.data;
+  if (request.kind === 'cancel') jobs.get(request.id)?.abort();
+  else void run(request);
+});

@@ -1,0 +1,55 @@
+// The studio's one zustand store, composed of typed slices holding plain data; the app's instance
+// is wired to the browser and the engine, tests build their own with fakes.
+import { useStore } from 'zustand';
+import { createStore, type StoreApi } from 'zustand/vanilla';
+import { inspectGpu, probeGpu } from '../engine/probe.ts';
+import { probeInWorker } from '../engine/probe-worker-client.ts';
+import { createEngineClient, fetchDemoSet } from '../engine/worker-client.ts';
+import { createGpuSlice, type GpuServices, type GpuSlice } from './gpu-slice.ts';
+import {
+  createStudioSlice,
+  type StudioServices as EngineServices,
+  type StudioSlice,
+} from './studio-slice.ts';
+
+export type StudioState = GpuSlice & StudioSlice;
+
+export interface StudioServices {
+  gpu: GpuServices;
+  /** The engine worker and the demo set; tests of other slices may leave it to the browser's. */
+  studio?: EngineServices;
+}
+
+const browserStudio: EngineServices = {
+  engine: createEngineClient(),
+  demo: () => fetchDemoSet(),
+  now: () => new Date(),
+};
+
+export const browserServices: StudioServices = {
+  gpu: {
+    environment: () => ({
+      // Typed as always present, but missing in browsers without WebGPU and on insecure pages.
+      gpu: (globalThis.navigator as { gpu?: GPU } | undefined)?.gpu,
+      secureContext: globalThis.isSecureContext ?? false,
+    }),
+    inspect: inspectGpu,
+    probe: (gpu) => probeGpu(gpu),
+    probeInWorker: () => probeInWorker(),
+  },
+  studio: browserStudio,
+};
+
+export function createStudioStore(services: StudioServices = browserServices): StoreApi<StudioState> {
+  return createStore<StudioState>()((...args) => ({
+    ...createGpuSlice(services.gpu)(...args),
+    ...createStudioSlice(services.studio ?? browserStudio)(...args),
+  }));
+}
+
+export const studioStore = createStudioStore();
+
+/** React binding: components read the store through selectors and never write it directly. */
+export function useStudio<T>(selector: (state: StudioState) => T): T {
+  return useStore(studioStore, selector);
+}

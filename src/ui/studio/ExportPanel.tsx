@@ -1,0 +1,158 @@
+// Step 4: every merge of the session as written to OPFS: its files with sizes and shard checksums,
+// downloads, "Save to folder…" and the mergekit recipe to copy.
+import { useState } from 'react';
+import { mergedFile } from '../../engine/worker-client.ts';
+import { studioStore, useStudio } from '../../state/store.ts';
+import type { MergeRecord } from '../../state/studio-slice.ts';
+import { formatBytes, formatDuration } from '../format.ts';
+import { directoryPicker } from './LoadPanel.tsx';
+
+/** Files up to this size are offered as downloads; bigger ones should go to a folder. */
+const DOWNLOAD_LIMIT = 1 << 30;
+
+async function download(folder: string, name: string): Promise<void> {
+  const file = await mergedFile(folder, name);
+  const url = URL.createObjectURL(file);
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = name;
+  link.click();
+  // The browser has taken the URL once the click's navigation started.
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+function MergeCard({ record }: { record: MergeRecord }) {
+  const [copied, setCopied] = useState<string | null>(null);
+  const saved = useStudio((s) => s.studio.saved[record.id]);
+  const pick = directoryPicker();
+  const testId = `merge-${record.id}`;
+  return (
+    <article
+      className="card card--wide"
+      data-testid={testId}
+      data-folder={record.folder}
+      aria-labelledby={`${testId}-title`}
+    >
+      <h3 id={`${testId}-title`}>
+        Merge {record.id}: {record.params.method}{' '}
+        <span className="muted">
+          → OPFS <code>merges/{record.folder}</code>
+        </span>
+      </h3>
+      <p className="muted">
+        {record.engine}; {formatDuration(record.elapsedMs)}; {record.mergedTensors} tensors merged,{' '}
+        {record.copiedTensors} copied; λ = {record.lambdas.map((l) => l.toFixed(6)).join(', ')}
+      </p>
+      <div className="studio-scroll">
+        <table className="studio-table" data-testid={`${testId}-files`}>
+          <thead>
+            <tr>
+              <th scope="col">File</th>
+              <th scope="col">Size</th>
+              <th scope="col">sha256</th>
+              <th scope="col">
+                <span className="visually-hidden">Download</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {record.files.map((f) => (
+              <tr key={f.file} data-testid="merged-file" data-file={f.file}>
+                <th scope="row">
+                  <code>{f.file}</code>
+                </th>
+                <td>{formatBytes(f.bytes)}</td>
+                <td>
+                  {f.sha256 ? (
+                    <code className="studio-hash" data-testid="merged-file-sha256">
+                      {f.sha256}
+                    </code>
+                  ) : (
+                    <span className="muted">—</span>
+                  )}
+                </td>
+                <td>
+                  {f.bytes <= DOWNLOAD_LIMIT && (
+                    <button
+                      type="button"
+                      className="button button--small"
+                      data-testid="merged-file-download"
+                      aria-label={`Download ${f.file}`}
+                      onClick={() => void download(record.folder, f.file)}
+                    >
+                      Download
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      <div className="studio-actions">
+        {pick && (
+          <button
+            type="button"
+            className="button button--secondary"
+            data-testid={`${testId}-save`}
+            onClick={() =>
+              void pick({ mode: 'readwrite' }).then(
+                (dir) => studioStore.getState().saveMerge(record.id, dir),
+                () => undefined,
+              )
+            }
+          >
+            Save to folder…
+          </button>
+        )}
+        <button
+          type="button"
+          className="button button--secondary"
+          data-testid={`${testId}-copy-recipe`}
+          onClick={() =>
+            void navigator.clipboard.writeText(record.recipe).then(
+              () => setCopied('Recipe copied.'),
+              () => setCopied('The clipboard refused; copy the recipe from below.'),
+            )
+          }
+        >
+          Copy recipe
+        </button>
+        {copied && <span role="status">{copied}</span>}
+        {saved && (
+          <span role="status" data-testid={`${testId}-saved`}>
+            {saved}
+          </span>
+        )}
+      </div>
+      <details open>
+        <summary>mergekit recipe</summary>
+        <pre className="studio-pre" data-testid={`${testId}-recipe`}>
+          {record.recipe}
+        </pre>
+      </details>
+    </article>
+  );
+}
+
+export function ExportPanel() {
+  const merges = useStudio((s) => s.studio.merges);
+  return (
+    <section className="panel" aria-labelledby="export-heading" data-testid="export-panel">
+      <div className="panel__head">
+        <h2 id="export-heading">4. Export</h2>
+      </div>
+      {merges.length === 0 ? (
+        <p className="muted">
+          Merged models are written to this browser&apos;s private storage (OPFS) and listed here.
+        </p>
+      ) : (
+        <div className="cards">
+          {[...merges].reverse().map((record) => (
+            <MergeCard key={record.id} record={record} />
+          ))}
+        </div>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,256 @@
+// Step 3: the recipe (method, its parameters explained, output dtype), a live λ preview from the
+// cached statistics, and the merge job in the worker with its progress and Cancel.
+import { useId } from 'react';
+import type { FloatDtype } from '../../format/dtype.ts';
+import { METHOD_PARAMETERS, PARAMETER_HELP, validateParams } from '../../methods/defaults.ts';
+import { ramLambdas, tensorLocalLambdas } from '../../methods/stats.ts';
+import { METHODS, type MethodName, type MethodParams } from '../../methods/types.ts';
+import { studioStore, useStudio } from '../../state/store.ts';
+import { mergeInputs, type StudioData } from '../../state/studio-slice.ts';
+import { ErrorBox, idPart, ProgressBar } from './common.tsx';
+
+const METHOD_TEXT: Record<MethodName, string> = {
+  ram: 'RAM: mean over contributing agents, unique updates kept',
+  ramplus: 'RAM+: RAM with unique updates rescaled by global ρ',
+  ramplus_soft: 'RAM+s: RAM+ with soft saturation',
+  ramplus_tl: 'RAM+ tensor-local (mergekit ramplus_tl)',
+  linear: 'Linear: weighted mean of the models',
+  task_arithmetic: 'Task arithmetic',
+  ties: 'TIES: trim, elect sign, disjoint mean',
+  dare_linear: 'DARE (linear)',
+  dare_ties: 'DARE-TIES',
+};
+
+type NumberKey = 'epsilon' | 'r' | 'alpha' | 'lambda' | 'seed';
+
+function NumberField({ name, value }: { name: NumberKey; value: number }) {
+  const id = useId();
+  return (
+    <div className="studio-field">
+      <label htmlFor={id}>{name === 'lambda' ? 'λ' : name === 'epsilon' ? 'ε' : name}</label>
+      <input
+        id={id}
+        type="number"
+        step="any"
+        value={Number.isFinite(value) ? value : ''}
+        aria-describedby={`${id}-help`}
+        data-testid={`param-${name}`}
+        onChange={(event) => studioStore.getState().setParams({ [name]: event.currentTarget.valueAsNumber })}
+      />
+      <p id={`${id}-help`} className="studio-help">
+        {PARAMETER_HELP[name]}
+      </p>
+    </div>
+  );
+}
+
+function ListField({
+  name,
+  values,
+  labels,
+}: {
+  name: 'weights' | 'density';
+  values: number[];
+  labels: string[];
+}) {
+  const id = useId();
+  return (
+    <fieldset className="studio-field" aria-describedby={`${id}-help`}>
+      <legend>{name}</legend>
+      <div className="studio-list">
+        {labels.map((label, t) => (
+          <label key={label} className="studio-list__item">
+            <span>{label}</span>
+            <input
+              type="number"
+              step="any"
+              value={Number.isFinite(values[t] ?? NaN) ? values[t] : ''}
+              data-testid={`param-${name}-${idPart(label)}`}
+              onChange={(event) => {
+                const next = [...values];
+                next[t] = event.currentTarget.valueAsNumber;
+                studioStore.getState().setParams({ [name]: next });
+              }}
+            />
+          </label>
+        ))}
+      </div>
+      <p id={`${id}-help`} className="studio-help">
+        {PARAMETER_HELP[name]}
+      </p>
+    </fieldset>
+  );
+}
+
+/** λ per agent as the merge will use it, from the statistics already computed (no weights re-read). */
+function LambdaPreview({ data, labels }: { data: StudioData; labels: string[] }) {
+  const { params } = data;
+  const analysis = data.analysis.result;
+  const family = ['ram', 'ramplus', 'ramplus_soft', 'ramplus_tl'].includes(params.method);
+  if (!family) return null;
+  if (!analysis) return <p className="muted">λ preview: waiting for the statistics.</p>;
+  const stale = analysis.epsilon !== params.epsilon;
+  let cells: string[];
+  if (params.method === 'ramplus_tl') {
+    const perTensor = analysis.tensors.map((t) =>
+      tensorLocalLambdas(t, params.r, params.alpha, params.epsilon),
+    );
+    cells = labels.map((_, a) => {
+      const values = perTensor.map((l) => l[a] ?? 1);
+      return `${Math.min(...values).toFixed(4)}–${Math.max(...values).toFixed(4)} (per tensor)`;
+    });
+  } else {
+    cells = ramLambdas(analysis.totals, params.method, params.r, params.alpha).map((l) => l.toFixed(6));
+  }
+  return (
+    <div data-testid="lambda-preview" data-stale={String(stale)}>
+      <table className="studio-table studio-table--compact">
+        <caption>λ per agent (from the cached statistics)</caption>
+        <tbody>
+          {labels.map((label, t) => (
+            <tr key={label}>
+              <th scope="row">{label}</th>
+              <td data-testid={`lambda-${idPart(label)}`}>{cells[t]}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {stale && (
+        <p className="notice notice--warn">
+          These statistics were computed with ε = {analysis.epsilon}; the merge recomputes them with ε ={' '}
+          {params.epsilon}.
+        </p>
+      )}
+    </div>
+  );
+}
+
+const DTYPES: { value: FloatDtype | ''; text: string }[] = [
+  { value: '', text: 'Same as the inputs' },
+  { value: 'BF16', text: 'bfloat16' },
+  { value: 'F16', text: 'float16' },
+  { value: 'F32', text: 'float32' },
+];
+
+export function MergePanel() {
+  const data = useStudio((s) => s.studio);
+  const methodId = useId();
+  const dtypeId = useId();
+  const labels = data.models.filter((m) => m.role === 'agent').map((m) => m.label);
+  const { params, merge } = data;
+  const inputs = mergeInputs(data);
+  const problems = validateParams(params, labels.length);
+  const mismatch = data.check.result !== null && !data.check.result.compat.ok;
+  const blocked = 'blocked' in inputs ? inputs.blocked : mismatch ? 'The models do not match.' : null;
+  const running = merge.status === 'running';
+  const shown = METHOD_PARAMETERS[params.method];
+  return (
+    <section
+      className="panel"
+      aria-labelledby="merge-heading"
+      data-testid="merge-panel"
+      data-status={merge.status}
+    >
+      <div className="panel__head">
+        <h2 id="merge-heading">3. Merge</h2>
+      </div>
+      <div className="studio-recipe">
+        <div className="studio-field">
+          <label htmlFor={methodId}>Method</label>
+          <select
+            id={methodId}
+            value={params.method}
+            data-testid="method-select"
+            onChange={(event) => studioStore.getState().setMethod(event.currentTarget.value as MethodName)}
+          >
+            {METHODS.map((m) => (
+              <option key={m} value={m}>
+                {METHOD_TEXT[m]}
+              </option>
+            ))}
+          </select>
+        </div>
+        {shown.map((name) =>
+          name === 'weights' || name === 'density' ? (
+            <ListField key={name} name={name} values={params[name]} labels={labels} />
+          ) : name === 'normalize' ? (
+            <div key={name} className="studio-field">
+              <label className="studio-check">
+                <input
+                  type="checkbox"
+                  checked={params.normalize}
+                  data-testid="param-normalize"
+                  onChange={(event) =>
+                    studioStore.getState().setParams({ normalize: event.currentTarget.checked })
+                  }
+                />{' '}
+                normalize
+              </label>
+              <p className="studio-help">{PARAMETER_HELP.normalize}</p>
+            </div>
+          ) : (
+            <NumberField
+              key={name}
+              name={name as NumberKey}
+              value={params[name as keyof MethodParams] as number}
+            />
+          ),
+        )}
+        <div className="studio-field">
+          <label htmlFor={dtypeId}>Output dtype</label>
+          <select
+            id={dtypeId}
+            value={data.outDtype ?? ''}
+            data-testid="out-dtype"
+            onChange={(event) =>
+              studioStore.getState().setOutDtype((event.currentTarget.value || null) as FloatDtype | null)
+            }
+          >
+            {DTYPES.map((d) => (
+              <option key={d.value} value={d.value}>
+                {d.text}
+              </option>
+            ))}
+          </select>
+        </div>
+      </div>
+      <LambdaPreview data={data} labels={data.analysisLabels} />
+      {problems.length > 0 && labels.length > 0 && (
+        <ul className="notice notice--error" data-testid="param-problems">
+          {problems.map((p) => (
+            <li key={p}>{p}</li>
+          ))}
+        </ul>
+      )}
+      <div className="studio-actions">
+        <button
+          type="button"
+          className="button"
+          data-testid="merge-run"
+          disabled={running || blocked !== null || problems.length > 0}
+          onClick={() => void studioStore.getState().runMerge()}
+        >
+          Merge {labels.length} agent{labels.length === 1 ? '' : 's'}
+        </button>
+        {running && (
+          <button
+            type="button"
+            className="button button--secondary"
+            data-testid="merge-cancel"
+            onClick={() => studioStore.getState().cancelMerge()}
+          >
+            Cancel
+          </button>
+        )}
+        {blocked && <span className="muted">{blocked}</span>}
+      </div>
+      {running && <ProgressBar progress={merge.progress} testId="merge-progress" label="Merge progress" />}
+      {merge.status === 'cancelled' && (
+        <p data-testid="merge-cancelled" role="status">
+          The merge was cancelled; nothing was left in the output folder.
+        </p>
+      )}
+      {merge.error && <ErrorBox error={merge.error} testId="merge-error" />}
+    </section>
+  );
+}

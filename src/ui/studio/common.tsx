@@ -1,0 +1,93 @@
+// Pieces the studio's panels share: agent colours, the error box, the job progress bar.
+import type { Progress } from '../../engine/driver.ts';
+import type { WorkerErrorInfo } from '../../engine/worker.ts';
+import { formatBytes, formatCount, formatDuration } from '../format.ts';
+
+/** Colour-blind-safe palette (Okabe–Ito), one per agent in load order. */
+export const AGENT_COLORS = [
+  '#0072b2',
+  '#e69f00',
+  '#009e73',
+  '#cc79a7',
+  '#56b4e9',
+  '#d55e00',
+  '#f0e442',
+  '#000000',
+];
+
+export function agentColor(index: number): string {
+  return AGENT_COLORS[index % AGENT_COLORS.length] ?? '#000000';
+}
+
+/** A testid-safe form of a label (agent and layer names may hold dots). */
+export function idPart(text: string): string {
+  return text.replace(/[^A-Za-z0-9_-]/g, '_');
+}
+
+export function ErrorBox({ error, testId }: { error: WorkerErrorInfo; testId: string }) {
+  return (
+    <div className="notice notice--error" role="alert" data-testid={testId}>
+      <p className="studio-error__message">{error.message}</p>
+      {(error.file !== undefined || error.tensor !== undefined) && (
+        <dl className="studio-error__where">
+          {error.file !== undefined && (
+            <>
+              <dt>File</dt>
+              <dd data-testid={`${testId}-file`}>
+                <code>{error.file}</code>
+              </dd>
+            </>
+          )}
+          {error.tensor !== undefined && (
+            <>
+              <dt>Tensor</dt>
+              <dd data-testid={`${testId}-tensor`}>
+                <code>{error.tensor}</code>
+              </dd>
+            </>
+          )}
+        </dl>
+      )}
+    </div>
+  );
+}
+
+const STAGE_TEXT = { analyze: 'Statistics', merge: 'Merging', verify: 'Verifying' } as const;
+
+export function ProgressBar({
+  progress,
+  testId,
+  label,
+}: {
+  progress: Progress | null;
+  testId: string;
+  label: string;
+}) {
+  const done = progress?.bytesDone ?? 0;
+  const total = progress?.bytesTotal ?? 0;
+  const share = total > 0 ? done / total : 0;
+  return (
+    <div className="studio-progress" data-testid={testId}>
+      <progress max={1} value={share} aria-label={label} />
+      <p className="studio-progress__facts" aria-live="polite">
+        {progress === null ? (
+          'Starting…'
+        ) : (
+          <>
+            {STAGE_TEXT[progress.stage]}: {formatBytes(done)} of {formatBytes(total)} (
+            {(100 * share).toFixed(0)}%), tensor {formatCount(progress.tensorsDone)} of{' '}
+            {formatCount(progress.tensorsTotal)}
+            {progress.bytesPerSecond > 0 && <>, {formatBytes(progress.bytesPerSecond)}/s</>}
+            {progress.etaMs !== undefined && <>, about {formatDuration(progress.etaMs)} left</>}
+            {progress.currentTensor !== undefined && (
+              <>
+                {' '}
+                — <code>{progress.currentTensor}</code>
+              </>
+            )}
+          </>
+        )}
+      </p>
+    </div>
+  );
+}
