@@ -1,7 +1,7 @@
 // `merge-studio arena MODEL_PATH`: scores a model of the demo architecture on every demo task.
 import { writeFile } from 'node:fs/promises';
 import type { Model } from '../format/model.ts';
-import { evaluate, type DemoTensor } from '../demo/arena.ts';
+import { evaluate, modelDemoTensors } from '../demo/arena.ts';
 import { UsageError } from './args.ts';
 
 export async function runArena(
@@ -17,14 +17,7 @@ export async function runArena(
     throw new Error(
       `${path}: no config.json, so the network's shape is unknown (arena needs the demo architecture)`,
     );
-  const tensors: DemoTensor[] = [];
-  for (const t of model.tensors.values())
-    tensors.push({
-      name: t.name,
-      dtype: t.dtype,
-      shape: t.shape,
-      bytes: await model.source(t.file).read(t.offset, t.end - t.begin),
-    });
+  const tensors = await modelDemoTensors(model);
   const result = evaluate(tensors, model.config as never, episodes === undefined ? {} : { episodes });
   const width = Math.max(4, ...result.tasks.map((t) => t.name.length));
   const lines = result.tasks.map(

@@ -6,6 +6,7 @@
 
 import { bf16ToF32, f16ToF32, type Dtype } from '../format/dtype.ts';
 import { parseSafetensorsHeader } from '../format/safetensors.ts';
+import type { Model } from '../format/model.ts';
 import { createEpisode, isTaskName, observe, step, TASKS, type TaskName } from './env.ts';
 import {
   argmax,
@@ -84,6 +85,19 @@ export function readDemoSafetensors(bytes: Uint8Array, file = 'model.safetensors
     shape: t.shape,
     bytes: bytes.subarray(header.dataStart + t.begin, header.dataStart + t.end),
   }));
+}
+
+/** Every tensor of an opened model (any source: files, Blobs, memory), read whole: demo models are small. */
+export async function modelDemoTensors(model: Model): Promise<DemoTensor[]> {
+  const tensors: DemoTensor[] = [];
+  for (const t of model.tensors.values())
+    tensors.push({
+      name: t.name,
+      dtype: t.dtype,
+      shape: t.shape,
+      bytes: await model.source(t.file).read(t.offset, t.end - t.begin),
+    });
+  return tensors;
 }
 
 /** The layout seed of episode `index` of `task` in an arena seeded with `seed`. */

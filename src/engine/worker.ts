@@ -2,7 +2,7 @@
 // URLs, owns the GPU device (or the CPU reference when there is none), runs statistics, merges into
 // OPFS and the arena, and posts plain data and throttled progress back. No GPU object and no weight
 // byte ever reaches the page.
-import { evaluate, type DemoTensor } from '../demo/arena.ts';
+import { evaluate, modelDemoTensors } from '../demo/arena.ts';
 import type { DemoModelConfig } from '../demo/policy.ts';
 import { checkCompatibility, type CompatReport } from '../format/compat.ts';
 import { dtypeBits, type FloatDtype } from '../format/dtype.ts';
@@ -258,18 +258,6 @@ async function mergesRoot(): Promise<FileSystemDirectoryHandle> {
   return root.getDirectoryHandle(MERGES_FOLDER, { create: true });
 }
 
-async function demoTensors(source: Model): Promise<DemoTensor[]> {
-  const tensors: DemoTensor[] = [];
-  for (const t of source.tensors.values())
-    tensors.push({
-      name: t.name,
-      dtype: t.dtype,
-      shape: t.shape,
-      bytes: await source.source(t.file).read(t.offset, t.end - t.begin),
-    });
-  return tensors;
-}
-
 function analysisKey(base: string, agents: string[], epsilon: number): string {
   return JSON.stringify([base, agents, epsilon]);
 }
@@ -391,7 +379,7 @@ const handlers: Handlers = {
         `${subject.name} is not of the demo architecture (config.json model_type is not ${DEMO_MODEL_TYPE}), so the arena cannot play it.`,
       );
     const result = evaluate(
-      await demoTensors(subject),
+      await modelDemoTensors(subject),
       subject.config as unknown as DemoModelConfig,
       episodes === undefined ? {} : { episodes },
     );
