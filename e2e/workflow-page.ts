@@ -3,7 +3,11 @@
 import { copyFile, mkdir } from 'node:fs/promises';
 import { expect, type Locator, type Page, type TestInfo } from '@playwright/test';
 import type { AnalysisResult } from '../src/engine/driver.ts';
+import type { ModelStats } from '../src/methods/stats.ts';
+import type { MethodName } from '../src/methods/types.ts';
 import type { StudioData, TaskState } from '../src/state/studio-slice.ts';
+
+const count = (n: number): string => new Intl.NumberFormat('en-US').format(n);
 
 export class WorkflowPage {
   readonly loadPanel: Locator;
@@ -60,6 +64,67 @@ export class WorkflowPage {
       for await (const key of merges.keys()) names.push(key);
       return names.sort();
     });
+  }
+
+  /**
+   * Resolves once the statistics pass for exactly these agents has finished: an earlier pass for
+   * fewer agents may still be the settled one right after a model is added.
+   */
+  async analysisOf(agentLabels: string[]): Promise<TaskState<AnalysisResult>> {
+    await expect
+      .poll(async () => {
+        const data = await this.studio();
+        return { labels: data.analysisLabels, status: data.analysis.status };
+      })
+      .toEqual({ labels: agentLabels, status: 'done' });
+    return this.analysisSettled();
+  }
+
+  /** One preflight fact of a model card, e.g. modelFact('model-base', 'shards'). */
+  modelFact(card: string, fact: 'bytes' | 'parameters' | 'dtypes' | 'tensors' | 'shards'): Locator {
+    return this.page.getByTestId(`${card}-${fact}`);
+  }
+
+  /** Removes every agent through its card's Remove button, leaving the base. */
+  async removeAllAgents(): Promise<void> {
+    for (let left = (await this.studio()).models.filter((m) => m.role === 'agent').length; left > 0; left--) {
+      await this.page.getByTestId('model-agent-0-remove').click();
+      await expect(this.page.getByTestId(`model-agent-${left - 1}`)).toHaveCount(0);
+    }
+  }
+
+  /** Replaces the base with a folder on disk, through the plain folder-upload input. */
+  async loadBaseFolder(dir: string): Promise<void> {
+    await this.page.getByTestId('model-base-folder-input').setInputFiles(dir);
+  }
+
+  /** Adds an agent from a folder on disk, through the plain folder-upload input. */
+  async addAgentFolder(dir: string): Promise<void> {
+    await this.page.getByTestId('model-new-agent-folder-input').setInputFiles(dir);
+  }
+
+  async selectMethod(method: MethodName): Promise<void> {
+    await this.page.getByTestId('method-select').selectOption(method);
+  }
+
+  /** Checks that the statistics panel shows these totals, per agent and in the per-layer sum row. */
+  async expectTotalsShown(totals: ModelStats, agentLabels: string[]): Promise<void> {
+    const page = this.page;
+    await expect(page.getByTestId('stats-numel')).toHaveText(count(totals.numel));
+    await expect(page.getByTestId('layer-row-sum').getByTestId('layer-numel')).toHaveText(
+      count(totals.numel),
+    );
+    for (const [t, agent] of agentLabels.entries()) {
+      await expect(page.getByTestId(`stats-changed-${agent}`)).toHaveText(count(totals.changed[t]!));
+      await expect(page.getByTestId(`stats-unique-${agent}`)).toHaveText(count(totals.unique[t]!));
+      await expect(page.getByTestId(`stats-shared-${agent}`)).toHaveText(count(totals.shared[t]!));
+      await expect(page.getByTestId('layer-row-sum').getByTestId(`layer-agent-${agent}`)).toHaveText(
+        `${count(totals.changed[t]!)} / ${count(totals.unique[t]!)}`,
+      );
+    }
+    for (const [c, n] of totals.counts.entries())
+      await expect(page.getByTestId(`stats-count-${c}`)).toHaveText(count(n));
+    await expect(page.getByTestId('stats-sign-conflicts')).toHaveText(count(totals.signConflicts));
   }
 
   agentCard(index: number): Locator {

@@ -1,14 +1,16 @@
 // Step 4: every merge of the session as written to OPFS: its files with sizes and shard checksums,
-// downloads, "Save to folder…" and the mergekit recipe to copy.
+// downloads (with the size a browser can safely hand over), "Save to folder…" and the mergekit recipe.
 import { useState } from 'react';
+import { DEFAULT_SHARD_BYTES } from '../../engine/driver.ts';
 import { mergedFile } from '../../engine/worker-client.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import type { MergeRecord } from '../../state/studio-slice.ts';
 import { formatBytes, formatDuration } from '../format.ts';
+import { idPart } from './common.tsx';
 import { directoryPicker } from './LoadPanel.tsx';
 
-/** Files up to this size are offered as downloads; bigger ones should go to a folder. */
-const DOWNLOAD_LIMIT = 1 << 30;
+/** Chromium cannot hold one Blob much over 2 GiB, so a download above this size may fail. */
+const SAFE_DOWNLOAD_BYTES = 2 * 1024 ** 3;
 
 async function download(folder: string, name: string): Promise<void> {
   const file = await mergedFile(folder, name);
@@ -72,17 +74,28 @@ function MergeCard({ record }: { record: MergeRecord }) {
                   )}
                 </td>
                 <td>
-                  {f.bytes <= DOWNLOAD_LIMIT && (
-                    <button
-                      type="button"
-                      className="button button--small"
-                      data-testid="merged-file-download"
-                      aria-label={`Download ${f.file}`}
-                      onClick={() => void download(record.folder, f.file)}
+                  {f.bytes > SAFE_DOWNLOAD_BYTES && (
+                    <p
+                      className="studio-oversize"
+                      id={`${testId}-${idPart(f.file)}-oversize`}
+                      data-testid="merged-file-oversize"
                     >
-                      Download
-                    </button>
+                      Over {formatBytes(SAFE_DOWNLOAD_BYTES)}: the download may fail
+                      {pick ? '; use Save to folder… instead' : ''}.
+                    </p>
                   )}
+                  <button
+                    type="button"
+                    className="button button--small"
+                    data-testid="merged-file-download"
+                    aria-label={`Download ${f.file}`}
+                    aria-describedby={
+                      f.bytes > SAFE_DOWNLOAD_BYTES ? `${testId}-${idPart(f.file)}-oversize` : undefined
+                    }
+                    onClick={() => void download(record.folder, f.file)}
+                  >
+                    {f.bytes > SAFE_DOWNLOAD_BYTES ? 'Download anyway' : 'Download'}
+                  </button>
                 </td>
               </tr>
             ))}
@@ -135,6 +148,20 @@ function MergeCard({ record }: { record: MergeRecord }) {
   );
 }
 
+/** Shown where there is no folder picker, so every file leaves the browser as one download. */
+function DownloadLimitNotice() {
+  const safe = formatBytes(SAFE_DOWNLOAD_BYTES);
+  return (
+    <div className="notice notice--warn" role="note" data-testid="export-download-limit">
+      <p>
+        This browser cannot save to a folder, so each file is offered as its own download. Files up to {safe}{' '}
+        download safely: Chromium cannot hold one file much larger. Weights are split into shards of at most{' '}
+        {formatBytes(DEFAULT_SHARD_BYTES)}, and any file over {safe} is flagged before its download.
+      </p>
+    </div>
+  );
+}
+
 export function ExportPanel() {
   const merges = useStudio((s) => s.studio.merges);
   return (
@@ -142,6 +169,7 @@ export function ExportPanel() {
       <div className="panel__head">
         <h2 id="export-heading">4. Export</h2>
       </div>
+      {!directoryPicker() && <DownloadLimitNotice />}
       {merges.length === 0 ? (
         <p className="muted">
           Merged models are written to this browser&apos;s private storage (OPFS) and listed here.
