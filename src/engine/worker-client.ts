@@ -2,6 +2,7 @@
 // demo set's manifest, and File handles of merged files in OPFS (for downloads; never their bytes).
 import type { Progress } from './driver.ts';
 import type {
+  DerivationReport,
   FileRef,
   WorkerCall,
   WorkerCalls,
@@ -9,6 +10,8 @@ import type {
   WorkerReply,
   WorkerRequest,
 } from './worker.ts';
+
+export type { DerivationReport };
 
 /** OPFS folder under which every merge gets its own subfolder. */
 export const MERGES_FOLDER = 'merges';

@@ -13,6 +13,7 @@ import { blobSource, directoryHandleFiles, directoryHandleFolder } from '../io/b
 import type { ByteSource } from '../io/source.ts';
 import { createCpuEngine } from '../methods/cpu-engine.ts';
 import type { MethodParams } from '../methods/types.ts';
+import { sampleDerivation, type DerivationSample } from './derivation.ts';
 import { describeAdapter, requestEngineDevice, type EngineDevice, type EngineLimits } from './device.ts';
 import {
   analyzeModels,
@@ -54,10 +55,17 @@ export interface MemoryEstimate {
   gpuBytes: number;
 }
 
+/** Per agent: the bit-identical share of a small sample against the base, or why it could not be read. */
+export type DerivationReport =
+  | { slot: string; sample: DerivationSample; error?: undefined }
+  | { slot: string; sample?: undefined; error: WorkerErrorInfo };
+
 export interface CheckReport {
   compat: CompatReport;
   engine: EngineInfo;
   memory: MemoryEstimate;
+  /** In the order of the request's agents. */
+  derivation: DerivationReport[];
 }
 
 export interface MergeRequest {
@@ -282,11 +290,26 @@ const handlers: Handlers = {
     cachedAnalysis = null;
     return null;
   },
-  async check({ base, agents }) {
+  async check({ base, agents }, { signal }) {
     const baseModel = model(base);
     const compat = checkCompatibility(baseModel, agents.map(model));
     const engine = await engineInfo();
-    return { compat, engine, memory: estimateMemory(baseModel, compat, agents.length, engine.limits) };
+    // A sample that cannot be read (a truncated file) is reported for that agent alone.
+    const derivation = await Promise.all(
+      agents.map(async (slot): Promise<DerivationReport> => {
+        try {
+          return { slot, sample: await sampleDerivation(baseModel, model(slot), { signal }) };
+        } catch (error) {
+          return { slot, error: errorInfo(error) };
+        }
+      }),
+    );
+    return {
+      compat,
+      engine,
+      memory: estimateMemory(baseModel, compat, agents.length, engine.limits),
+      derivation,
+    };
   },
   async analyze({ base, agents, epsilon }, { signal, progress }) {
     const engine = await createEngine(agents.length);

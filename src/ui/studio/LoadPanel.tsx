@@ -1,8 +1,9 @@
 // Step 1: the base and agents (the embedded demo by default; a picked folder, chosen files or a drop
-// otherwise), each with its header-only preflight, then the compatibility report and what the merge
-// will need.
+// otherwise), each with its header-only preflight and, for an agent, a sampled check that it derives
+// from the base; then the compatibility report and what the merge will need.
 import { useId, useState, type DragEvent } from 'react';
-import type { FileRef } from '../../engine/worker.ts';
+import { DERIVATION_WARN_SHARE } from '../../engine/derivation.ts';
+import type { DerivationReport, FileRef } from '../../engine/worker.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import type { ModelRole, StudioModel } from '../../state/studio-slice.ts';
 import { formatBytes, formatCount } from '../format.ts';
@@ -138,9 +139,46 @@ function Pickers({ role, slot, testId }: { role: ModelRole; slot: string | null;
   );
 }
 
+/** The share of sampled elements bit-identical to the base, with a warning when it is too low. */
+function Derivation({ derivation, testId }: { derivation: DerivationReport; testId: string }) {
+  if (derivation.error) return <ErrorBox error={derivation.error} testId={`${testId}-derivation-error`} />;
+  const { sample } = derivation;
+  if (sample.sampled === 0)
+    return (
+      <p className="muted" data-testid={`${testId}-derivation`} data-sampled="0">
+        No float tensor matches the base in dtype and shape, so nothing could be compared.
+      </p>
+    );
+  const low = sample.share < DERIVATION_WARN_SHARE;
+  return (
+    <>
+      <dl className="facts studio-facts">
+        <div className="facts__row">
+          <dt>Same as the base</dt>
+          <dd
+            data-testid={`${testId}-derivation`}
+            data-share={sample.share}
+            data-identical={sample.identical}
+            data-sampled={sample.sampled}
+          >
+            {(100 * sample.share).toFixed(1)}% bit-identical ({formatCount(sample.sampled)} elements sampled)
+          </dd>
+        </div>
+      </dl>
+      {low && (
+        <p className="notice notice--warn" role="alert" data-testid={`${testId}-derivation-warning`}>
+          Only {(100 * sample.share).toFixed(1)}% of the sampled elements equal the base: this agent does not
+          look fine-tuned from this base. Check that it is the right base model.
+        </p>
+      )}
+    </>
+  );
+}
+
 function ModelCard({ model, index }: { model: StudioModel; index: number }) {
   const testId = model.role === 'base' ? 'model-base' : `model-agent-${index}`;
   const report = model.report;
+  const derivation = useStudio((s) => s.studio.check.result?.derivation.find((d) => d.slot === model.slot));
   return (
     <article
       className="card studio-model"
@@ -202,6 +240,7 @@ function ModelCard({ model, index }: { model: StudioModel; index: number }) {
           </div>
         </dl>
       )}
+      {report && derivation && <Derivation derivation={derivation} testId={testId} />}
       {report && report.warnings.length > 0 && (
         <ul className="studio-warnings">
           {report.warnings.map((w) => (

@@ -1,5 +1,6 @@
-// Step 3: the recipe (method, its parameters explained, output dtype), a live λ preview from the
-// cached statistics, and the merge job in the worker with its progress and Cancel.
+// Step 3: the recipe (method, its parameters explained, output dtype), a live λ preview and the
+// elements per merge branch from the cached statistics, and the merge job in the worker with its
+// progress and Cancel.
 import { useId } from 'react';
 import type { FloatDtype } from '../../format/dtype.ts';
 import { METHOD_PARAMETERS, PARAMETER_HELP, validateParams } from '../../methods/defaults.ts';
@@ -7,7 +8,9 @@ import { ramLambdas, tensorLocalLambdas } from '../../methods/stats.ts';
 import { METHODS, type MethodName, type MethodParams } from '../../methods/types.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import { mergeInputs, type StudioData } from '../../state/studio-slice.ts';
+import { formatBytes, formatCount } from '../format.ts';
 import { ErrorBox, idPart, ProgressBar } from './common.tsx';
+import { branchCounts, expectedOutputBytes, percent } from './summary.ts';
 
 const METHOD_TEXT: Record<MethodName, string> = {
   ram: 'RAM: mean over contributing agents, unique updates kept',
@@ -82,12 +85,60 @@ function ListField({
   );
 }
 
+const RAM_FAMILY = new Set<MethodName>(['ram', 'ramplus', 'ramplus_soft', 'ramplus_tl']);
+
+/**
+ * How many elements each branch of a RAM-family merge gets (from the statistics' exact counts at
+ * their ε), and the tensor bytes the merged model will take in the chosen output dtype.
+ */
+function BranchPreview({ data }: { data: StudioData }) {
+  const analysis = data.analysis.result;
+  if (!analysis) return null;
+  const base = data.models.find((m) => m.role === 'base')?.report;
+  const outputBytes = expectedOutputBytes(analysis.tensors, base?.tensors ?? [], data.outDtype);
+  const ram = RAM_FAMILY.has(data.params.method);
+  const branches = branchCounts(analysis.totals);
+  const numel = analysis.totals.numel;
+  const rows = [
+    { key: 'unchanged', text: 'unchanged (c = 0): base value kept', value: branches.unchanged },
+    { key: 'unique', text: 'unique (c = 1): θ₀ + λ·τ of the one agent', value: branches.unique },
+    { key: 'shared', text: 'shared (c ≥ 2): θ₀ + mean τ of the agents', value: branches.shared },
+  ] as const;
+  return (
+    <div className="studio-branches" data-testid="branch-preview" data-epsilon={analysis.epsilon}>
+      {ram && (
+        <table className="studio-table studio-table--compact" data-testid="branch-table">
+          <caption>Elements per merge branch at ε = {analysis.epsilon} (from the cached statistics)</caption>
+          <tbody>
+            {rows.map((row) => (
+              <tr key={row.key}>
+                <th scope="row">{row.text}</th>
+                <td data-testid={`branch-${row.key}`}>{formatCount(row.value)}</td>
+                <td>{percent(row.value, numel)}%</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <p className="studio-inline-facts">
+        <span>
+          Expected output:{' '}
+          <strong data-testid="output-bytes" data-bytes={outputBytes}>
+            {formatBytes(outputBytes)}
+          </strong>{' '}
+          ({formatCount(outputBytes)} bytes of tensor data in {data.outDtype ?? 'the inputs’ dtypes'}, headers
+          excluded)
+        </span>
+      </p>
+    </div>
+  );
+}
+
 /** λ per agent as the merge will use it, from the statistics already computed (no weights re-read). */
 function LambdaPreview({ data, labels }: { data: StudioData; labels: string[] }) {
   const { params } = data;
   const analysis = data.analysis.result;
-  const family = ['ram', 'ramplus', 'ramplus_soft', 'ramplus_tl'].includes(params.method);
-  if (!family) return null;
+  if (!RAM_FAMILY.has(params.method)) return null;
   if (!analysis) return <p className="muted">λ preview: waiting for the statistics.</p>;
   const stale = analysis.epsilon !== params.epsilon;
   let cells: string[];
@@ -215,6 +266,7 @@ export function MergePanel() {
         </div>
       </div>
       <LambdaPreview data={data} labels={data.analysisLabels} />
+      <BranchPreview data={data} />
       {problems.length > 0 && labels.length > 0 && (
         <ul className="notice notice--error" data-testid="param-problems">
           {problems.map((p) => (

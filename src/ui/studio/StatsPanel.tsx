@@ -1,6 +1,7 @@
 // Step 2: where the agents changed the base and where they overlap, from the worker's statistics
-// pass: totals, per-layer charts with exact numbers in their tooltips, and a sortable tensor table.
-import { Fragment, useMemo, useState, type ReactElement } from 'react';
+// pass: totals, per-layer and per-module-type charts with exact numbers in their tooltips, and a
+// sortable tensor table that a layer or module drills down into.
+import { Fragment, useId, useMemo, useState, type ReactElement } from 'react';
 import {
   Bar,
   BarChart,
@@ -18,16 +19,25 @@ import type { ModelStats } from '../../methods/stats.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import { formatCount } from '../format.ts';
 import { agentColor, ErrorBox, idPart, ProgressBar } from './common.tsx';
+import './analysis.css';
 import {
   binLabel,
   epsilonBin,
+  filterTensors,
+  isFiltered,
+  layerOf,
   layerStats,
   magnitudeRange,
+  MODULE_TYPES,
+  moduleStats,
+  NO_FILTER,
   pairwiseOverlap,
   percent,
   resaveSuspects,
   sharedElements,
   signConflictRate,
+  type ModuleType,
+  type TensorFilter,
 } from './summary.ts';
 
 const CHART_HEIGHT = 260;
@@ -101,8 +111,28 @@ function TotalsTable({ totals, labels }: { totals: ModelStats; labels: string[] 
   );
 }
 
-function LayerCharts({ analysis, labels }: { analysis: AnalysisResult; labels: string[] }) {
+/** recharts hands a bar's click its row; the row's `layer` (or `module`) is what to drill into. */
+function clickedKey(entry: unknown, key: 'layer' | 'module'): string | null {
+  const payload = (entry as { payload?: Record<string, unknown> } | null)?.payload;
+  const value = payload?.[key];
+  return typeof value === 'string' ? value : null;
+}
+
+interface DrillProps {
+  filter: TensorFilter;
+  onFilter(filter: TensorFilter): void;
+}
+
+function LayerCharts({
+  analysis,
+  labels,
+  filter,
+  onFilter,
+}: { analysis: AnalysisResult; labels: string[] } & DrillProps) {
   const layers = useMemo(() => layerStats(analysis.tensors, labels.length), [analysis, labels.length]);
+  const selectLayer = (layer: string | null): void => {
+    if (layer !== null) onFilter({ ...filter, layer });
+  };
   const changedRows = layers.map(({ layer, stats }) => {
     const row: Record<string, string | number> = { layer };
     labels.forEach((label, t) => {
@@ -135,7 +165,14 @@ function LayerCharts({ analysis, labels }: { analysis: AnalysisResult; labels: s
             <Tooltip formatter={(value) => `${String(value)}%`} />
             <Legend />
             {labels.map((label, t) => (
-              <Bar key={label} dataKey={label} fill={agentColor(t)} isAnimationActive={false} />
+              <Bar
+                key={label}
+                dataKey={label}
+                fill={agentColor(t)}
+                isAnimationActive={false}
+                cursor="pointer"
+                onClick={(entry) => selectLayer(clickedKey(entry, 'layer'))}
+              />
             ))}
           </BarChart>
         </Chart>
@@ -183,7 +220,10 @@ function LayerCharts({ analysis, labels }: { analysis: AnalysisResult; labels: s
       </div>
       <div className="studio-scroll">
         <table className="studio-table" data-testid="stats-layers">
-          <caption>Per layer (integer counts; the last row sums them and equals the totals above)</caption>
+          <caption>
+            Per layer (integer counts; the last row sums them and equals the totals above). Choose a layer (or
+            click its bar) to list its tensors below.
+          </caption>
           <thead>
             <tr>
               <th scope="col">Layer</th>
@@ -201,7 +241,16 @@ function LayerCharts({ analysis, labels }: { analysis: AnalysisResult; labels: s
             {layers.map(({ layer, tensors, stats }) => (
               <tr key={layer} data-testid={`layer-row-${idPart(layer)}`}>
                 <th scope="row">
-                  <code>{layer}</code>
+                  <button
+                    type="button"
+                    className="studio-drill"
+                    data-testid={`layer-filter-${idPart(layer)}`}
+                    aria-pressed={filter.layer === layer}
+                    aria-label={`Show the tensors of ${layer}`}
+                    onClick={() => onFilter({ ...filter, layer: filter.layer === layer ? null : layer })}
+                  >
+                    <code>{layer}</code>
+                  </button>
                 </th>
                 <td>{tensors}</td>
                 <td data-testid="layer-numel">{formatCount(stats.numel)}</td>
@@ -237,6 +286,147 @@ function LayerSumRow({ layers, labels }: { layers: ModelStats[]; labels: string[
       ))}
       <td>{formatCount(sum((s) => s.signConflicts))}</td>
     </tr>
+  );
+}
+
+function ModuleViews({
+  analysis,
+  labels,
+  filter,
+  onFilter,
+}: { analysis: AnalysisResult; labels: string[] } & DrillProps) {
+  const modules = useMemo(() => moduleStats(analysis.tensors, labels.length), [analysis, labels.length]);
+  const changedRows = modules.map(({ module, stats }) => {
+    const row: Record<string, string | number> = { module };
+    labels.forEach((label, t) => {
+      row[label] = Number(percent(stats.changed[t] ?? 0, stats.numel, 2));
+    });
+    return row;
+  });
+  const splitRows = modules.map(({ module, stats }) => {
+    const row: Record<string, string | number> = { module };
+    labels.forEach((label, t) => {
+      row[`${label} unique`] = stats.unique[t] ?? 0;
+      row[`${label} shared`] = stats.shared[t] ?? 0;
+    });
+    return row;
+  });
+  const selectModule = (module: string | null): void => {
+    if (module !== null) onFilter({ ...filter, module: module as ModuleType });
+  };
+  const sum = (pick: (s: ModelStats) => number): number => modules.reduce((a, m) => a + pick(m.stats), 0);
+  return (
+    <>
+      <div className="studio-charts">
+        <Chart title="Changed elements per module type (% of the type)" testId="chart-module-changed">
+          <BarChart data={changedRows}>
+            <CartesianGrid strokeDasharray="3 3" />
+            <XAxis dataKey="module" />
+            <YAxis unit="%" />
+            <Tooltip formatter={(value) => `${String(value)}%`} />
+            <Legend />
+            {labels.map((label, t) => (
+              <Bar
+                key={label}
+                dataKey={label}
+                fill={agentColor(t)}
+                isAnimationActive={false}
+                cursor="pointer"
+                onClick={(entry) => selectModule(clickedKey(entry, 'module'))}
+              />
+            ))}
+          </BarChart>
+        </Chart>
+        <Chart title="Unique vs shared changes per module type (elements)" testId="chart-module-split">
+          <BarChart data={splitRows}>
+            <CartesianGrid strokeDasharray="3 3" />
+            <XAxis dataKey="module" />
+            <YAxis tickFormatter={countTooltip} width={64} />
+            <Tooltip formatter={countTooltip} />
+            <Legend />
+            {labels.flatMap((label, t) => [
+              <Bar
+                key={`${label}-u`}
+                dataKey={`${label} unique`}
+                stackId={label}
+                fill={agentColor(t)}
+                isAnimationActive={false}
+              />,
+              <Bar
+                key={`${label}-s`}
+                dataKey={`${label} shared`}
+                stackId={label}
+                fill={agentColor(t)}
+                fillOpacity={0.4}
+                isAnimationActive={false}
+              />,
+            ])}
+          </BarChart>
+        </Chart>
+      </div>
+      <div className="studio-scroll">
+        <table className="studio-table" data-testid="module-table">
+          <caption>
+            Per module type, from the tensor names (attention, MLP, embeddings, norms, head, other); the last
+            row sums them and equals the totals above. Choose a type to list its tensors below.
+          </caption>
+          <thead>
+            <tr>
+              <th scope="col">Module type</th>
+              <th scope="col">Tensors</th>
+              <th scope="col">Elements</th>
+              {labels.map((label) => (
+                <th key={label} scope="col">
+                  {label}: changed / unique / shared
+                </th>
+              ))}
+              <th scope="col">Sign conflicts</th>
+            </tr>
+          </thead>
+          <tbody>
+            {modules.map(({ module, tensors, stats }) => (
+              <tr key={module} data-testid={`module-row-${module}`}>
+                <th scope="row">
+                  <button
+                    type="button"
+                    className="studio-drill"
+                    data-testid={`module-filter-${module}`}
+                    aria-pressed={filter.module === module}
+                    aria-label={`Show the ${module} tensors`}
+                    onClick={() => onFilter({ ...filter, module: filter.module === module ? null : module })}
+                  >
+                    {module}
+                  </button>
+                </th>
+                <td>{formatCount(tensors)}</td>
+                <td data-testid="module-numel">{formatCount(stats.numel)}</td>
+                {labels.map((label, t) => (
+                  <td key={label} data-testid={`module-agent-${idPart(label)}`}>
+                    {formatCount(stats.changed[t] ?? 0)} / {formatCount(stats.unique[t] ?? 0)} /{' '}
+                    {formatCount(stats.shared[t] ?? 0)}
+                  </td>
+                ))}
+                <td>{formatCount(stats.signConflicts)}</td>
+              </tr>
+            ))}
+          </tbody>
+          <tfoot>
+            <tr data-testid="module-row-sum">
+              <th scope="row">Σ module types</th>
+              <td>{formatCount(sum((s) => s.tensors))}</td>
+              <td data-testid="module-numel">{formatCount(sum((s) => s.numel))}</td>
+              {labels.map((label, t) => (
+                <td key={label} data-testid={`module-agent-${idPart(label)}`}>
+                  {formatCount(sum((s) => s.changed[t] ?? 0))} / {formatCount(sum((s) => s.unique[t] ?? 0))} /{' '}
+                  {formatCount(sum((s) => s.shared[t] ?? 0))}
+                </td>
+              ))}
+              <td data-testid="module-sign-conflicts">{formatCount(sum((s) => s.signConflicts))}</td>
+            </tr>
+          </tfoot>
+        </table>
+      </div>
+    </>
   );
 }
 
@@ -344,6 +534,85 @@ function OverlapCharts({ analysis, labels }: { analysis: AnalysisResult; labels:
 
 type SortKey = 'name' | 'numel' | 'conflicts' | number;
 
+function TensorFilters({
+  tensors,
+  shown,
+  filter,
+  onFilter,
+}: { tensors: TensorStats[]; shown: number } & DrillProps) {
+  const id = useId();
+  const layers = useMemo(
+    () => layerStats(tensors, tensors[0]?.changed.length ?? 0).map((l) => l.layer),
+    [tensors],
+  );
+  return (
+    <div className="studio-filters" role="search" aria-label="Filter the tensor table">
+      <div className="studio-field">
+        <label htmlFor={`${id}-text`}>Tensor name contains</label>
+        <input
+          id={`${id}-text`}
+          type="search"
+          value={filter.text}
+          placeholder="e.g. q_proj"
+          data-testid="tensor-filter-text"
+          onChange={(event) => onFilter({ ...filter, text: event.currentTarget.value })}
+        />
+      </div>
+      <div className="studio-field">
+        <label htmlFor={`${id}-layer`}>Layer</label>
+        <select
+          id={`${id}-layer`}
+          value={filter.layer ?? ''}
+          data-testid="tensor-filter-layer"
+          onChange={(event) => onFilter({ ...filter, layer: event.currentTarget.value || null })}
+        >
+          <option value="">All layers</option>
+          {layers.map((layer) => (
+            <option key={layer} value={layer}>
+              {layer}
+            </option>
+          ))}
+        </select>
+      </div>
+      <div className="studio-field">
+        <label htmlFor={`${id}-module`}>Module type</label>
+        <select
+          id={`${id}-module`}
+          value={filter.module ?? ''}
+          data-testid="tensor-filter-module"
+          onChange={(event) =>
+            onFilter({ ...filter, module: (event.currentTarget.value || null) as ModuleType | null })
+          }
+        >
+          <option value="">All module types</option>
+          {MODULE_TYPES.map((module) => (
+            <option key={module} value={module}>
+              {module}
+            </option>
+          ))}
+        </select>
+      </div>
+      <p className="studio-filters__count" aria-live="polite" data-testid="tensor-filter-status">
+        Showing <strong data-testid="tensor-filter-shown">{formatCount(shown)}</strong> of{' '}
+        <strong data-testid="tensor-filter-total">{formatCount(tensors.length)}</strong> tensors
+        {isFiltered(filter) && (
+          <>
+            {' · '}
+            <button
+              type="button"
+              className="studio-drill"
+              data-testid="tensor-filter-clear"
+              onClick={() => onFilter(NO_FILTER)}
+            >
+              clear
+            </button>
+          </>
+        )}
+      </p>
+    </div>
+  );
+}
+
 function TensorTable({ tensors, labels }: { tensors: TensorStats[]; labels: string[] }) {
   const [sort, setSort] = useState<{ key: SortKey; descending: boolean }>({ key: 'name', descending: false });
   const value = (t: TensorStats, key: SortKey): number | string =>
@@ -392,7 +661,7 @@ function TensorTable({ tensors, labels }: { tensors: TensorStats[]; labels: stri
         </thead>
         <tbody>
           {rows.map((t) => (
-            <tr key={t.name} data-testid="tensor-row" data-name={t.name}>
+            <tr key={t.name} data-testid="tensor-row" data-name={t.name} data-layer={layerOf(t.name)}>
               <th scope="row">
                 <code>{t.name}</code>
               </th>
@@ -408,6 +677,21 @@ function TensorTable({ tensors, labels }: { tensors: TensorStats[]; labels: stri
         </tbody>
       </table>
     </div>
+  );
+}
+
+/** The charts and tables below the totals; they share the tensor table's filter for drill-downs. */
+function AnalysisViews({ analysis, labels }: { analysis: AnalysisResult; labels: string[] }) {
+  const [filter, setFilter] = useState<TensorFilter>(NO_FILTER);
+  const shown = useMemo(() => filterTensors(analysis.tensors, filter), [analysis, filter]);
+  return (
+    <>
+      <LayerCharts analysis={analysis} labels={labels} filter={filter} onFilter={setFilter} />
+      <ModuleViews analysis={analysis} labels={labels} filter={filter} onFilter={setFilter} />
+      <OverlapCharts analysis={analysis} labels={labels} />
+      <TensorFilters tensors={analysis.tensors} shown={shown.length} filter={filter} onFilter={setFilter} />
+      <TensorTable tensors={shown} labels={labels} />
+    </>
   );
 }
 
@@ -462,9 +746,7 @@ export function StatsPanel() {
             are exact integers; percentages are computed from them.
           </p>
           <TotalsTable totals={result.totals} labels={labels} />
-          <LayerCharts analysis={result} labels={labels} />
-          <OverlapCharts analysis={result} labels={labels} />
-          <TensorTable tensors={result.tensors} labels={labels} />
+          <AnalysisViews analysis={result} labels={labels} />
         </>
       )}
     </section>

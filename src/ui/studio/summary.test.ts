@@ -5,7 +5,22 @@ import { analyzeModels } from '../../engine/driver.ts';
 import { openModel } from '../../format/model.ts';
 import { memorySource } from '../../io/source.ts';
 import { createCpuEngine } from '../../methods/cpu-engine.ts';
-import { layerOf, layerStats, pairwiseOverlap, resaveSuspects, signConflictRate } from './summary.ts';
+import type { ModelStats } from '../../methods/stats.ts';
+import {
+  branchCounts,
+  expectedOutputBytes,
+  filterTensors,
+  isFiltered,
+  layerOf,
+  layerStats,
+  moduleOf,
+  moduleStats,
+  NO_FILTER,
+  pairwiseOverlap,
+  resaveSuspects,
+  signConflictRate,
+  type TensorFilter,
+} from './summary.ts';
 
 async function demo(name: string) {
   const bytes = new Uint8Array(readFileSync(`public/demo/${name}/model.safetensors`));
@@ -53,6 +68,31 @@ describe('statistics views of the demo set', async () => {
     expect(layers.reduce((a, l) => a + l.stats.signConflicts, 0)).toBe(analysis.totals.signConflicts);
   });
 
+  it('groups into module types whose integer sums equal the totals', () => {
+    const modules = moduleStats(analysis.tensors, 3);
+    expect(modules.map((m) => [m.module, m.tensors])).toEqual([
+      ['embedding', 1],
+      ['head', 2],
+      ['other', 4],
+    ]);
+    const sum = (pick: (s: ModelStats) => number[]): number[] =>
+      modules.reduce((acc, m) => acc.map((v, i) => v + pick(m.stats)[i]!), new Array<number>(3).fill(0));
+    expect(sum((s) => s.changed)).toEqual(analysis.totals.changed);
+    expect(sum((s) => s.unique)).toEqual(analysis.totals.unique);
+    expect(sum((s) => s.shared)).toEqual(analysis.totals.shared);
+    expect(sum((s) => s.counts.slice(0, 3))).toEqual(analysis.totals.counts.slice(0, 3));
+    expect(modules.reduce((a, m) => a + m.stats.counts[3]!, 0)).toBe(analysis.totals.counts[3]);
+    expect(modules.reduce((a, m) => a + m.stats.numel, 0)).toBe(analysis.totals.numel);
+    expect(modules.reduce((a, m) => a + m.stats.signConflicts, 0)).toBe(analysis.totals.signConflicts);
+  });
+
+  it('sends every element to exactly one merge branch', () => {
+    const branches = branchCounts(analysis.totals);
+    expect(branches.unchanged + branches.unique + branches.shared).toBe(analysis.totals.numel);
+    expect(branches.unique).toBe(analysis.totals.unique.reduce((a, b) => a + b, 0));
+    expect(branches.shared).toBe(13683);
+  });
+
   it('derives the pairwise overlaps docs/demo.md reports', () => {
     const pairs = pairwiseOverlap(analysis.totals)!;
     expect(pairs[0]![1]).toBe(7633);
@@ -93,5 +133,88 @@ describe('pairwiseOverlap', () => {
 describe('resaveSuspects', () => {
   it('flags an agent whose changes are nearly all one ulp', () => {
     expect(resaveSuspects({ changed: [100, 100, 0], oneUlp: [96, 50, 0] })).toEqual([true, false, false]);
+  });
+});
+
+describe('moduleOf', () => {
+  it.each([
+    ['model.layers.0.self_attn.q_proj.weight', 'attention'],
+    ['model.layers.0.self_attn.o_proj.weight', 'attention'],
+    ['model.layers.0.self_attn.q_norm.weight', 'norm'],
+    ['transformer.h.0.attn.c_attn.weight', 'attention'],
+    ['transformer.h.0.attn.c_proj.bias', 'attention'],
+    ['transformer.h.0.attn.bias', 'attention'],
+    ['transformer.h.0.mlp.c_proj.weight', 'mlp'],
+    ['transformer.h.0.mlp.c_fc.weight', 'mlp'],
+    ['model.layers.3.mlp.gate_proj.weight', 'mlp'],
+    ['model.layers.3.mlp.down_proj.weight', 'mlp'],
+    ['model.decoder.layers.1.fc2.weight', 'mlp'],
+    ['model.embed_tokens.weight', 'embedding'],
+    ['transformer.wte.weight', 'embedding'],
+    ['transformer.wpe.weight', 'embedding'],
+    ['task_embed.weight', 'embedding'],
+    ['model.layers.0.input_layernorm.weight', 'norm'],
+    ['model.norm.weight', 'norm'],
+    ['transformer.ln_f.bias', 'norm'],
+    ['lm_head.weight', 'head'],
+    ['head.bias', 'head'],
+    ['layers.0.weight', 'other'],
+    ['scale', 'other'],
+  ])('%s → %s', (name, module) => expect(moduleOf(name)).toBe(module));
+});
+
+describe('filterTensors', () => {
+  const names = [
+    'model.layers.0.self_attn.q_proj.weight',
+    'model.layers.0.mlp.up_proj.weight',
+    'model.layers.1.self_attn.q_proj.weight',
+    'model.layers.10.mlp.up_proj.weight',
+    'lm_head.weight',
+  ].map((name) => ({ name }));
+  const shown = (filter: Partial<TensorFilter>): string[] =>
+    filterTensors(names, { ...NO_FILTER, ...filter }).map((t) => t.name);
+
+  it('keeps everything, in order, without a filter', () => {
+    expect(shown({})).toEqual(names.map((t) => t.name));
+    expect(isFiltered(NO_FILTER)).toBe(false);
+    expect(isFiltered({ ...NO_FILTER, text: '  ' })).toBe(false);
+  });
+
+  it('matches a name substring without regard to case or surrounding spaces', () => {
+    expect(shown({ text: ' UP_proj ' })).toEqual([
+      'model.layers.0.mlp.up_proj.weight',
+      'model.layers.10.mlp.up_proj.weight',
+    ]);
+  });
+
+  it('selects one layer exactly (layers.1 is not layers.10)', () => {
+    expect(shown({ layer: 'layers.1' })).toEqual(['model.layers.1.self_attn.q_proj.weight']);
+    expect(isFiltered({ ...NO_FILTER, layer: 'layers.1' })).toBe(true);
+  });
+
+  it('combines layer, module and text', () => {
+    expect(shown({ layer: 'layers.0', module: 'mlp' })).toEqual(['model.layers.0.mlp.up_proj.weight']);
+    expect(shown({ module: 'attention', text: 'layers.1.' })).toEqual([
+      'model.layers.1.self_attn.q_proj.weight',
+    ]);
+    expect(shown({ module: 'head', layer: 'layers.0' })).toEqual([]);
+  });
+});
+
+describe('expectedOutputBytes', () => {
+  const merged = [
+    { name: 'a', numel: 10, dtype: 'BF16' as const },
+    { name: 'b', numel: 3, dtype: 'F32' as const },
+  ];
+  const base = [
+    { name: 'a', bytes: 20 },
+    { name: 'b', bytes: 12 },
+    { name: 'position_ids', bytes: 64 },
+  ];
+
+  it('keeps each dtype, or converts every merged tensor, and copies the rest', () => {
+    expect(expectedOutputBytes(merged, base, null)).toBe(20 + 12 + 64);
+    expect(expectedOutputBytes(merged, base, 'F32')).toBe(40 + 12 + 64);
+    expect(expectedOutputBytes(merged, base, 'F16')).toBe(20 + 6 + 64);
   });
 });

@@ -1,7 +1,9 @@
-// Views of the statistics pass for the charts: tensors grouped into layers (integer counts summed
-// first, so layers add up to the model), pairwise overlaps where the counts determine them, sign
-// conflict rates and the |τ| magnitude histogram.
+// Views of the statistics pass for the charts: tensors grouped into layers and module types (integer
+// counts summed first, so the groups add up to the model), pairwise overlaps where the counts
+// determine them, sign conflict rates, the |τ| magnitude histogram, the tensor table's filter and
+// what a RAM-family merge does with the elements.
 import type { TensorStats } from '../../engine/types.ts';
+import { dtypeBits, type FloatDtype } from '../../format/dtype.ts';
 import { MAGNITUDE_BINS, magnitudeBin, sumStats, type ModelStats } from '../../methods/stats.ts';
 
 const NUMBERED = /(?:^|\.)(layers|layer|h|blocks|block)\.(\d+)\./;
@@ -117,4 +119,112 @@ export function resaveSuspects(stats: Pick<ModelStats, 'changed' | 'oneUlp'>): b
 /** `part / whole` as a percentage with `digits` decimals; "0" for an empty whole. */
 export function percent(part: number, whole: number, digits = 1): string {
   return whole === 0 ? '0' : ((100 * part) / whole).toFixed(digits);
+}
+
+export const MODULE_TYPES = ['attention', 'mlp', 'embedding', 'norm', 'head', 'other'] as const;
+export type ModuleType = (typeof MODULE_TYPES)[number];
+
+const ATTENTION = /^(?:q_proj|k_proj|v_proj|o_proj|c_attn)$/;
+const MLP = /^(?:gate_proj|up_proj|down_proj|fc1|fc2|c_fc)$/;
+const EMBEDDING = /^(?:embed_tokens|wte|wpe|task_embed)$|embed/;
+const NORM = /norm|^ln_/;
+const HEAD = /^(?:lm_head|head)$/;
+// Containers: a tensor directly in `attn` (GPT-2's attn.bias) or `mlp` belongs to that block.
+const ATTENTION_BLOCK = /^(?:self_attn|attn|attention)$/;
+const MLP_BLOCK = /^(?:mlp|ffn|feed_forward)$/;
+
+/** The module type of one name segment, given the segment before it (GPT-2's c_proj is in both). */
+function segmentModule(segment: string, parent: string | undefined): ModuleType | null {
+  if (NORM.test(segment)) return 'norm';
+  if (HEAD.test(segment)) return 'head';
+  if (EMBEDDING.test(segment)) return 'embedding';
+  if (ATTENTION.test(segment)) return 'attention';
+  if (MLP.test(segment)) return 'mlp';
+  if (segment === 'c_proj') return parent !== undefined && /attn/.test(parent) ? 'attention' : 'mlp';
+  if (ATTENTION_BLOCK.test(segment)) return 'attention';
+  if (MLP_BLOCK.test(segment)) return 'mlp';
+  return null;
+}
+
+/**
+ * `model.layers.0.self_attn.q_proj.weight` → attention. The innermost segment that names a module
+ * decides, so a `q_norm` inside attention is a norm.
+ */
+export function moduleOf(name: string): ModuleType {
+  const segments = name.split('.');
+  for (let i = segments.length - 1; i >= 0; i--) {
+    const found = segmentModule(segments[i]!, segments[i - 1]);
+    if (found) return found;
+  }
+  return 'other';
+}
+
+export interface ModuleStats {
+  module: ModuleType;
+  tensors: number;
+  stats: ModelStats;
+}
+
+/** Per-module-type totals in MODULE_TYPES order, only the types present. */
+export function moduleStats(tensors: readonly TensorStats[], agents: number): ModuleStats[] {
+  return MODULE_TYPES.flatMap((module) => {
+    const members = tensors.filter((t) => moduleOf(t.name) === module);
+    return members.length === 0
+      ? []
+      : [{ module, tensors: members.length, stats: sumStats(members, agents) }];
+  });
+}
+
+export interface TensorFilter {
+  /** Case-insensitive name substring; empty matches every name. */
+  text: string;
+  /** A layerOf() key, or null for every layer. */
+  layer: string | null;
+  module: ModuleType | null;
+}
+
+export const NO_FILTER: TensorFilter = { text: '', layer: null, module: null };
+
+export function isFiltered(filter: TensorFilter): boolean {
+  return filter.text.trim() !== '' || filter.layer !== null || filter.module !== null;
+}
+
+/** The tensors the table shows under a filter, in their original order. */
+export function filterTensors<T extends { name: string }>(tensors: readonly T[], filter: TensorFilter): T[] {
+  const text = filter.text.trim().toLowerCase();
+  return tensors.filter(
+    (t) =>
+      (text === '' || t.name.toLowerCase().includes(text)) &&
+      (filter.layer === null || layerOf(t.name) === filter.layer) &&
+      (filter.module === null || moduleOf(t.name) === filter.module),
+  );
+}
+
+export interface BranchCounts {
+  /** c = 0: the base value is kept. */
+  unchanged: number;
+  /** c = 1: θ₀ + λ_t·τ_t of the one agent that changed it. */
+  unique: number;
+  /** c ≥ 2: θ₀ + the mean of the contributing agents' τ. */
+  shared: number;
+}
+
+/** Where a RAM-family merge sends each element, from the statistics' exact counts. */
+export function branchCounts(stats: Pick<ModelStats, 'counts'>): BranchCounts {
+  return { unchanged: stats.counts[0] ?? 0, unique: stats.counts[1] ?? 0, shared: sharedElements(stats) };
+}
+
+/**
+ * Tensor bytes of the merged model (headers excluded): the merged tensors in the output dtype (null
+ * keeps each one's), every other base tensor copied as it is.
+ */
+export function expectedOutputBytes(
+  merged: readonly { name: string; numel: number; dtype: FloatDtype }[],
+  baseTensors: readonly { name: string; bytes: number }[],
+  outDtype: FloatDtype | null,
+): number {
+  const names = new Set(merged.map((t) => t.name));
+  const mergedBytes = merged.reduce((sum, t) => sum + (t.numel * dtypeBits(outDtype ?? t.dtype)) / 8, 0);
+  const copied = baseTensors.filter((t) => !names.has(t.name)).reduce((sum, t) => sum + t.bytes, 0);
+  return mergedBytes + copied;
 }

@@ -1,0 +1,134 @@
+// The derivation sample, over in-memory models (memory sources): where it reads (evenly spread, bounded, no overlaps) and what it counts.
+import { describe, expect, it } from 'vitest';
+import { floatTensor, memoryModel, rawTensor, rng } from '../test/fixtures.ts';
+import type { ByteSource } from '../io/source.ts';
+import type { Model } from '../format/model.ts';
+import { DERIVATION_WARN_SHARE, samplePlan, sampleDerivation } from './derivation.ts';
+
+const values = (n: number, seed: number): number[] => {
+  const next = rng(seed);
+  return Array.from({ length: n }, () => next() * 2 - 1);
+};
+
+/** The model with every read logged (file, offset, length). */
+function logged(model: Model, log: [string, number, number][]): Model {
+  return {
+    ...model,
+    source(file: string): ByteSource {
+      const source = model.source(file);
+      return {
+        name: source.name,
+        size: source.size,
+        read: (offset, length, into) => {
+          log.push([file, offset, length]);
+          return source.read(offset, length, into);
+        },
+      };
+    },
+  };
+}
+
+describe('samplePlan', () => {
+  it('takes everything when the tensors are small', () => {
+    expect(
+      samplePlan([
+        { name: 'a', numel: 3 },
+        { name: 'empty', numel: 0 },
+        { name: 'b', numel: 5 },
+      ]),
+    ).toEqual([
+      { tensor: 'a', start: 0, count: 3 },
+      { tensor: 'b', start: 0, count: 5 },
+    ]);
+  });
+
+  it('spreads bounded, non-overlapping runs evenly over the tensors, in proportion to their size', () => {
+    const tensors = [
+      { name: 'big', numel: 3_000_000 },
+      { name: 'small', numel: 1_000_000 },
+    ];
+    const plan = samplePlan(tensors, { maxElements: 4096, runs: 64 });
+    expect(plan).toHaveLength(64);
+    expect(plan.every((r) => r.count === 64)).toBe(true);
+    expect(plan.filter((r) => r.tensor === 'big')).toHaveLength(48);
+    expect(plan[0]).toEqual({ tensor: 'big', start: 31250, count: 64 });
+    expect(plan.at(-1)).toEqual({ tensor: 'small', start: 1_000_000 - 31250, count: 64 });
+    expect(samplePlan(tensors, { maxElements: 4096, runs: 64 })).toEqual(plan);
+  });
+
+  it('cuts a run at its tensor end and never reads an element twice', () => {
+    const plan = samplePlan(
+      [
+        { name: 'a', numel: 10 },
+        { name: 'b', numel: 7 },
+      ],
+      { maxElements: 8, runs: 4 },
+    );
+    for (const run of plan) expect(run.start + run.count).toBeLessThanOrEqual(run.tensor === 'a' ? 10 : 7);
+    const seen = new Set(
+      plan.flatMap((r) => Array.from({ length: r.count }, (_, i) => `${r.tensor}${r.start + i}`)),
+    );
+    expect(seen.size).toBe(plan.reduce((a, r) => a + r.count, 0));
+    expect(seen.size).toBeLessThanOrEqual(8);
+  });
+});
+
+describe('sampleDerivation', () => {
+  const N = 20_000;
+  const baseValues = values(N, 1);
+
+  it('counts the bit-identical share of a fine-tune, with a few small reads', async () => {
+    // Every fourth element changed: 75% identical.
+    const tuned = baseValues.map((v, i) => (i % 4 === 0 ? v + 0.25 : v));
+    const base = await memoryModel('base', [
+      floatTensor('w', 'BF16', [100, 200], baseValues),
+      rawTensor('ids', 'I64', [2], new Uint8Array(16)),
+    ]);
+    const agent = await memoryModel('agent', [
+      floatTensor('w', 'BF16', [100, 200], tuned),
+      rawTensor('ids', 'I64', [2], new Uint8Array(16).fill(1)),
+    ]);
+    const log: [string, number, number][] = [];
+    const sample = await sampleDerivation(logged(base, log), logged(agent, log), {
+      maxElements: 4096,
+      runs: 64,
+    });
+    expect(sample.tensors).toBe(1);
+    expect(sample.sampled).toBe(4096);
+    expect(sample.share).toBeGreaterThan(0.7);
+    expect(sample.share).toBeLessThan(0.8);
+    expect(sample.identical).toBe(Math.round(sample.share * 4096));
+    expect(log).toHaveLength(128);
+    expect(Math.max(...log.map(([, , length]) => length))).toBe(128);
+  });
+
+  it('finds nothing identical in an unrelated model, and everything in the base itself', async () => {
+    const base = await memoryModel('base', [floatTensor('w', 'F32', [N], baseValues)]);
+    const other = await memoryModel('other', [floatTensor('w', 'F32', [N], values(N, 2))]);
+    const unrelated = await sampleDerivation(base, other);
+    expect(unrelated.share).toBeLessThan(DERIVATION_WARN_SHARE);
+    expect(unrelated.identical).toBe(0);
+    const same = await sampleDerivation(base, base);
+    expect(same).toEqual({ tensors: 1, sampled: 4096, identical: 4096, share: 1 });
+  });
+
+  it('skips tensors whose dtype or shape differ and reports an empty sample as share 0', async () => {
+    const base = await memoryModel('base', [floatTensor('w', 'F32', [4, 4], values(16, 3))]);
+    const reshaped = await memoryModel('agent', [floatTensor('w', 'F32', [2, 8], values(16, 3))]);
+    expect(await sampleDerivation(base, reshaped)).toEqual({
+      tensors: 0,
+      sampled: 0,
+      identical: 0,
+      share: 0,
+    });
+    const retyped = await memoryModel('agent', [floatTensor('w', 'BF16', [4, 4], values(16, 3))]);
+    expect((await sampleDerivation(base, retyped)).tensors).toBe(0);
+  });
+
+  it('stops when cancelled', async () => {
+    const base = await memoryModel('base', [floatTensor('w', 'F32', [N], baseValues)]);
+    const controller = new AbortController();
+    controller.abort();
+    await expect(sampleDerivation(base, base, { signal: controller.signal })).rejects.toThrow();
+  });
+});

@@ -1,0 +1,125 @@
+// Whether an agent looks fine-tuned from the base: a small, deterministic sample of elements read
+// from both (a few short range reads spread over the float tensors, never whole tensors) and the
+// share of them that is bit-identical. Fine-tuning leaves many elements exactly as they were.
+import { dtypeBits, isMergeableDtype } from '../format/dtype.ts';
+import type { Model, ModelTensor } from '../format/model.ts';
+
+/** Below this share of bit-identical elements an agent does not look derived from the base. */
+export const DERIVATION_WARN_SHARE = 0.05;
+
+export interface SampleOptions {
+  /** Elements sampled at most (all of them when the float tensors hold fewer). */
+  maxElements?: number;
+  /** Contiguous runs the sample is read in: one range read per run and model. */
+  runs?: number;
+}
+
+/** One contiguous range of a tensor's elements to compare. */
+export interface SampleRun {
+  tensor: string;
+  start: number;
+  count: number;
+}
+
+export interface DerivationSample {
+  /** Float tensors present in both models with the same dtype and shape, that were sampled from. */
+  tensors: number;
+  sampled: number;
+  identical: number;
+  /** identical / sampled; 0 when nothing could be sampled. */
+  share: number;
+}
+
+const DEFAULT_ELEMENTS = 4096;
+const DEFAULT_RUNS = 64;
+
+const numelOf = (shape: readonly number[]): number => shape.reduce((a, b) => a * b, 1);
+
+/**
+ * `runs` runs of about maxElements / runs elements, their starts evenly spaced over the tensors laid
+ * end to end (in the order given); a run ends at its tensor's end. Pure and deterministic.
+ */
+export function samplePlan(
+  tensors: readonly { name: string; numel: number }[],
+  options: SampleOptions = {},
+): SampleRun[] {
+  const maxElements = Math.max(1, Math.floor(options.maxElements ?? DEFAULT_ELEMENTS));
+  const total = tensors.reduce((a, t) => a + t.numel, 0);
+  if (total === 0) return [];
+  if (total <= maxElements)
+    return tensors.filter((t) => t.numel > 0).map((t) => ({ tensor: t.name, start: 0, count: t.numel }));
+  const runs = Math.max(1, Math.min(Math.floor(options.runs ?? DEFAULT_RUNS), maxElements));
+  const length = Math.floor(maxElements / runs);
+  const plan: SampleRun[] = [];
+  let tensor = 0;
+  let before = 0;
+  for (let r = 0; r < runs; r++) {
+    const at = Math.floor(((r + 0.5) * total) / runs);
+    while (before + tensors[tensor]!.numel <= at) before += tensors[tensor++]!.numel;
+    const t = tensors[tensor]!;
+    const start = at - before;
+    const previous = plan[plan.length - 1];
+    // Runs never overlap, so no element is counted twice.
+    const from =
+      previous && previous.tensor === t.name ? Math.max(start, previous.start + previous.count) : start;
+    const count = Math.min(length, t.numel - from);
+    if (count > 0) plan.push({ tensor: t.name, start: from, count });
+  }
+  return plan;
+}
+
+/** The float tensors both models hold with one dtype and shape, in the base's name order. */
+export function comparableTensors(base: Model, agent: Model): ModelTensor[] {
+  return [...base.tensors.values()].filter((t) => {
+    const other = agent.tensors.get(t.name);
+    return (
+      other !== undefined &&
+      isMergeableDtype(t.dtype) &&
+      other.dtype === t.dtype &&
+      other.shape.length === t.shape.length &&
+      other.shape.every((d, i) => d === t.shape[i])
+    );
+  });
+}
+
+async function readRun(
+  model: Model,
+  tensor: ModelTensor,
+  run: SampleRun,
+  width: number,
+): Promise<Uint8Array> {
+  return model.source(tensor.file).read(tensor.offset + run.start * width, run.count * width);
+}
+
+/** Reads the sample from both models and counts the bit-identical elements. */
+export async function sampleDerivation(
+  base: Model,
+  agent: Model,
+  options: SampleOptions & { signal?: AbortSignal } = {},
+): Promise<DerivationSample> {
+  const tensors = comparableTensors(base, agent);
+  const byName = new Map(tensors.map((t) => [t.name, t]));
+  const plan = samplePlan(
+    tensors.map((t) => ({ name: t.name, numel: numelOf(t.shape) })),
+    options,
+  );
+  let sampled = 0;
+  let identical = 0;
+  for (const run of plan) {
+    options.signal?.throwIfAborted();
+    const baseTensor = byName.get(run.tensor)!;
+    const agentTensor = agent.tensors.get(run.tensor)!;
+    const width = dtypeBits(baseTensor.dtype) / 8;
+    const [x, y] = await Promise.all([
+      readRun(base, baseTensor, run, width),
+      readRun(agent, agentTensor, run, width),
+    ]);
+    for (let e = 0; e < run.count; e++) {
+      let same = true;
+      for (let b = e * width; b < (e + 1) * width; b++) if (x[b] !== y[b]) same = false;
+      if (same) identical++;
+    }
+    sampled += run.count;
+  }
+  return { tensors: tensors.length, sampled, identical, share: sampled === 0 ? 0 : identical / sampled };
+}
