@@ -202,7 +202,7 @@ test('where showDirectoryPicker is missing, the export panel says up front which
   await expect(notice).toBeVisible();
   await expect(notice).toHaveAttribute('role', 'note');
   await expect(notice).toContainText('up to 2 GiB download safely');
-  await expect(notice).toContainText('shards of at most 4.66 GiB');
+  await expect(notice).toContainText('shards of at most 1.86 GiB');
 
   const card = await workflow.merge(1);
   await expect(card.getByTestId('merge-1-save')).toHaveCount(0);

@@ -18,6 +18,8 @@ import type { MergeEngine, TensorInput, TensorStats } from './types.ts';
 export const TOOL_NAME = 'merge-studio';
 export const TOOL_VERSION = '0.1.0';
 export const DEFAULT_SHARD_BYTES = 5_000_000_000;
+/** The studio's shard size: under the ~2 GiB a browser can hold as one downloadable file. */
+export const BROWSER_SHARD_BYTES = 2_000_000_000;
 
 export type Stage = 'analyze' | 'merge' | 'verify';
 

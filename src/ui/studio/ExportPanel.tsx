@@ -1,7 +1,7 @@
 // Step 4: every merge of the session as written to OPFS: its files with sizes and shard checksums,
 // downloads (with the size a browser can safely hand over), "Save to folder…" and the mergekit recipe.
 import { useState } from 'react';
-import { DEFAULT_SHARD_BYTES } from '../../engine/driver.ts';
+import { BROWSER_SHARD_BYTES } from '../../engine/driver.ts';
 import { mergedFile } from '../../engine/worker-client.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import type { MergeRecord } from '../../state/studio-slice.ts';
@@ -156,7 +156,7 @@ function DownloadLimitNotice() {
       <p>
         This browser cannot save to a folder, so each file is offered as its own download. Files up to {safe}{' '}
         download safely: Chromium cannot hold one file much larger. Weights are split into shards of at most{' '}
-        {formatBytes(DEFAULT_SHARD_BYTES)}, and any file over {safe} is flagged before its download.
+        {formatBytes(BROWSER_SHARD_BYTES)}, and any file over {safe} is flagged before its download.
       </p>
     </div>
   );
