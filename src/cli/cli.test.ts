@@ -72,6 +72,86 @@ describe('merge-studio inspect', () => {
   });
 });
 
+describe('merge-studio analyze --cpu', () => {
+  it('writes the statistics JSON of the worked example, totals equal to the sums over tensors', async () => {
+    const out = join(dir, 'analyze.json');
+    const result = await runCli([
+      'analyze',
+      '--base',
+      join(dir, 'base'),
+      ...models(),
+      '--cpu',
+      '--json',
+      out,
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    const json = JSON.parse(await readFile(out, 'utf8')) as {
+      epsilon: number;
+      models: {
+        path: string;
+        changed: number;
+        unique: number;
+        shared: number;
+        overlap: number[];
+        rho: number;
+        lambda: number;
+      }[];
+      tensors: {
+        name: string;
+        dtype: string;
+        numel: number;
+        counts: number[];
+        changed: number[];
+        unique: number[];
+        signConflicts: number;
+      }[];
+    };
+    expect(json.epsilon).toBe(1e-5);
+    expect(json.tensors).toEqual([
+      {
+        name: 'w',
+        dtype: 'F32',
+        numel: 9,
+        counts: [3, 3, 0, 3],
+        changed: [4, 4, 4],
+        unique: [1, 1, 1],
+        signConflicts: 0,
+      },
+    ]);
+    json.models.forEach((model, t) => {
+      expect(model.path).toBe(join(dir, agentNames[t]!));
+      expect(model.changed).toBe(json.tensors.reduce((sum, x) => sum + x.changed[t]!, 0));
+      expect(model.lambda).toBeCloseTo(1.2, 12);
+    });
+  });
+});
+
+describe('merge-studio inspect (sharded)', () => {
+  it('reads a sharded folder through its index', async () => {
+    const tensors = Array.from({ length: 6 }, (_, i) =>
+      floatTensor(
+        `layers.${i}.weight`,
+        'BF16',
+        [8, 8],
+        Array.from({ length: 64 }, (_, j) => j - i),
+      ),
+    );
+    await writeModelFolder(join(dir, 'sharded'), tensors, { shardBytes: 300 });
+    const result = await runCli(['inspect', join(dir, 'sharded'), '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    const report = JSON.parse(result.stdout) as {
+      sharded: boolean;
+      files: { file: string }[];
+      tensors: { file: string }[];
+      totalBytes: number;
+    };
+    expect(report.sharded).toBe(true);
+    expect(report.files.length).toBeGreaterThan(1);
+    expect(new Set(report.tensors.map((t) => t.file)).size).toBe(report.files.length);
+    expect(report.totalBytes).toBe(6 * 64 * 2);
+  });
+});
+
 describe('merge-studio merge --cpu', () => {
   it('reproduces the SPEC worked example with RAM and RAM+ and writes a complete folder', async () => {
     for (const [method, want] of [
