@@ -7,6 +7,8 @@ import { decodeFloats } from '../format/dtype.ts';
 import { readSafetensorsHeader } from '../format/safetensors.ts';
 import { nodeFileSource } from '../io/node.ts';
 import { runCli } from '../test/cli.ts';
+import { evaluate, modelDemoTensors } from '../demo/arena.ts';
+import { loadModel } from './args.ts';
 import { floatTensor, rawTensor, WORKED_EXAMPLE, writeModelFolder } from '../test/fixtures.ts';
 
 let dir: string;
@@ -269,5 +271,21 @@ describe('merge-studio merge --cpu', () => {
     ]);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('unknown --method nope');
+  });
+});
+
+describe('merge-studio arena', () => {
+  it('scores a demo model with the same numbers as the arena in process', async () => {
+    const out = join(dir, 'arena.json');
+    const result = await runCli(['arena', 'public/demo/key', '--episodes', '20', '--json', out]);
+    expect(result.code, result.stderr).toBe(0);
+    const json = JSON.parse(await readFile(out, 'utf8')) as {
+      tasks: { name: string; score: number; episodes: number }[];
+      mean: number;
+    };
+    const model = await loadModel('public/demo/key');
+    const want = evaluate(await modelDemoTensors(model), model.config as never, { episodes: 20 });
+    expect(json).toEqual(want);
+    expect(result.stdout).toContain(`mean  ${want.mean.toFixed(4)}`);
   });
 });
