@@ -3,6 +3,9 @@
 // workgroup. counts[0] is left to the host (window count minus the rest): it is the hottest counter.
 // Each element pair is worked on as a vec2 without branches except around its atomics, and sign
 // conflicts are summed per invocation: on SwiftShader the branchy per-lane version was ~25% slower.
+// 128 elements per invocation amortise the clear, flush and barriers (on SwiftShader 1.6× faster
+// than 8), and counting each element once by its set of changing agents, not in 1 + |set| counters,
+// made it 2.3× faster in all.
 //
 // Counter layout (src/engine/kernels/stats.ts mirrors it):
 //   [c]                              counts[c], c = 1..N (index 0 unused)
@@ -11,8 +14,9 @@
 //   MAGNITUDE + t * BINS + b         magnitude[t][b], b = clamp(floor(log2 |tau|), MIN_EXP, MAX_EXP) - MIN_EXP
 //   ULP + t                          oneUlp[t]
 
-// Element pairs per invocation: 8 elements, 2048 per workgroup.
-const PAIRS: u32 = 4u;
+// Element pairs per invocation: 128 elements (STATS_ITEMS in src/engine/plumbing.ts), 32768 per
+// workgroup.
+const PAIRS: u32 = 64u;
 const MIN_EXP: i32 = -40;
 const MAX_EXP: i32 = 8;
 const BINS: u32 = 49u;
@@ -22,10 +26,17 @@ override SIGN: u32 = OVERLAP + AGENTS * AGENTS;
 override MAGNITUDE: u32 = SIGN + 1u;
 override ULP: u32 = MAGNITUDE + AGENTS * BINS;
 override COUNTERS: u32 = ULP + AGENTS;
+// AGENTS <= 8: a changed element adds 1 to the workgroup counter of its set of changing agents (at
+// LOCAL_SETS + set), and the flush derives counts and overlap from those 2^N counters. More agents
+// count into counts and overlap directly. (min: a shift by 32 or more is a pipeline error.)
+const SETS_CAP: u32 = 8u;
+override SETS: u32 = select(0u, 1u << min(AGENTS, SETS_CAP), AGENTS <= SETS_CAP);
+override LOCAL_SETS: u32 = COUNTERS;
+override LOCAL: u32 = COUNTERS + SETS;
 
 @group(0) @binding(2) var<storage, read_write> counters: array<atomic<u32>>;
 
-var<workgroup> local: array<atomic<u32>, COUNTERS>;
+var<workgroup> local: array<atomic<u32>, LOCAL>;
 
 // Bits of one ulp of the stored base values in the input dtype (powers of two, possibly f32
 // subnormal patterns), so |tau| <= ulp is an integer comparison.
@@ -52,6 +63,10 @@ fn count_changes(changed: u32, positive: u32) -> u32 {
   let c = countOneBits(changed);
   if (c == 0u) {
     return 0u;
+  }
+  if (AGENTS <= SETS_CAP) {
+    atomicAdd(&local[LOCAL_SETS + changed], 1u);
+    return select(0u, 1u, c >= 2u && positive != 0u && positive != changed);
   }
   atomicAdd(&local[c], 1u);
   for (var t = 0u; t < AGENTS; t++) {
@@ -101,7 +116,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
   if (group >= params.groups) {
     return;
   }
-  for (var i = lid; i < COUNTERS; i += WORKGROUP) {
+  for (var i = lid; i < LOCAL; i += WORKGROUP) {
     atomicStore(&local[i], 0u);
   }
   workgroupBarrier();
@@ -121,6 +136,18 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
     let v = atomicLoad(&local[i]);
     if (v != 0u) {
       atomicAdd(&counters[i], v);
+    }
+  }
+  for (var m = 1u + lid; m < SETS; m += WORKGROUP) {
+    let v = atomicLoad(&local[LOCAL_SETS + m]);
+    if (v != 0u) {
+      let c = countOneBits(m);
+      atomicAdd(&counters[c], v);
+      for (var t = 0u; t < AGENTS; t++) {
+        if ((m & (1u << t)) != 0u) {
+          atomicAdd(&counters[OVERLAP + t * AGENTS + c - 1u], v);
+        }
+      }
     }
   }
 }

@@ -171,6 +171,30 @@ describe.skipIf(!harness)(`GPU engine conformance ${opened.skip ?? ''}`, () => {
   });
 });
 
+// The statistics kernel counts 32768 elements per workgroup: windows of several workgroups with a
+// partial tail, at N = 8 (counted per set of changing agents) and N = 9 (counted per counter).
+describe.skipIf(!harness)('GPU statistics over windows of many workgroups', () => {
+  const cases: Config[] = [
+    { dtype: 'BF16', out: 'BF16', agents: 8, numel: 100003, window: 70001 },
+    { dtype: 'F32', out: 'F32', agents: 9, numel: 40001 },
+  ];
+  it.each(cases)('$dtype, N=$agents, $numel elements', async (config) => {
+    const t = randomTensor({ name: `stats.wide.${config.agents}`, ...config, seed: 2000 + config.agents });
+    const engine = createGpuEngine(harness!.device, {
+      agents: config.agents,
+      adapterDescription: harness!.adapterDescription,
+      maxWindowElements: config.window,
+    });
+    try {
+      const want = referenceStats(t.values, 1e-5);
+      expect(want.counts[4]).toBeGreaterThan(0);
+      expect(await harness!.run(() => engine.analyze(t.input, 1e-5))).toEqual(want);
+    } finally {
+      engine.destroy();
+    }
+  });
+});
+
 describe.skipIf(!harness)('GPU engine on the SPEC.md worked example', () => {
   const rows = [
     [0, 0.3, 0, 0.6, 0.7, 0, 0.1, 0, 0],

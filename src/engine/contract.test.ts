@@ -22,7 +22,7 @@ import {
   PARAMS_BYTES,
   PARAMS_FIELDS,
 } from './layout.ts';
-import { COUNT_ITEMS, WORKGROUP_SIZE } from './plumbing.ts';
+import { COUNT_ITEMS, STATS_ITEMS, WORKGROUP_SIZE } from './plumbing.ts';
 
 const KERNELS: KernelSpec[] = [
   CONVERT_KERNEL,
@@ -114,8 +114,8 @@ describe('constants shared by WGSL and TypeScript', () => {
     expect(constant(stats, 'MAX_EXP')).toBe(MAGNITUDE_MAX_EXPONENT);
   });
 
-  it('counts COUNT_ITEMS elements per invocation and RADIX_BINS histogram bins', () => {
-    expect(2 * constant(stats, 'PAIRS')).toBe(COUNT_ITEMS);
+  it('counts STATS_ITEMS and COUNT_ITEMS elements per invocation and RADIX_BINS histogram bins', () => {
+    expect(2 * constant(stats, 'PAIRS')).toBe(STATS_ITEMS);
     expect(2 * constant(kernelSource(TOPK_HIST_KERNEL), 'PAIRS')).toBe(COUNT_ITEMS);
     expect(constant(kernelSource(TOPK_HIST_KERNEL), 'MAX_BINS')).toBe(RADIX_BINS);
   });

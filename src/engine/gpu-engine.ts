@@ -34,6 +34,7 @@ import {
 } from './layout.ts';
 import {
   countGroups,
+  statsGroups,
   mergeGroups,
   pad4,
   splitDispatch,
@@ -297,7 +298,7 @@ class GpuEngine implements MergeEngine {
     await this.runPass(job, {
       label: 'stats',
       withBase: true,
-      groups: (w) => countGroups(w.count),
+      groups: (w) => statsGroups(w.count),
       params: (w, d) => ({ ...this.windowParams(job, w, d), epsilon }),
       encode: (encoder, set, _w, d) => {
         encoder.clearBuffer(set.counters, 0, counters * 4);

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
   countGroups,
+  statsGroups,
   MAX_WINDOW_ELEMENTS,
   mergeGroups,
   pad4,
@@ -53,13 +54,16 @@ describe('splitDispatch', () => {
 });
 
 describe('workgroup counts', () => {
-  it('has one invocation per element pair and 2048 elements per counting workgroup', () => {
+  it('has one invocation per element pair, 2048 elements per histogram and 32768 per statistics workgroup', () => {
     expect(mergeGroups(512)).toBe(1);
     expect(mergeGroups(513)).toBe(2);
     expect(mergeGroups(1)).toBe(1);
     expect(mergeGroups(0)).toBe(0);
     expect(countGroups(2048)).toBe(1);
     expect(countGroups(2049)).toBe(2);
+    expect(statsGroups(32768)).toBe(1);
+    expect(statsGroups(32769)).toBe(2);
+    expect(statsGroups(1)).toBe(1);
   });
 });
 

@@ -3,8 +3,10 @@
 
 /** Invocations per workgroup of every kernel (WORKGROUP in shaders/common/window.wgsl). */
 export const WORKGROUP_SIZE = 256;
-/** Elements per invocation of the counting kernels (2 × PAIRS in stats.wgsl and topk_hist.wgsl). */
+/** Elements per invocation of the histogram kernel (2 × PAIRS in topk_hist.wgsl). */
 export const COUNT_ITEMS = 8;
+/** Elements per invocation of the statistics kernel (2 × PAIRS in stats.wgsl): amortises its flush. */
+export const STATS_ITEMS = 128;
 /** Elements per invocation of the merge kernels: one pair, one output word of a 16-bit output. */
 export const MERGE_ITEMS = 2;
 /** The engine caps windows here so that element indices and word offsets stay far inside u32. */
@@ -42,9 +44,14 @@ export function mergeGroups(count: number): number {
   return Math.ceil(count / (WORKGROUP_SIZE * MERGE_ITEMS));
 }
 
-/** Workgroups of a counting kernel (statistics, histograms). */
+/** Workgroups of the histogram kernel (TIES top-k). */
 export function countGroups(count: number): number {
   return Math.ceil(count / (WORKGROUP_SIZE * COUNT_ITEMS));
+}
+
+/** Workgroups of the statistics kernel. */
+export function statsGroups(count: number): number {
+  return Math.ceil(count / (WORKGROUP_SIZE * STATS_ITEMS));
 }
 
 export interface WindowLimits {
