@@ -1,7 +1,7 @@
 // The studio's engine host, run as a dedicated Web Worker: it opens checkpoints from Blobs or demo
 // URLs, owns the GPU device (or the CPU reference when there is none), runs statistics, merges into
-// OPFS and the arena, and posts plain data and throttled progress back. No GPU object and no weight
-// byte ever reaches the page.
+// OPFS or straight into a folder the user picked, reads merged files back, runs the arena, and posts
+// plain data and throttled progress back. No GPU object and no weight byte ever reaches the page.
 import { evaluate, modelDemoTensors } from '../demo/arena.ts';
 import type { DemoModelConfig } from '../demo/policy.ts';
 import { checkCompatibility, type CompatReport } from '../format/compat.ts';
@@ -27,6 +27,7 @@ import {
   type WrittenFile,
 } from './driver.ts';
 import { EngineTensorError } from './errors.ts';
+import { Sha256 } from './sha256.ts';
 import { createGpuEngine, DEFAULT_WINDOW_ELEMENTS } from './gpu-engine.ts';
 import type { MergeEngine } from './types.ts';
 import { DEMO_MODEL_TYPE, MERGES_FOLDER } from './worker-client.ts';
@@ -34,7 +35,8 @@ import { DEMO_MODEL_TYPE, MERGES_FOLDER } from './worker-client.ts';
 /** Model folders of the demo are fetched by the worker itself, from the app's own origin. */
 export type FileRef = { name: string; blob: Blob } | { name: string; url: string };
 
-export type ArenaTarget = { slot: string } | { folder: string };
+/** A loaded model, a merge in OPFS `merges/`, or a merge written into a picked folder. */
+export type ArenaTarget = { slot: string } | { folder: string } | { handle: FileSystemDirectoryHandle };
 
 export interface EngineInfo {
   kind: 'gpu' | 'cpu';
@@ -74,14 +76,18 @@ export interface MergeRequest {
   agents: string[];
   params: MethodParams;
   outDtype?: FloatDtype;
-  /** Name of the new subfolder of OPFS `merges/` the merge is written to. */
+  /** Name of the new subfolder of OPFS `merges/` the merge is written to, when there is no target. */
   folder: string;
+  /** A folder the user picked: the merge streams straight into it, which must be empty. */
+  target?: FileSystemDirectoryHandle;
   baseLabel: string;
   agentLabels: string[];
 }
 
 export interface MergeSummary {
+  /** The OPFS subfolder of `merges/`, or the picked folder's name. */
   folder: string;
+  location: 'opfs' | 'picked';
   files: WrittenFile[];
   lambdas: number[];
   recipe: string;
@@ -97,6 +103,27 @@ export interface ArenaScores {
   mean: number;
 }
 
+/** One merged file as read back from its folder, against what the driver reported writing. */
+export interface ReadBackFile {
+  file: string;
+  /** Bytes the driver wrote. */
+  bytes: number;
+  /** Bytes found in the folder; null when the file is missing. */
+  foundBytes: number | null;
+  /** The driver's checksum (shards only). */
+  sha256?: string;
+  /** The checksum of the bytes read back, where the driver reported one. */
+  foundSha256?: string;
+  ok: boolean;
+}
+
+export interface ReadBackReport {
+  files: ReadBackFile[];
+  /** Files in the folder the merge did not write (none expected in a folder that started empty). */
+  extra: string[];
+  ok: boolean;
+}
+
 /** Every call the worker answers: its request fields and its result. */
 export interface WorkerCalls {
   open: { request: { slot: string; label: string; files: FileRef[] }; result: InspectReport };
@@ -105,6 +132,7 @@ export interface WorkerCalls {
   analyze: { request: { base: string; agents: string[]; epsilon: number }; result: AnalysisResult };
   merge: { request: MergeRequest; result: MergeSummary };
   copy: { request: { folder: string; target: FileSystemDirectoryHandle }; result: string[] };
+  readBack: { request: { target: FileSystemDirectoryHandle; files: WrittenFile[] }; result: ReadBackReport };
   arena: { request: { target: ArenaTarget; episodes?: number }; result: ArenaScores };
   configure: { request: { readDelayMs: number }; result: null };
 }
@@ -267,6 +295,45 @@ async function mergesRoot(): Promise<FileSystemDirectoryHandle> {
   return root.getDirectoryHandle(MERGES_FOLDER, { create: true });
 }
 
+/** A failure the page shows as it is: its name is the kind of refusal, its message says what to do. */
+function refusal(name: string, message: string): Error {
+  const error = new Error(message);
+  error.name = name;
+  return error;
+}
+
+type PermissionHandle = FileSystemDirectoryHandle & {
+  queryPermission?: (descriptor: { mode: 'read' | 'readwrite' }) => Promise<PermissionState>;
+};
+
+/** Refuses a picked folder the worker may not write, or one that already holds anything. */
+async function checkTarget(target: FileSystemDirectoryHandle): Promise<void> {
+  // The page asked for readwrite access before posting the handle; this catches one revoked since.
+  const state = await (target as PermissionHandle).queryPermission?.({ mode: 'readwrite' });
+  if (state !== undefined && state !== 'granted')
+    throw refusal(
+      'PermissionDenied',
+      `Writing to the folder ${target.name} is not allowed (permission: ${state}). Pick it again and allow editing.`,
+    );
+  for await (const name of target.keys()) {
+    throw refusal(
+      'FolderNotEmpty',
+      `The folder ${target.name} is not empty (it holds ${name}): choose a new or empty folder, so no earlier model gets mixed in.`,
+    );
+  }
+}
+
+/** Throttles read-back progress to ten events a second at most. */
+function throttled(progress: (p: Progress) => void): (p: Progress) => void {
+  let sent = 0;
+  return (p) => {
+    const now = performance.now();
+    if (now - sent < 100) return;
+    sent = now;
+    progress(p);
+  };
+}
+
 function analysisKey(base: string, agents: string[], epsilon: number): string {
   return JSON.stringify([base, agents, epsilon]);
 }
@@ -331,8 +398,10 @@ const handlers: Handlers = {
   },
   async merge(request, { signal, progress }) {
     const started = performance.now();
-    const root = await mergesRoot();
-    const dir = await root.getDirectoryHandle(request.folder, { create: true });
+    const picked = request.target;
+    if (picked) await checkTarget(picked);
+    const root = picked ? null : await mergesRoot();
+    const dir = picked ?? (await root!.getDirectoryHandle(request.folder, { create: true }));
     const out = directoryHandleFolder(dir);
     const engine = await createEngine(request.agents.length);
     const key = analysisKey(request.base, request.agents, request.params.epsilon);
@@ -354,7 +423,8 @@ const handlers: Handlers = {
       const recipeSource = await out.open('mergekit_config.yml');
       const recipe = new TextDecoder().decode(await recipeSource.read(0, recipeSource.size));
       return {
-        folder: request.folder,
+        folder: picked ? picked.name : request.folder,
+        location: picked ? 'picked' : 'opfs',
         files: result.files,
         lambdas: result.lambdas,
         recipe,
@@ -365,8 +435,8 @@ const handlers: Handlers = {
         copiedTensors: result.copiedTensors,
       };
     } catch (error) {
-      // The driver removed its files; the empty subfolder goes too.
-      await root.removeEntry(request.folder, { recursive: true }).catch(() => undefined);
+      // The driver removed its files; an OPFS subfolder goes too, a picked folder stays (empty).
+      await root?.removeEntry(request.folder, { recursive: true }).catch(() => undefined);
       throw error;
     } finally {
       engine.destroy();
@@ -392,9 +462,57 @@ const handlers: Handlers = {
     }
     return names;
   },
+  async readBack({ target, files }, { signal, progress }) {
+    const folder = directoryHandleFolder(target);
+    const present = new Set(await folder.list());
+    const bytesTotal = files.reduce((sum, f) => sum + (f.sha256 && present.has(f.file) ? f.bytes : 0), 0);
+    const started = performance.now();
+    let bytesDone = 0;
+    const report = throttled(progress);
+    const checked: ReadBackFile[] = [];
+    for (const [index, written] of files.entries()) {
+      if (!present.has(written.file)) {
+        checked.push({ ...written, foundBytes: null, ok: false });
+        continue;
+      }
+      const source = await folder.open(written.file);
+      const entry: ReadBackFile = { ...written, foundBytes: source.size, ok: source.size === written.bytes };
+      if (written.sha256 !== undefined) {
+        const hash = new Sha256();
+        const chunk = 8 << 20;
+        for (let at = 0; at < source.size; at += chunk) {
+          if (signal.aborted) throw new DOMException('The read-back was cancelled', 'AbortError');
+          const bytes = await source.read(at, Math.min(chunk, source.size - at));
+          hash.update(bytes);
+          bytesDone += bytes.length;
+          const elapsedMs = performance.now() - started;
+          const bytesPerSecond = elapsedMs > 0 ? (bytesDone / elapsedMs) * 1000 : 0;
+          report({
+            stage: 'verify',
+            tensorsDone: index,
+            tensorsTotal: files.length,
+            bytesDone,
+            bytesTotal,
+            currentTensor: written.file,
+            elapsedMs,
+            bytesPerSecond,
+            etaMs: bytesPerSecond > 0 ? ((bytesTotal - bytesDone) / bytesPerSecond) * 1000 : undefined,
+          });
+        }
+        entry.foundSha256 = hash.hex();
+        entry.ok &&= entry.foundSha256 === written.sha256;
+      }
+      checked.push(entry);
+    }
+    const written = new Set(files.map((f) => f.file));
+    const extra = [...present].filter((name) => !written.has(name));
+    return { files: checked, extra, ok: extra.length === 0 && checked.every((f) => f.ok) };
+  },
   async arena({ target, episodes }) {
     let subject: Model;
     if ('slot' in target) subject = model(target.slot);
+    else if ('handle' in target)
+      subject = await openModel(target.handle.name, await directoryHandleFiles(target.handle));
     else {
       const dir = await (await mergesRoot()).getDirectoryHandle(target.folder);
       subject = await openModel(target.folder, await directoryHandleFiles(dir));

@@ -10,6 +10,7 @@ import type {
   CheckReport,
   FileRef,
   MergeSummary,
+  ReadBackReport,
   WorkerErrorInfo,
 } from '../engine/worker.ts';
 import type { FloatDtype } from '../format/dtype.ts';
@@ -65,6 +66,8 @@ export interface StudioData {
   arena: TaskState<ArenaRow[]>;
   /** Last outcome of "Save to folder…", per merge id. */
   saved: Record<number, string>;
+  /** Per merge id written into a picked folder: its files read back and checked against the driver's. */
+  readBack: Record<number, TaskState<ReadBackReport>>;
 }
 
 export interface StudioServices {
@@ -85,7 +88,15 @@ export interface StudioSlice {
   setOutDtype(dtype: FloatDtype | null): void;
   runAnalysis(): Promise<void>;
   cancelAnalysis(): void;
+  /** Merges into a new subfolder of OPFS `merges/`. */
   runMerge(): Promise<MergeRecord | null>;
+  /**
+   * Merges straight into a folder the user picks (called from the click, so the picker has its
+   * user activation): it must be empty and writable; the merge's files are then read back.
+   */
+  mergeIntoFolder(pick: () => Promise<FileSystemDirectoryHandle>): Promise<MergeRecord | null>;
+  /** Reads the files of a merge in a picked folder back and checks sizes and shard checksums. */
+  readBackMerge(id: number): Promise<void>;
   cancelMerge(): void;
   /** Scores the base, every agent and every merge of the session (demo architecture only). */
   runArena(episodes?: number): Promise<void>;
@@ -114,6 +125,7 @@ export function initialStudioData(): StudioData {
     merges: [],
     arena: idleTask(),
     saved: {},
+    readBack: {},
   };
 }
 
@@ -126,6 +138,27 @@ function asInfo(error: unknown): WorkerErrorInfo {
 }
 
 const isAbort = (error: WorkerErrorInfo): boolean => error.name === 'AbortError';
+
+type PermissionHandle = FileSystemDirectoryHandle & {
+  requestPermission?: (descriptor: { mode: 'read' | 'readwrite' }) => Promise<PermissionState>;
+};
+
+/** Asks for readwrite access where the browser has requestPermission; a thrown request counts as denied. */
+async function requestWrite(handle: FileSystemDirectoryHandle): Promise<WorkerErrorInfo | null> {
+  const request = (handle as PermissionHandle).requestPermission;
+  if (!request) return null;
+  let state: PermissionState | string;
+  try {
+    state = await request.call(handle, { mode: 'readwrite' });
+  } catch (error) {
+    state = error instanceof Error ? error.message : String(error);
+  }
+  if (state === 'granted') return null;
+  return {
+    name: 'PermissionDenied',
+    message: `Writing to the folder ${handle.name} was not allowed (${state}), so nothing was merged. Choose Merge into a folder… again and allow the browser to edit that folder.`,
+  };
+}
 
 /** Params resized to N agents: per-agent lists keep what was set and fill with the defaults. */
 function fitParams(params: MethodParams, agents: number): MethodParams {
@@ -176,6 +209,94 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
     let nextMerge = 1;
     let analysisJob: EngineJob<AnalysisResult> | null = null;
     let mergeJob: EngineJob<MergeSummary> | null = null;
+    // Handles of picked output folders, per merge id: kept here, not in the plain-data state.
+    const pickedFolders = new Map<number, FileSystemDirectoryHandle>();
+
+    interface MergePlan {
+      base: StudioModel;
+      agents: StudioModel[];
+      params: MethodParams;
+      outDtype: FloatDtype | null;
+    }
+
+    /** The merge the current recipe asks for, or null with the reason shown as the merge's error. */
+    function planMerge(): MergePlan | null {
+      const data = get().studio;
+      const inputs = mergeInputs(data);
+      if ('blocked' in inputs) {
+        patchTask('merge', { status: 'error', error: { name: 'NotReady', message: inputs.blocked } });
+        return null;
+      }
+      if (data.check.result && !data.check.result.compat.ok) {
+        patchTask('merge', {
+          status: 'error',
+          error: {
+            name: 'CompatibilityError',
+            message: 'The models do not match; see the compatibility report.',
+          },
+        });
+        return null;
+      }
+      const problems = validateParams(data.params, inputs.agents.length);
+      if (problems.length > 0) {
+        patchTask('merge', {
+          status: 'error',
+          error: { name: 'InvalidParameters', message: problems.join('; ') },
+        });
+        return null;
+      }
+      return { ...inputs, params: data.params, outDtype: data.outDtype };
+    }
+
+    async function startMerge(
+      plan: MergePlan,
+      target?: FileSystemDirectoryHandle,
+    ): Promise<MergeRecord | null> {
+      const id = nextMerge++;
+      const { params } = plan;
+      const folder = `${params.method}-${stamp(services.now())}-${id}`;
+      const baseLabel = plan.base.label;
+      const agentLabels = plan.agents.map((a) => a.label);
+      patch({ merge: { status: 'running', progress: null, error: null, result: null } });
+      const job = services.engine.call(
+        'merge',
+        {
+          base: plan.base.slot,
+          agents: plan.agents.map((a) => a.slot),
+          params,
+          outDtype: plan.outDtype ?? undefined,
+          folder,
+          target,
+          baseLabel,
+          agentLabels,
+        },
+        (progress) => {
+          if (mergeJob === job) patchTask('merge', { progress });
+        },
+      );
+      mergeJob = job;
+      let record: MergeRecord;
+      try {
+        const result = await job.promise;
+        record = { ...result, id, params, baseLabel, agentLabels };
+        if (target) pickedFolders.set(id, target);
+        patch({
+          merge: { ...get().studio.merge, status: 'done', result },
+          merges: [...get().studio.merges, record],
+        });
+      } catch (error) {
+        const info = asInfo(error);
+        patchTask('merge', {
+          status: isAbort(info) ? 'cancelled' : 'error',
+          error: isAbort(info) ? null : info,
+        });
+        return null;
+      } finally {
+        mergeJob = null;
+      }
+      if (target) await get().readBackMerge(id);
+      return record;
+    }
 
     async function open(slot: string, label: string, files: FileRef[]): Promise<void> {
       const mine = generation;
@@ -221,7 +342,12 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
         generation++;
         const mine = generation;
         const slots = get().studio.models.map((m) => m.slot);
-        patch({ ...initialStudioData(), merges: get().studio.merges, source: 'demo' });
+        patch({
+          ...initialStudioData(),
+          merges: get().studio.merges,
+          readBack: get().studio.readBack,
+          source: 'demo',
+        });
         await Promise.all(
           slots.map((slot) => services.engine.call('close', { slot }).promise.catch(() => null)),
         );
@@ -340,69 +466,51 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
       },
 
       async runMerge() {
-        const data = get().studio;
-        const inputs = mergeInputs(data);
-        if ('blocked' in inputs) {
-          patchTask('merge', { status: 'error', error: { name: 'NotReady', message: inputs.blocked } });
-          return null;
-        }
-        if (data.check.result && !data.check.result.compat.ok) {
-          patchTask('merge', {
-            status: 'error',
-            error: {
-              name: 'CompatibilityError',
-              message: 'The models do not match; see the compatibility report.',
-            },
-          });
-          return null;
-        }
-        const problems = validateParams(data.params, inputs.agents.length);
-        if (problems.length > 0) {
-          patchTask('merge', {
-            status: 'error',
-            error: { name: 'InvalidParameters', message: problems.join('; ') },
-          });
-          return null;
-        }
-        const id = nextMerge++;
-        const params = data.params;
-        const folder = `${params.method}-${stamp(services.now())}-${id}`;
-        const baseLabel = inputs.base.label;
-        const agentLabels = inputs.agents.map((a) => a.label);
-        patch({ merge: { status: 'running', progress: null, error: null, result: null } });
-        const job = services.engine.call(
-          'merge',
-          {
-            base: inputs.base.slot,
-            agents: inputs.agents.map((a) => a.slot),
-            params,
-            outDtype: data.outDtype ?? undefined,
-            folder,
-            baseLabel,
-            agentLabels,
-          },
-          (progress) => {
-            if (mergeJob === job) patchTask('merge', { progress });
-          },
-        );
-        mergeJob = job;
+        const plan = planMerge();
+        return plan ? startMerge(plan) : null;
+      },
+
+      async mergeIntoFolder(pick) {
+        const plan = planMerge();
+        if (!plan) return null;
+        let target: FileSystemDirectoryHandle;
         try {
-          const result = await job.promise;
-          const record: MergeRecord = { ...result, id, params, baseLabel, agentLabels };
-          patch({
-            merge: { ...get().studio.merge, status: 'done', result },
-            merges: [...get().studio.merges, record],
-          });
-          return record;
+          target = await pick();
         } catch (error) {
           const info = asInfo(error);
-          patchTask('merge', {
-            status: isAbort(info) ? 'cancelled' : 'error',
-            error: isAbort(info) ? null : info,
-          });
+          // Closing the picker is not a failure.
+          if (isAbort(info)) return null;
+          patchTask('merge', { status: 'error', error: { name: 'PickFailed', message: info.message } });
           return null;
-        } finally {
-          mergeJob = null;
+        }
+        const denied = await requestWrite(target);
+        if (denied) {
+          patch({ merge: { status: 'error', progress: null, error: denied, result: null } });
+          return null;
+        }
+        return startMerge(plan, target);
+      },
+
+      async readBackMerge(id) {
+        const record = get().studio.merges.find((m) => m.id === id);
+        const target = pickedFolders.get(id);
+        if (!record || !target) return;
+        const set = (task: Partial<TaskState<ReadBackReport>>): void =>
+          patch({
+            readBack: {
+              ...get().studio.readBack,
+              [id]: { ...idleTask(), ...get().studio.readBack[id], ...task },
+            },
+          });
+        set({ status: 'running', progress: null, error: null, result: null });
+        try {
+          const result = await services.engine.call('readBack', { target, files: record.files }, (progress) =>
+            set({ progress }),
+          ).promise;
+          set({ status: 'done', result });
+        } catch (error) {
+          const info = asInfo(error);
+          set({ status: isAbort(info) ? 'cancelled' : 'error', error: isAbort(info) ? null : info });
         }
       },
 
@@ -416,12 +524,15 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
           ...data.models
             .filter((m) => m.status === 'ready')
             .map((m) => ({ key: m.slot, label: m.label, kind: m.role, target: { slot: m.slot } })),
-          ...data.merges.map((m) => ({
-            key: `merge-${m.id}`,
-            label: `merge ${m.id} (${m.params.method})`,
-            kind: 'merge' as const,
-            target: { folder: m.folder },
-          })),
+          ...data.merges.map((m) => {
+            const handle = pickedFolders.get(m.id);
+            return {
+              key: `merge-${m.id}`,
+              label: `merge ${m.id} (${m.params.method})`,
+              kind: 'merge' as const,
+              target: handle ? { handle } : { folder: m.folder },
+            };
+          }),
         ];
         patch({ arena: { status: 'running', progress: null, error: null, result: [] } });
         const rows: ArenaRow[] = [];
@@ -439,7 +550,8 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
 
       async saveMerge(id, target) {
         const record = get().studio.merges.find((m) => m.id === id);
-        if (!record) return;
+        // A merge in a picked folder is already where the user wanted it.
+        if (!record || record.location !== 'opfs') return;
         try {
           const names = await services.engine.call('copy', { folder: record.folder, target }).promise;
           patch({ saved: { ...get().studio.saved, [id]: `Saved ${names.length} files to ${target.name}.` } });

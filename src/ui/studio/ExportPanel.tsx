@@ -1,12 +1,14 @@
-// Step 4: every merge of the session as written to OPFS: its files with sizes and shard checksums,
-// downloads (with the size a browser can safely hand over), "Save to folder…" and the mergekit recipe.
+// Step 4: every merge of the session, in OPFS or in a folder the user picked: its files with sizes
+// and shard checksums, downloads (with the size a browser can safely hand over) and "Save to folder…"
+// for OPFS, the read-back check for a picked folder, and the mergekit recipe.
 import { useState } from 'react';
-import { BROWSER_SHARD_BYTES } from '../../engine/driver.ts';
+import { BROWSER_SHARD_BYTES, type WrittenFile } from '../../engine/driver.ts';
 import { mergedFile } from '../../engine/worker-client.ts';
+import type { ReadBackFile, ReadBackReport } from '../../engine/worker.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
-import type { MergeRecord } from '../../state/studio-slice.ts';
+import type { MergeRecord, TaskState } from '../../state/studio-slice.ts';
 import { formatBytes, formatDuration } from '../format.ts';
-import { idPart } from './common.tsx';
+import { ErrorBox, idPart, ProgressBar } from './common.tsx';
 import { directoryPicker } from './LoadPanel.tsx';
 
 /** Chromium cannot hold one Blob much over 2 GiB, so a download above this size may fail. */
@@ -23,22 +25,116 @@ async function download(folder: string, name: string): Promise<void> {
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
+function DownloadCell({ record, file, testId }: { record: MergeRecord; file: WrittenFile; testId: string }) {
+  const pick = directoryPicker();
+  const oversize = file.bytes > SAFE_DOWNLOAD_BYTES;
+  const noteId = `${testId}-${idPart(file.file)}-oversize`;
+  return (
+    <td>
+      {oversize && (
+        <p className="studio-oversize" id={noteId} data-testid="merged-file-oversize">
+          Over {formatBytes(SAFE_DOWNLOAD_BYTES)}: the download may fail
+          {pick ? '; use Save to folder… instead' : ''}.
+        </p>
+      )}
+      <button
+        type="button"
+        className="button button--small"
+        data-testid="merged-file-download"
+        aria-label={`Download ${file.file}`}
+        aria-describedby={oversize ? noteId : undefined}
+        onClick={() => void download(record.folder, file.file)}
+      >
+        {oversize ? 'Download anyway' : 'Download'}
+      </button>
+    </td>
+  );
+}
+
+function readBackText(found: ReadBackFile | undefined): string {
+  if (!found) return '…';
+  if (found.foundBytes === null) return 'missing';
+  if (found.foundBytes !== found.bytes) return `size differs: ${found.foundBytes} bytes`;
+  if (found.sha256 !== undefined && found.foundSha256 !== found.sha256) return 'checksum differs';
+  return found.sha256 !== undefined ? 'size and sha256 match' : 'size matches';
+}
+
+/** One file's read-back outcome in a picked folder. */
+function ReadBackCell({ found }: { found: ReadBackFile | undefined }) {
+  return (
+    <td data-testid="merged-file-readback" data-ok={found ? String(found.ok) : undefined}>
+      {readBackText(found)}
+    </td>
+  );
+}
+
+/** The read-back check of a merge in a picked folder as a whole. */
+function ReadBackSummary({
+  record,
+  task,
+  testId,
+}: {
+  record: MergeRecord;
+  task: TaskState<ReadBackReport> | undefined;
+  testId: string;
+}) {
+  const result = task?.result;
+  const bad = result ? result.files.filter((f) => !f.ok).length : 0;
+  return (
+    <div
+      data-testid={`${testId}-readback`}
+      data-status={task?.status ?? 'idle'}
+      data-ok={result ? String(result.ok) : undefined}
+    >
+      {task?.status === 'running' && (
+        <ProgressBar
+          progress={task.progress}
+          testId={`${testId}-readback-progress`}
+          label="Read-back progress"
+        />
+      )}
+      {result && (
+        <p role="status" className={result.ok ? 'notice' : 'notice notice--error'}>
+          {result.ok
+            ? `Read back from ${record.folder}: all ${result.files.length} files are there with the sizes and shard checksums the merge wrote.`
+            : `Read back from ${record.folder}: ${bad} file${bad === 1 ? '' : 's'} differ${bad === 1 ? 's' : ''} from what the merge wrote${
+                result.extra.length > 0 ? `; the folder also holds ${result.extra.join(', ')}` : ''
+              }.`}
+        </p>
+      )}
+      {task?.status === 'cancelled' && <p role="status">The read-back was cancelled.</p>}
+      {task?.error && <ErrorBox error={task.error} testId={`${testId}-readback-error`} />}
+    </div>
+  );
+}
+
 function MergeCard({ record }: { record: MergeRecord }) {
   const [copied, setCopied] = useState<string | null>(null);
   const saved = useStudio((s) => s.studio.saved[record.id]);
-  const pick = directoryPicker();
+  const readBack = useStudio((s) => s.studio.readBack[record.id]);
+  const picked = record.location === 'picked';
+  const pick = picked ? undefined : directoryPicker();
   const testId = `merge-${record.id}`;
   return (
     <article
       className="card card--wide"
       data-testid={testId}
       data-folder={record.folder}
+      data-location={record.location}
       aria-labelledby={`${testId}-title`}
     >
       <h3 id={`${testId}-title`}>
         Merge {record.id}: {record.params.method}{' '}
         <span className="muted">
-          → OPFS <code>merges/{record.folder}</code>
+          {picked ? (
+            <>
+              → folder <code>{record.folder}</code>
+            </>
+          ) : (
+            <>
+              → OPFS <code>merges/{record.folder}</code>
+            </>
+          )}
         </span>
       </h3>
       <p className="muted">
@@ -52,9 +148,7 @@ function MergeCard({ record }: { record: MergeRecord }) {
               <th scope="col">File</th>
               <th scope="col">Size</th>
               <th scope="col">sha256</th>
-              <th scope="col">
-                <span className="visually-hidden">Download</span>
-              </th>
+              <th scope="col">{picked ? 'Read back' : <span className="visually-hidden">Download</span>}</th>
             </tr>
           </thead>
           <tbody>
@@ -73,35 +167,17 @@ function MergeCard({ record }: { record: MergeRecord }) {
                     <span className="muted">—</span>
                   )}
                 </td>
-                <td>
-                  {f.bytes > SAFE_DOWNLOAD_BYTES && (
-                    <p
-                      className="studio-oversize"
-                      id={`${testId}-${idPart(f.file)}-oversize`}
-                      data-testid="merged-file-oversize"
-                    >
-                      Over {formatBytes(SAFE_DOWNLOAD_BYTES)}: the download may fail
-                      {pick ? '; use Save to folder… instead' : ''}.
-                    </p>
-                  )}
-                  <button
-                    type="button"
-                    className="button button--small"
-                    data-testid="merged-file-download"
-                    aria-label={`Download ${f.file}`}
-                    aria-describedby={
-                      f.bytes > SAFE_DOWNLOAD_BYTES ? `${testId}-${idPart(f.file)}-oversize` : undefined
-                    }
-                    onClick={() => void download(record.folder, f.file)}
-                  >
-                    {f.bytes > SAFE_DOWNLOAD_BYTES ? 'Download anyway' : 'Download'}
-                  </button>
-                </td>
+                {picked ? (
+                  <ReadBackCell found={readBack?.result?.files.find((r) => r.file === f.file)} />
+                ) : (
+                  <DownloadCell record={record} file={f} testId={testId} />
+                )}
               </tr>
             ))}
           </tbody>
         </table>
       </div>
+      {picked && <ReadBackSummary record={record} task={readBack} testId={testId} />}
       <div className="studio-actions">
         {pick && (
           <button
@@ -116,6 +192,16 @@ function MergeCard({ record }: { record: MergeRecord }) {
             }
           >
             Save to folder…
+          </button>
+        )}
+        {picked && readBack?.status !== 'running' && (
+          <button
+            type="button"
+            className="button button--secondary"
+            data-testid={`${testId}-readback-run`}
+            onClick={() => void studioStore.getState().readBackMerge(record.id)}
+          >
+            Read back again
           </button>
         )}
         <button
@@ -172,7 +258,8 @@ export function ExportPanel() {
       {!directoryPicker() && <DownloadLimitNotice />}
       {merges.length === 0 ? (
         <p className="muted">
-          Merged models are written to this browser&apos;s private storage (OPFS) and listed here.
+          Merged models are written to this browser&apos;s private storage (OPFS), or into the folder picked
+          for them, and listed here.
         </p>
       ) : (
         <div className="cards">

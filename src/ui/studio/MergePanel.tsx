@@ -1,6 +1,6 @@
 // Step 3: the recipe (method, its parameters explained, output dtype), a live λ preview and the
-// elements per merge branch from the cached statistics, and the merge job in the worker with its
-// progress and Cancel.
+// elements per merge branch from the cached statistics, and the merge job in the worker (into OPFS,
+// or straight into a picked folder where the browser has a folder picker) with its progress and Cancel.
 import { useId } from 'react';
 import type { FloatDtype } from '../../format/dtype.ts';
 import { METHOD_PARAMETERS, PARAMETER_HELP, validateParams } from '../../methods/defaults.ts';
@@ -10,6 +10,7 @@ import { studioStore, useStudio } from '../../state/store.ts';
 import { mergeInputs, type StudioData } from '../../state/studio-slice.ts';
 import { formatBytes, formatCount } from '../format.ts';
 import { ErrorBox, idPart, ProgressBar } from './common.tsx';
+import { directoryPicker } from './LoadPanel.tsx';
 import { branchCounts, expectedOutputBytes, percent } from './summary.ts';
 
 const METHOD_TEXT: Record<MethodName, string> = {
@@ -187,6 +188,7 @@ export function MergePanel() {
   const data = useStudio((s) => s.studio);
   const methodId = useId();
   const dtypeId = useId();
+  const folderHelpId = useId();
   const labels = data.models.filter((m) => m.role === 'agent').map((m) => m.label);
   const { params, merge } = data;
   const inputs = mergeInputs(data);
@@ -195,6 +197,9 @@ export function MergePanel() {
   const blocked = 'blocked' in inputs ? inputs.blocked : mismatch ? 'The models do not match.' : null;
   const running = merge.status === 'running';
   const shown = METHOD_PARAMETERS[params.method];
+  const pick = directoryPicker();
+  const agentsText = `${labels.length} agent${labels.length === 1 ? '' : 's'}`;
+  const disabled = running || blocked !== null || problems.length > 0;
   return (
     <section
       className="panel"
@@ -279,11 +284,23 @@ export function MergePanel() {
           type="button"
           className="button"
           data-testid="merge-run"
-          disabled={running || blocked !== null || problems.length > 0}
+          disabled={disabled}
           onClick={() => void studioStore.getState().runMerge()}
         >
-          Merge {labels.length} agent{labels.length === 1 ? '' : 's'}
+          Merge {agentsText}
         </button>
+        {pick && (
+          <button
+            type="button"
+            className="button button--secondary"
+            data-testid="merge-run-folder"
+            aria-describedby={folderHelpId}
+            disabled={disabled}
+            onClick={() => void studioStore.getState().mergeIntoFolder(() => pick({ mode: 'readwrite' }))}
+          >
+            Merge into a folder…
+          </button>
+        )}
         {running && (
           <button
             type="button"
@@ -296,6 +313,12 @@ export function MergePanel() {
         )}
         {blocked && <span className="muted">{blocked}</span>}
       </div>
+      {pick && (
+        <p id={folderHelpId} className="studio-help">
+          Merge into a folder… writes the model straight into an empty folder you pick (or create), so a large
+          merge needs its disk space and time once; Merge writes to this browser&apos;s private storage first.
+        </p>
+      )}
       {running && <ProgressBar progress={merge.progress} testId="merge-progress" label="Merge progress" />}
       {merge.status === 'cancelled' && (
         <p data-testid="merge-cancelled" role="status">
