@@ -13,6 +13,7 @@
 //   SIGN                             signConflicts
 //   MAGNITUDE + t * BINS + b         magnitude[t][b], b = clamp(floor(log2 |tau|), MIN_EXP, MAX_EXP) - MIN_EXP
 //   ULP + t                          oneUlp[t]
+//   PAIRWISE + t * N + u, t < u      pairs[t][u] (AGENTS <= 8 only: global, never in workgroup memory)
 
 // Element pairs per invocation: 128 elements (STATS_ITEMS in src/engine/plumbing.ts), 32768 per
 // workgroup.
@@ -27,12 +28,13 @@ override MAGNITUDE: u32 = SIGN + 1u;
 override ULP: u32 = MAGNITUDE + AGENTS * BINS;
 override COUNTERS: u32 = ULP + AGENTS;
 // AGENTS <= 8: a changed element adds 1 to the workgroup counter of its set of changing agents (at
-// LOCAL_SETS + set), and the flush derives counts and overlap from those 2^N counters. More agents
-// count into counts and overlap directly. (min: a shift by 32 or more is a pipeline error.)
+// LOCAL_SETS + set), and the flush derives counts, overlap and pairs from those 2^N counters. More
+// agents count into counts and overlap directly, and pairs are not counted. (min: a shift by 32 or more is a pipeline error.)
 const SETS_CAP: u32 = 8u;
 override SETS: u32 = select(0u, 1u << min(AGENTS, SETS_CAP), AGENTS <= SETS_CAP);
 override LOCAL_SETS: u32 = COUNTERS;
 override LOCAL: u32 = COUNTERS + SETS;
+override PAIRWISE: u32 = COUNTERS;
 
 @group(0) @binding(2) var<storage, read_write> counters: array<atomic<u32>>;
 
@@ -146,6 +148,17 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
       for (var t = 0u; t < AGENTS; t++) {
         if ((m & (1u << t)) != 0u) {
           atomicAdd(&counters[OVERLAP + t * AGENTS + c - 1u], v);
+        }
+      }
+      // Each pair t < u of the set's agents, visited by clearing the lowest bits one at a time.
+      var rest = m;
+      while (rest != 0u) {
+        let t = firstTrailingBit(rest);
+        rest &= rest - 1u;
+        var others = rest;
+        while (others != 0u) {
+          atomicAdd(&counters[PAIRWISE + t * AGENTS + firstTrailingBit(others)], v);
+          others &= others - 1u;
         }
       }
     }

@@ -188,6 +188,8 @@ describe.skipIf(!harness)('GPU statistics over windows of many workgroups', () =
     try {
       const want = referenceStats(t.values, 1e-5);
       expect(want.counts[4]).toBeGreaterThan(0);
+      // toEqual compares pairs too; they exist (and so are checked) exactly when N <= 8.
+      expect(want.pairs?.length).toBe(config.agents <= 8 ? config.agents : undefined);
       expect(await harness!.run(() => engine.analyze(t.input, 1e-5))).toEqual(want);
     } finally {
       engine.destroy();
@@ -217,6 +219,11 @@ describe.skipIf(!harness)('GPU engine on the SPEC.md worked example', () => {
         [1, 0, 3],
         [1, 0, 3],
         [1, 0, 3],
+      ]);
+      expect(stats.pairs).toEqual([
+        [4, 3, 3],
+        [3, 4, 3],
+        [3, 3, 4],
       ]);
       const totals = sumStats([stats]);
       const merged = async (

@@ -2,7 +2,12 @@
 // struct layouts, override constants and the shared constants the host relies on.
 import { describe, expect, it } from 'vitest';
 import { WgslReflect, type FunctionInfo } from 'wgsl_reflect/wgsl_reflect.module.js';
-import { MAGNITUDE_BINS, MAGNITUDE_MAX_EXPONENT, MAGNITUDE_MIN_EXPONENT } from '../methods/stats.ts';
+import {
+  MAGNITUDE_BINS,
+  MAGNITUDE_MAX_EXPONENT,
+  MAGNITUDE_MIN_EXPONENT,
+  PAIRS_MAX_AGENTS,
+} from '../methods/stats.ts';
 import { RADIX_BINS } from '../methods/select.ts';
 import { CONVERT_KERNEL } from './kernels/convert.ts';
 import { kernelSource, type KernelSpec } from './kernels/kernel.ts';
@@ -129,13 +134,19 @@ describe('constants shared by WGSL and TypeScript', () => {
       sign: n + 1 + n * n,
       magnitude: n + 2 + n * n,
       ulp: n + 2 + n * n + n * bins,
-      count: n + 2 + n * n + n * bins + n,
+      pairs: n + 2 + n * n + n * bins + n,
+      count: n + 2 + n * n + n * bins + n + n * n,
     });
+    // Past 8 agents there are no per-set counters and so no pair region.
+    const wide = statsLayout(9);
+    expect(wide.count).toBe(wide.pairs);
     expect(stats).toContain('override OVERLAP: u32 = AGENTS + 1u;');
     expect(stats).toContain('override SIGN: u32 = OVERLAP + AGENTS * AGENTS;');
     expect(stats).toContain('override MAGNITUDE: u32 = SIGN + 1u;');
     expect(stats).toContain('override ULP: u32 = MAGNITUDE + AGENTS * BINS;');
     expect(stats).toContain('override COUNTERS: u32 = ULP + AGENTS;');
+    expect(stats).toContain('override PAIRWISE: u32 = COUNTERS;');
+    expect(constant(stats, 'SETS_CAP')).toBe(PAIRS_MAX_AGENTS);
   });
 });
 

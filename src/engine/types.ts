@@ -35,6 +35,8 @@ export interface TensorStats {
   magnitude: number[][];
   /** Changed elements of agent t whose |τ| is at most one ulp of the base value in the tensor's dtype. */
   oneUlp: number[];
+  /** pairs[t][u] = elements changed by both t and u (pairs[t][t] = changed[t]); present when N ≤ 8. */
+  pairs?: number[][];
 }
 
 export interface MergeOptions {

@@ -53,6 +53,12 @@ describe('the SPEC.md worked example through the reference', () => {
     expect(stats.signConflicts).toBe(0);
     expect(totals.shared).toEqual([3, 3, 3]);
     expect(totals.rho).toEqual([3, 3, 3]);
+    expect(stats.pairs).toEqual([
+      [4, 3, 3],
+      [3, 4, 3],
+      [3, 3, 4],
+    ]);
+    expect(totals.pairs).toEqual(stats.pairs);
   });
 
   it('merges RAM to [[0,.5,0],[.5,.8,.2],[.1,0,.1]]', () => {
@@ -141,5 +147,64 @@ describe('reference details that fix the contract', () => {
     };
     expect(referenceStats(v, eps).counts).toEqual([1, 1]);
     expect(magnitudeKey(-2)).toBe(magnitudeKey(2));
+  });
+});
+
+describe('reference pair counts', () => {
+  // Two elements, each changed by two of four agents: {0,1},{2,3} and {0,2},{1,3} have the same
+  // counts and overlap tables but different pairs.
+  const values = (sets: number[][], agents: number): TensorValues => ({
+    name: 'pairs',
+    dtype: 'F32',
+    base: new Float64Array(sets.length),
+    agents: Array.from({ length: agents }, (_, t) =>
+      Float64Array.from(sets, (set) => (set.includes(t) ? 1 : 0)),
+    ),
+  });
+
+  it('tells apart sets that the counts cannot', () => {
+    const a = referenceStats(
+      values(
+        [
+          [0, 1],
+          [2, 3],
+        ],
+        4,
+      ),
+      1e-5,
+    );
+    const b = referenceStats(
+      values(
+        [
+          [0, 2],
+          [1, 3],
+        ],
+        4,
+      ),
+      1e-5,
+    );
+    expect(a.counts).toEqual(b.counts);
+    expect(a.overlap).toEqual(b.overlap);
+    expect(a.pairs).toEqual([
+      [1, 1, 0, 0],
+      [1, 1, 0, 0],
+      [0, 0, 1, 1],
+      [0, 0, 1, 1],
+    ]);
+    expect(b.pairs).toEqual([
+      [1, 0, 1, 0],
+      [0, 1, 0, 1],
+      [1, 0, 1, 0],
+      [0, 1, 0, 1],
+    ]);
+  });
+
+  it('counts every pair of a set of all 8 agents, and none for 9', () => {
+    const all = [0, 1, 2, 3, 4, 5, 6, 7];
+    const eight = referenceStats(values([all, [3], []], 8), 1e-5);
+    expect(eight.pairs!.map((row) => row.reduce((x, y) => x + y, 0))).toEqual([8, 8, 8, 9, 8, 8, 8, 8]);
+    expect(eight.pairs![3]![3]).toBe(2);
+    expect(eight.pairs![3]![5]).toBe(1);
+    expect(referenceStats(values([[...all, 8]], 9), 1e-5).pairs).toBeUndefined();
   });
 });

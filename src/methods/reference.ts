@@ -48,6 +48,10 @@ export function accumulateStats(into: TensorStats, v: TensorValues, epsilon: num
     const c = changed.length;
     into.counts[c]!++;
     for (const t of changed) into.overlap[t]![c - 1]!++;
+    // Off-diagonal pairs only: deriveTensorStats sets pairs[t][t] = changed[t].
+    if (into.pairs) {
+      for (const t of changed) for (const u of changed) if (t !== u) into.pairs[t]![u]!++;
+    }
     if (c >= 2 && positive && negative) into.signConflicts++;
   }
 }

@@ -6,6 +6,7 @@ import {
   emptyTensorStats,
   MAGNITUDE_BINS,
   magnitudeBin,
+  PAIRS_MAX_AGENTS,
   ramLambdas,
   sumStats,
   tensorLocalLambdas,
@@ -88,6 +89,34 @@ describe('sumStats', () => {
     expect(total.signConflicts).toBe(1);
     expect(total.magnitude[0]![5]).toBe(4);
     expect(total.oneUlp).toEqual([1, 2]);
+    // pairs: each tensor's diagonal is its changed counts, off-diagonal left at 0 here.
+    expect(total.pairs).toEqual([
+      [4, 0],
+      [0, 11],
+    ]);
+  });
+
+  it('sums pairs only when every tensor has them', () => {
+    const a = withOverlap([
+      [1, 2],
+      [3, 2],
+    ]);
+    a.pairs![0]![1] = 2;
+    a.pairs![1]![0] = 2;
+    const b = withOverlap([
+      [0, 1],
+      [5, 1],
+    ]);
+    b.pairs![0]![1] = 1;
+    b.pairs![1]![0] = 1;
+    expect(sumStats([a, b]).pairs).toEqual([
+      [4, 3],
+      [3, 11],
+    ]);
+    delete b.pairs;
+    expect(sumStats([a, b]).pairs).toBeUndefined();
+    expect(emptyTensorStats('t', 'F32', 1, PAIRS_MAX_AGENTS).pairs).toHaveLength(8);
+    expect(emptyTensorStats('t', 'F32', 1, PAIRS_MAX_AGENTS + 1).pairs).toBeUndefined();
   });
 
   it('rejects statistics of another agent count', () => {

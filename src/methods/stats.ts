@@ -42,7 +42,10 @@ export function magnitudeBin(tau: number): number {
   );
 }
 
-/** All-zero statistics of a tensor, to accumulate windows into. */
+/** Most agents for which the statistics count pairs (the GPU's per-set counters reach 2^8 sets). */
+export const PAIRS_MAX_AGENTS = 8;
+
+/** All-zero statistics of a tensor, to accumulate windows into (with pairs for N ≤ PAIRS_MAX_AGENTS). */
 export function emptyTensorStats(
   name: string,
   dtype: FloatDtype,
@@ -62,13 +65,15 @@ export function emptyTensorStats(
     signConflicts: 0,
     magnitude: perAgent(MAGNITUDE_BINS.length),
     oneUlp: new Array<number>(agents).fill(0),
+    ...(agents <= PAIRS_MAX_AGENTS ? { pairs: perAgent(agents) } : {}),
   };
 }
 
-/** Fills the derived fields (changed, unique) from overlap. */
+/** Fills the derived fields (changed, unique, the pairs' diagonal) from overlap. */
 export function deriveTensorStats(stats: TensorStats): TensorStats {
   stats.changed = stats.overlap.map((row) => row.reduce((a, b) => a + b, 0));
   stats.unique = stats.overlap.map((row) => row[0] ?? 0);
+  stats.pairs?.forEach((row, t) => (row[t] = stats.changed[t] ?? 0));
   return stats;
 }
 
@@ -88,6 +93,8 @@ export interface ModelStats {
   signConflicts: number;
   magnitude: number[][];
   oneUlp: number[];
+  /** pairs[t][u]: elements changed by both t and u; present when every tensor's statistics have them. */
+  pairs?: number[][];
 }
 
 /** Sums per-tensor integer statistics (integers first; ratios only at the end). */
@@ -110,6 +117,8 @@ export function sumStats(
     magnitude: Array.from({ length: agents }, () => zeros(MAGNITUDE_BINS.length)),
     oneUlp: zeros(agents),
   };
+  const pairs = tensors.every((s) => s.pairs) && agents <= PAIRS_MAX_AGENTS;
+  if (pairs) total.pairs = Array.from({ length: agents }, () => zeros(agents));
   const add = (into: number[], from: readonly number[]): void => {
     if (from.length !== into.length) throw new RangeError(`statistics for ${agents} agents expected`);
     for (let i = 0; i < into.length; i++) into[i]! += from[i]!;
@@ -122,6 +131,7 @@ export function sumStats(
     for (let t = 0; t < agents; t++) {
       add(total.overlap[t]!, s.overlap[t] ?? []);
       add(total.magnitude[t]!, s.magnitude[t] ?? []);
+      if (total.pairs) add(total.pairs[t]!, s.pairs?.[t] ?? []);
     }
   }
   for (let t = 0; t < agents; t++) {

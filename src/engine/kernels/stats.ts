@@ -3,7 +3,7 @@
 
 import type { FloatDtype } from '../../format/dtype.ts';
 import source from '../../../shaders/stats.wgsl?raw';
-import { MAGNITUDE_BINS } from '../../methods/stats.ts';
+import { MAGNITUDE_BINS, PAIRS_MAX_AGENTS } from '../../methods/stats.ts';
 import type { TensorStats } from '../types.ts';
 import { createKernel, DTYPE_CODE, type Kernel, type KernelSpec } from './kernel.ts';
 import { WINDOW_SOURCES } from './sources.ts';
@@ -24,6 +24,8 @@ export interface StatsLayout {
   sign: number;
   magnitude: number;
   ulp: number;
+  /** pairs[t][u] for t < u at pairs + t·N + u (an N×N region, only for N ≤ PAIRS_MAX_AGENTS). */
+  pairs: number;
   /** Number of u32 counters. */
   count: number;
 }
@@ -34,7 +36,9 @@ export function statsLayout(agents: number): StatsLayout {
   const sign = overlap + agents * agents;
   const magnitude = sign + 1;
   const ulp = magnitude + agents * MAGNITUDE_BINS.length;
-  return { overlap, sign, magnitude, ulp, count: ulp + agents };
+  const pairs = ulp + agents;
+  const count = pairs + (agents <= PAIRS_MAX_AGENTS ? agents * agents : 0);
+  return { overlap, sign, magnitude, ulp, pairs, count };
 }
 
 /** Adds one window's counters into `stats`; counts[0] is the window's remainder. */
@@ -55,6 +59,15 @@ export function addStatsCounters(stats: TensorStats, counters: Uint32Array, wind
     stats.oneUlp[t]! += counters[layout.ulp + t]!;
   }
   stats.signConflicts += counters[layout.sign]!;
+  // The shader counts each pair once (t < u); the diagonal is left to deriveTensorStats.
+  const pairs = stats.pairs;
+  if (!pairs) return;
+  for (let t = 0; t < n; t++)
+    for (let u = t + 1; u < n; u++) {
+      const both = counters[layout.pairs + t * n + u]!;
+      pairs[t]![u]! += both;
+      pairs[u]![t]! += both;
+    }
 }
 
 export function createStatsKernel(device: GPUDevice, inDtype: FloatDtype, agents: number): Promise<Kernel> {

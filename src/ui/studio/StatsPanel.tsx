@@ -516,8 +516,8 @@ function OverlapCharts({ analysis, labels }: { analysis: AnalysisResult; labels:
           </table>
         ) : (
           <p className="muted" data-testid="pairwise-unavailable">
-            The statistics count, per agent, how many others changed the same element, not which ones; that
-            fixes the pairs only for up to 3 agents.
+            Pairs are counted for up to 8 agents; beyond that the statistics count, per agent, how many others
+            changed the same element, not which ones.
           </p>
         )}
         {suspects.some(Boolean) && (

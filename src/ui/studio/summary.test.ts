@@ -99,6 +99,9 @@ describe('statistics views of the demo set', async () => {
     expect(pairs[1]![2]).toBe(7588);
     expect(pairs[0]![2]).toBe(3022);
     expect(pairs[1]![1]).toBe(18806);
+    // The counted pairs agree with the derivation from the counts, which N = 3 allows.
+    expect(analysis.totals.pairs).toBeDefined();
+    expect(pairwiseOverlap({ ...analysis.totals, pairs: undefined })).toEqual(pairs);
   });
 
   it('has the sign-conflict rate of the shared elements and no re-save suspects', () => {
@@ -108,8 +111,20 @@ describe('statistics views of the demo set', async () => {
 });
 
 describe('pairwiseOverlap', () => {
-  it('is null beyond three agents, where the counts do not fix the pairs', () => {
+  it('without counted pairs is null beyond three agents, where the counts do not fix them', () => {
     expect(pairwiseOverlap({ agents: 4, overlap: [], counts: [], changed: [] })).toBeNull();
+  });
+
+  it('uses the counted pairs when present, for any number of agents', () => {
+    const pairs = [
+      [3, 1, 0, 2],
+      [1, 2, 1, 0],
+      [0, 1, 1, 0],
+      [2, 0, 0, 2],
+    ];
+    const got = pairwiseOverlap({ agents: 4, overlap: [], counts: [], changed: [3, 2, 1, 2], pairs });
+    expect(got).toEqual(pairs);
+    expect(got).not.toBe(pairs);
   });
 
   it('for two agents is the elements changed by both', () => {

@@ -1,7 +1,7 @@
 // Views of the statistics pass for the charts: tensors grouped into layers and module types (integer
-// counts summed first, so the groups add up to the model), pairwise overlaps where the counts
-// determine them, sign conflict rates, the |τ| magnitude histogram, the tensor table's filter and
-// what a RAM-family merge does with the elements.
+// counts summed first, so the groups add up to the model), pairwise overlaps (counted, or derived
+// where the counts determine them), sign conflict rates, the |τ| magnitude histogram, the tensor
+// table's filter and what a RAM-family merge does with the elements.
 import type { TensorStats } from '../../engine/types.ts';
 import { dtypeBits, type FloatDtype } from '../../format/dtype.ts';
 import { MAGNITUDE_BINS, magnitudeBin, sumStats, type ModelStats } from '../../methods/stats.ts';
@@ -51,14 +51,17 @@ export function signConflictRate(stats: Pick<ModelStats, 'counts' | 'signConflic
 }
 
 /**
- * |changed by a ∩ changed by b| for every pair, or null: per-agent "exactly k others" counts fix the
- * pairs only for N ≤ 3 (N = 3: each agent's k = 1 count is the sum of its two exactly-two pairs).
+ * |changed by a ∩ changed by b| for every pair, or null: the counted pairs when the statistics have
+ * them (N ≤ 8), else derived from the per-agent "exactly k others" counts, which fix the pairs only
+ * for N ≤ 3 (N = 3: each agent's k = 1 count is the sum of its two exactly-two pairs).
  */
 export function pairwiseOverlap(
-  stats: Pick<ModelStats, 'agents' | 'overlap' | 'counts' | 'changed'>,
+  stats: Pick<ModelStats, 'agents' | 'overlap' | 'counts' | 'changed' | 'pairs'>,
 ): number[][] | null {
   const n = stats.agents;
-  if (n < 2 || n > 3) return null;
+  if (n < 2) return null;
+  if (stats.pairs) return stats.pairs.map((row) => [...row]);
+  if (n > 3) return null;
   const matrix = Array.from({ length: n }, (_, a) =>
     Array.from({ length: n }, (_, b) => (a === b ? (stats.changed[a] ?? 0) : 0)),
   );
