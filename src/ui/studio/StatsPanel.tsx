@@ -123,6 +123,76 @@ interface DrillProps {
   onFilter(filter: TensorFilter): void;
 }
 
+/** The two charts drawn per grouping (layer or module type): % changed per agent, and unique vs shared. */
+function ChangeCharts({
+  groupKey,
+  noun,
+  testIds,
+  changedRows,
+  splitRows,
+  labels,
+  onSelect,
+}: {
+  groupKey: 'layer' | 'module';
+  noun: string;
+  testIds: [string, string];
+  changedRows: Record<string, string | number>[];
+  splitRows: Record<string, string | number>[];
+  labels: string[];
+  onSelect: (key: string | null) => void;
+}) {
+  const title = noun === 'layer' ? 'layer' : 'type';
+  return (
+    <>
+      <Chart title={`Changed elements per ${noun} (% of the ${title})`} testId={testIds[0]}>
+        <BarChart data={changedRows}>
+          <CartesianGrid strokeDasharray="3 3" />
+          <XAxis dataKey={groupKey} />
+          <YAxis unit="%" />
+          <Tooltip formatter={(value) => `${String(value)}%`} />
+          <Legend />
+          {labels.map((label, t) => (
+            <Bar
+              key={label}
+              dataKey={label}
+              fill={agentColor(t)}
+              isAnimationActive={false}
+              cursor="pointer"
+              onClick={(entry) => onSelect(clickedKey(entry, groupKey))}
+            />
+          ))}
+        </BarChart>
+      </Chart>
+      <Chart title={`Unique vs shared changes per ${noun} (elements)`} testId={testIds[1]}>
+        <BarChart data={splitRows}>
+          <CartesianGrid strokeDasharray="3 3" />
+          <XAxis dataKey={groupKey} />
+          <YAxis tickFormatter={countTooltip} width={64} />
+          <Tooltip formatter={countTooltip} />
+          <Legend />
+          {labels.flatMap((label, t) => [
+            <Bar
+              key={`${label}-u`}
+              dataKey={`${label} unique`}
+              stackId={label}
+              fill={agentColor(t)}
+              isAnimationActive={false}
+            />,
+            <Bar
+              key={`${label}-s`}
+              dataKey={`${label} shared`}
+              stackId={label}
+              fill={agentColor(t)}
+              fillOpacity={0.4}
+              isAnimationActive={false}
+            />,
+          ])}
+        </BarChart>
+      </Chart>
+    </>
+  );
+}
+
 function LayerCharts({
   analysis,
   labels,
@@ -157,51 +227,15 @@ function LayerCharts({
   return (
     <>
       <div className="studio-charts">
-        <Chart title="Changed elements per layer (% of the layer)" testId="chart-changed">
-          <BarChart data={changedRows}>
-            <CartesianGrid strokeDasharray="3 3" />
-            <XAxis dataKey="layer" />
-            <YAxis unit="%" />
-            <Tooltip formatter={(value) => `${String(value)}%`} />
-            <Legend />
-            {labels.map((label, t) => (
-              <Bar
-                key={label}
-                dataKey={label}
-                fill={agentColor(t)}
-                isAnimationActive={false}
-                cursor="pointer"
-                onClick={(entry) => selectLayer(clickedKey(entry, 'layer'))}
-              />
-            ))}
-          </BarChart>
-        </Chart>
-        <Chart title="Unique vs shared changes per layer (elements)" testId="chart-unique-shared">
-          <BarChart data={splitRows}>
-            <CartesianGrid strokeDasharray="3 3" />
-            <XAxis dataKey="layer" />
-            <YAxis tickFormatter={countTooltip} width={64} />
-            <Tooltip formatter={countTooltip} />
-            <Legend />
-            {labels.flatMap((label, t) => [
-              <Bar
-                key={`${label}-u`}
-                dataKey={`${label} unique`}
-                stackId={label}
-                fill={agentColor(t)}
-                isAnimationActive={false}
-              />,
-              <Bar
-                key={`${label}-s`}
-                dataKey={`${label} shared`}
-                stackId={label}
-                fill={agentColor(t)}
-                fillOpacity={0.4}
-                isAnimationActive={false}
-              />,
-            ])}
-          </BarChart>
-        </Chart>
+        <ChangeCharts
+          groupKey="layer"
+          noun="layer"
+          testIds={['chart-changed', 'chart-unique-shared']}
+          changedRows={changedRows}
+          splitRows={splitRows}
+          labels={labels}
+          onSelect={selectLayer}
+        />
         <Chart title="Sign conflicts per layer (% of shared elements)" testId="chart-sign-conflicts">
           <BarChart data={conflictRows}>
             <CartesianGrid strokeDasharray="3 3" />
@@ -318,51 +352,15 @@ function ModuleViews({
   return (
     <>
       <div className="studio-charts">
-        <Chart title="Changed elements per module type (% of the type)" testId="chart-module-changed">
-          <BarChart data={changedRows}>
-            <CartesianGrid strokeDasharray="3 3" />
-            <XAxis dataKey="module" />
-            <YAxis unit="%" />
-            <Tooltip formatter={(value) => `${String(value)}%`} />
-            <Legend />
-            {labels.map((label, t) => (
-              <Bar
-                key={label}
-                dataKey={label}
-                fill={agentColor(t)}
-                isAnimationActive={false}
-                cursor="pointer"
-                onClick={(entry) => selectModule(clickedKey(entry, 'module'))}
-              />
-            ))}
-          </BarChart>
-        </Chart>
-        <Chart title="Unique vs shared changes per module type (elements)" testId="chart-module-split">
-          <BarChart data={splitRows}>
-            <CartesianGrid strokeDasharray="3 3" />
-            <XAxis dataKey="module" />
-            <YAxis tickFormatter={countTooltip} width={64} />
-            <Tooltip formatter={countTooltip} />
-            <Legend />
-            {labels.flatMap((label, t) => [
-              <Bar
-                key={`${label}-u`}
-                dataKey={`${label} unique`}
-                stackId={label}
-                fill={agentColor(t)}
-                isAnimationActive={false}
-              />,
-              <Bar
-                key={`${label}-s`}
-                dataKey={`${label} shared`}
-                stackId={label}
-                fill={agentColor(t)}
-                fillOpacity={0.4}
-                isAnimationActive={false}
-              />,
-            ])}
-          </BarChart>
-        </Chart>
+        <ChangeCharts
+          groupKey="module"
+          noun="module type"
+          testIds={['chart-module-changed', 'chart-module-split']}
+          changedRows={changedRows}
+          splitRows={splitRows}
+          labels={labels}
+          onSelect={selectModule}
+        />
       </div>
       <div className="studio-scroll">
         <table className="studio-table" data-testid="module-table">
