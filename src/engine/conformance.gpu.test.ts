@@ -9,7 +9,7 @@ import { defaultParams } from '../methods/defaults.ts';
 import { ulpOf } from '../methods/float32.ts';
 import { referenceMerge, referenceStats, type TensorValues } from '../methods/reference.ts';
 import { ramLambdas, sumStats } from '../methods/stats.ts';
-import { randomTensor, tensorInput } from '../methods/test-tensors.ts';
+import { randomTensor, tensorInput, testParams } from '../methods/test-tensors.ts';
 import { METHODS, type MethodName, type MethodParams } from '../methods/types.ts';
 import { GpuDeviceError } from './device.ts';
 import { EngineTensorError } from './errors.ts';
@@ -53,16 +53,7 @@ const CONFIGS: Config[] = [
 
 const LAMBDAS = [1.1, 1.2, 1.05, 1.15];
 
-function paramsFor(method: MethodName, agents: number): MethodParams {
-  // Dyadic weights keep w·τ exact on grid values, so exact vote ties stay exact under FMA contraction.
-  return {
-    ...defaultParams(method, agents),
-    weights: [0.75, 1.25, 1, 0.5].slice(0, agents),
-    density: [0.3, 0.5, 0.9, 0.25].slice(0, agents),
-    lambda: 0.9,
-    seed: 4242,
-  };
-}
+const paramsFor = (method: MethodName, agents: number): MethodParams => testParams(method, agents, 4242);
 
 async function run(
   engine: MergeEngine,

@@ -4,18 +4,10 @@ import { EngineTensorError } from '../engine/errors.ts';
 import { createCpuEngine } from './cpu-engine.ts';
 import { defaultParams } from './defaults.ts';
 import { referenceMerge, referenceStats } from './reference.ts';
-import { randomTensor } from './test-tensors.ts';
-import { METHODS, type MethodParams } from './types.ts';
+import { randomTensor, testParams } from './test-tensors.ts';
+import { METHODS, type MethodName, type MethodParams } from './types.ts';
 
-function paramsFor(method: MethodParams['method'], agents: number): MethodParams {
-  return {
-    ...defaultParams(method, agents),
-    weights: [0.75, 1.25, 1, 0.5].slice(0, agents),
-    density: [0.3, 0.5, 0.9, 0.25].slice(0, agents),
-    lambda: 0.9,
-    seed: 1234,
-  };
-}
+const paramsFor = (method: MethodName, agents: number): MethodParams => testParams(method, agents, 1234);
 
 async function collect(run: (emit: (b: Uint8Array) => Promise<void>) => Promise<void>): Promise<Uint8Array> {
   const parts: Uint8Array[] = [];

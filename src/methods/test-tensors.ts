@@ -5,6 +5,8 @@
 import { decodeFloats, dtypeBits, encodeFloats, type FloatDtype } from '../format/dtype.ts';
 import type { TensorInput } from '../engine/types.ts';
 import type { TensorValues } from './reference.ts';
+import { defaultParams } from './defaults.ts';
+import type { MethodName, MethodParams } from './types.ts';
 
 /** mulberry32: a small seeded PRNG, uniform in [0, 1). */
 export function seededRandom(seed: number): () => number {
@@ -94,5 +96,19 @@ export function randomTensor(spec: TestTensorSpec): TestTensor {
     values: { name: spec.name, dtype: spec.dtype, base: decoded[0]!, agents: decoded.slice(1) },
     bytes,
     input: tensorInput(spec.name, spec.dtype, bytes),
+  };
+}
+
+/**
+ * Non-default parameters for the engine-versus-reference tables. Dyadic weights keep w·τ exact on
+ * grid values, so exact vote ties stay exact under FMA contraction.
+ */
+export function testParams(method: MethodName, agents: number, seed: number): MethodParams {
+  return {
+    ...defaultParams(method, agents),
+    weights: [0.75, 1.25, 1, 0.5].slice(0, agents),
+    density: [0.3, 0.5, 0.9, 0.25].slice(0, agents),
+    lambda: 0.9,
+    seed,
   };
 }
