@@ -2,7 +2,8 @@
 // production build made in 'e2e' mode (which adds the window test API) and served by `vite preview`.
 import { defineConfig } from '@playwright/test';
 
-const PORT = 5199;
+// E2E_PORT lets several checkouts on one machine run their suites side by side.
+const PORT = Number(process.env.E2E_PORT ?? 5199);
 const BASE_URL = `http://127.0.0.1:${PORT}`;
 // Outside Playwright's outputDir, which it empties before the web server starts.
 const BUILD_DIR = 'test-results/e2e-build';
