@@ -6,8 +6,8 @@ import { nodeFolder } from '../io/node.ts';
 import { defaultParams, isMethod, validateParams } from '../methods/defaults.ts';
 import { parseMergekitYaml, type Recipe } from '../methods/recipe.ts';
 import { METHODS, type MethodParams } from '../methods/types.ts';
-import { ramLambdas } from '../methods/stats.ts';
-import { analyzeModels, mergeModels, type AnalysisResult } from '../engine/driver.ts';
+import { analyzeModels, mergeModels } from '../engine/driver.ts';
+import { statsJson } from '../engine/stats-json.ts';
 import type { MergeEngine } from '../engine/types.ts';
 import { DTYPE_FLAGS, emptyOrMissing, loadModel, num, perAgent, UsageError, type Values } from './args.ts';
 import { ProgressPrinter } from './progress.ts';
@@ -31,31 +31,6 @@ async function makeEngine(
     adapterDescription: description,
     maxWindowElements: windowElements,
   });
-}
-
-function statsJson(analysis: AnalysisResult, paths: string[], r: number, alpha: number): unknown {
-  const lambdas = ramLambdas(analysis.totals, 'ramplus', r, alpha);
-  return {
-    epsilon: analysis.epsilon,
-    models: paths.map((path, t) => ({
-      path,
-      changed: analysis.totals.changed[t],
-      unique: analysis.totals.unique[t],
-      shared: analysis.totals.shared[t],
-      overlap: analysis.totals.overlap[t],
-      rho: Number.isFinite(analysis.totals.rho[t]) ? analysis.totals.rho[t] : null,
-      lambda: lambdas[t],
-    })),
-    tensors: analysis.tensors.map((t) => ({
-      name: t.name,
-      dtype: t.dtype,
-      numel: t.numel,
-      counts: t.counts,
-      changed: t.changed,
-      unique: t.unique,
-      signConflicts: t.signConflicts,
-    })),
-  };
 }
 
 interface Inputs {
