@@ -204,7 +204,7 @@ class GpuEngine implements MergeEngine {
       ...(dare
         ? {
             keepBelow: dareKeepBelow(params.density[t]!),
-            invDensity: Math.fround(dareScale(params.density[t]!)),
+            invDensity: Math.fround(params.dareScales?.[t] ?? dareScale(params.density[t]!)),
           }
         : {}),
     }));
