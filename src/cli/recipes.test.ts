@@ -76,7 +76,7 @@ interface Exported {
 const exported = async (out: string) =>
   parse(await readFile(join(out, 'mergekit_config.yml'), 'utf8')) as Exported;
 
-describe('mergekit example recipes run through merge --config with no edit', () => {
+describe('mergekit example recipes run through merge --config with no edit', { timeout: 60_000 }, () => {
   it('ties.yml: gradients and a filter, int8_mask and dtype float16 accepted with notes', async () => {
     const out = join(dir, 'out-ties');
     const result = await runExample('ties.yml', out);
