@@ -537,8 +537,9 @@ function modelCard(input: {
     `${input.merged} tensors merged, ${input.copied} copied from the base byte for byte.` +
       (outDtype ? ` Output dtype: ${dtypeToYaml(outDtype)}.` : '') +
       ' Merged values are computed in float32.',
-    ...(job.recipe?.notes ?? []).map((note) => `- ${note}`),
   ];
+  const notes = job.recipe?.notes ?? [];
+  if (notes.length) lines.push('', ...notes.map((note) => `- ${note}`));
   if (p.method === 'dare_linear' || p.method === 'dare_ties')
     lines.push(
       '',
