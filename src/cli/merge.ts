@@ -6,7 +6,7 @@ import { nodeFolder } from '../io/node.ts';
 import { defaultParams, isMethod, validateParams } from '../methods/defaults.ts';
 import { RecipeError, shorten, type Recipe } from '../methods/recipe.ts';
 import { recipeResolver } from '../methods/resolve.ts';
-import { METHODS, type MethodParams } from '../methods/types.ts';
+import { METHODS, type DareRescale, type MethodParams } from '../methods/types.ts';
 import { analyzeModels, mergeModels } from '../engine/driver.ts';
 import { statsJson } from '../engine/stats-json.ts';
 import type { MergeEngine } from '../engine/types.ts';
@@ -112,7 +112,13 @@ function recipeFromFlags(values: Values, agents: number): MethodParams {
     weights: perAgent(values.weight, 'weight', agents, d.weights),
     normalize: values.normalize ? true : values['no-normalize'] ? false : d.normalize,
     seed: num(values.seed, 'seed') ?? d.seed,
+    ...(values.rescale === undefined ? {} : { rescale: rescaleFlag(values.rescale) }),
   };
+}
+
+function rescaleFlag(value: string): DareRescale {
+  if (value === 'density' || value === 'l1' || value === 'none') return value;
+  throw new UsageError(`--rescale must be density, l1 or none, not ${value}`);
 }
 
 export async function merge(values: Values): Promise<void> {

@@ -169,6 +169,19 @@ describe('mergekit example recipes run through merge --config with no edit', { t
     expect(await readdir(`${out}.stages`).catch(() => [])).toEqual([]);
   });
 
+  it('--rescale picks DARE’s rule on the command line, and the card and recipe record it', async () => {
+    const out = join(dir, 'out-flag');
+    const models = ['agent-0', 'agent-1'].flatMap((m) => ['--model', join(dir, m)]);
+    const args = ['merge', '--base', join(dir, 'base'), ...models, '--method', 'dare_linear', '--cpu'];
+    const result = await runCli([...args, '--density', '0.5', '--rescale', 'l1', '--out', out]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(await readFile(join(out, 'README.md'), 'utf8')).toMatch(/DARE rescale rule: l1/);
+    expect((await exported(out)).parameters.rescale).toBe(true);
+    const bad = await runCli([...args, '--rescale', 'l2', '--out', join(dir, 'out-flag-bad')]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--rescale must be density, l1 or none, not l2');
+  });
+
   it('a range error names the recipe, the model and the field, with no usage text', async () => {
     const recipe = join(dir, 'bad.yml');
     await writeFile(
@@ -180,6 +193,6 @@ describe('mergekit example recipes run through merge --config with no edit', { t
     expect(result.stderr).toContain(
       `${recipe}: models[0] (${join(dir, 'agent-0')}) density: 0 is outside (0, 1]`,
     );
-    expect(result.stderr).not.toContain('Usage');
+    expect(result.stderr).not.toContain('merge-studio inspect PATH');
   });
 });

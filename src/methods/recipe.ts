@@ -435,7 +435,7 @@ export function parseMergekitRecipes(text: string, file: string): Recipe[] {
     if (error) throw new RecipeError(`${where}: not valid YAML: ${shorten(error.message, 300)}`);
     let value: unknown;
     try {
-      value = doc.toJS({ maxAliasCount: 1000 });
+      value = doc.toJS();
     } catch (e) {
       throw new RecipeError(`${where}: ${shorten((e as Error).message, 300)}`);
     }
