@@ -124,7 +124,6 @@ describe('mergekit example recipes run through merge --config with no edit', { t
     expect(yaml.parameters).toEqual({ lambda: 1, normalize: false, rescale: true });
     const card = await readFile(join(out, 'README.md'), 'utf8');
     expect(card).toMatch(/DARE rescale rule: l1/);
-    expect(card).toMatch(/DARE rescale factors per tensor and agent/);
   });
 
   it('ram.yml and ramplus_tl.yml', async () => {

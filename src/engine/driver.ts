@@ -353,7 +353,7 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
             const before = meter.bytesDone;
             await withTensorName(spec.name, async () => {
               const input = tensorInput(models, spec.name);
-              const tensorParams = await paramsForTensor(params, job.perTensor, input, signal);
+              const tensorParams = paramsForTensor(params, job.perTensor, spec.name);
               used.set(spec.name, tensorParams);
               await engine.merge(input, {
                 params: tensorParams,
@@ -464,10 +464,9 @@ function recipeOf(job: MergeJob, outDtype: FloatDtype | undefined): Recipe {
     : { base: job.baseLabel, models: job.agentLabels, params: job.params, outDtype, labels: true };
 }
 
-/** What varied per tensor (gradients, filters, DARE's L1 factors), grouped so the card stays short. */
+/** What varied per tensor (gradients, filters), grouped so the card stays short. */
 function perTensorLines(used: Map<string, MethodParams>, labels: string[]): string[] {
   const groups = new Map<string, string[]>();
-  let scales: { min: number; max: number } | undefined;
   for (const [name, p] of used) {
     const key = JSON.stringify({
       weight: p.weights,
@@ -476,8 +475,6 @@ function perTensorLines(used: Map<string, MethodParams>, labels: string[]): stri
       epsilon: p.epsilon,
     });
     groups.set(key, [...(groups.get(key) ?? []), name]);
-    for (const scale of p.dareScales ?? [])
-      scales = { min: Math.min(scales?.min ?? scale, scale), max: Math.max(scales?.max ?? scale, scale) };
   }
   const lines: string[] = [];
   if (groups.size > 1) {
@@ -492,11 +489,6 @@ function perTensorLines(used: Map<string, MethodParams>, labels: string[]): stri
       );
     }
   }
-  if (scales)
-    lines.push(
-      '',
-      `DARE rescale factors per tensor and agent (from the rescale rule): ${scales.min.toPrecision(6)} to ${scales.max.toPrecision(6)}.`,
-    );
   return lines;
 }
 

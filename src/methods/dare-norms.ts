@@ -1,6 +1,6 @@
 // DARE's rescale factors per tensor: mergekit's rule (`rescale: true`) scales each agent's masked task
 // vector so that its L1 norm equals the unmasked one, which needs both norms of the whole tensor
-// before the first merged value. This is that pre-pass, streamed in windows like every other pass.
+// before the first merged value: a pre-pass, streamed in windows (on the GPU: shaders/dare_norms.wgsl).
 
 import { decodeFloats, dtypeBits } from '../format/dtype.ts';
 import { throwIfAborted } from '../engine/errors.ts';
@@ -55,21 +55,30 @@ export function l1Scales(norms: DareNorms): number[] {
 }
 
 /**
- * The per-agent factors a DARE merge of this tensor uses when its rule is not 1/density: one pass for
- * `l1` (skipped when every density is ≥ 1: nothing is dropped, so the factor is 1), none for `none`.
- * Undefined for the `density` rule and for methods that are not DARE.
+ * Where a DARE merge of one tensor gets its per-agent factors: `undefined` for 1/density (from density
+ * alone, in the kernels) and for methods that are not DARE; the factors themselves where they are
+ * known without reading the tensor; `pass` when the L1 rule needs the norms pre-pass.
  */
+export function dareScalePlan(params: MethodParams): number[] | 'pass' | undefined {
+  if (params.method !== 'dare_linear' && params.method !== 'dare_ties') return undefined;
+  if (params.dareScales) return params.dareScales;
+  const ones = params.density.map(() => 1);
+  if (params.rescale === 'none') return ones;
+  if (params.rescale !== 'l1') return undefined;
+  // Nothing is dropped: both norms are equal, and mergekit returns the tensor as it is.
+  return params.density.every((d) => d >= 1) ? ones : 'pass';
+}
+
+/** The CPU side of the pre-pass: the factors of `dareScalePlan`, reading the tensor in windows. */
 export async function dareScalesFor(
   input: TensorInput,
   params: MethodParams,
   signal?: AbortSignal,
   windowElements = 1 << 20,
 ): Promise<number[] | undefined> {
-  if (params.method !== 'dare_linear' && params.method !== 'dare_ties') return undefined;
+  const plan = dareScalePlan(params);
+  if (plan !== 'pass') return plan;
   const agents = params.density.length;
-  if (params.rescale === 'none') return new Array<number>(agents).fill(1);
-  if (params.rescale !== 'l1') return undefined;
-  if (params.density.every((d) => d >= 1)) return new Array<number>(agents).fill(1);
   const norms = emptyDareNorms(agents);
   const bytes = dtypeBits(input.dtype) / 8;
   for (let start = 0; start < input.numel; start += windowElements) {

@@ -1,8 +1,6 @@
 // The parameters of each tensor: a recipe's gradients (a list per parameter, interpolated over the
 // layers) and filters (values for tensors whose name contains a text) resolved as mergekit resolves
-// them (`config.py` evaluate_setting, `plan.py` layer positions), and DARE's per-tensor rescale.
-import type { TensorInput } from '../engine/types.ts';
-import { dareScalesFor } from './dare-norms.ts';
+// them (`config.py` evaluate_setting, `plan.py` layer positions).
 import { PER_MODEL, RecipeError, shorten, type Recipe, type Scalar, type Setting } from './recipe.ts';
 import type { MethodParams } from './types.ts';
 
@@ -101,14 +99,11 @@ export function recipeResolver(
   return (name) => resolved.get(name) ?? recipe.params;
 }
 
-/** The parameters the engine gets for one tensor: per-tensor settings, then DARE's rescale factors. */
-export async function paramsForTensor(
+/** The parameters the engine gets for one tensor (the engine adds DARE's per-tensor rescale factors). */
+export function paramsForTensor(
   params: MethodParams,
   perTensor: ((name: string) => MethodParams) | undefined,
-  input: TensorInput,
-  signal?: AbortSignal,
-): Promise<MethodParams> {
-  const own = perTensor?.(input.name) ?? params;
-  const dareScales = await dareScalesFor(input, own, signal);
-  return dareScales ? { ...own, dareScales } : own;
+  name: string,
+): MethodParams {
+  return perTensor?.(name) ?? params;
 }
