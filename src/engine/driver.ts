@@ -528,7 +528,9 @@ function modelCard(input: {
     '',
     `${input.merged} tensors merged, ${input.copied} copied from the base byte for byte.` +
       (outDtype ? ` Output dtype: ${dtypeToYaml(outDtype)}.` : '') +
-      ' Merged values are computed in float32.',
+      (job.engine.kind === 'gpu'
+        ? ' Merged values are computed in float32.'
+        : ' Merged values are computed in float64 (CPU reference).'),
   ];
   const notes = job.recipe?.notes ?? [];
   if (notes.length) lines.push('', ...notes.map((note) => `- ${note}`));

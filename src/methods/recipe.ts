@@ -153,7 +153,7 @@ export function toMergekitYaml(recipe: Recipe): string {
   );
   doc.dtype = 'float32';
   if (recipe.outDtype) doc.out_dtype = dtypeToYaml(recipe.outDtype);
-  const notes = ['Written by merge-studio. Merged values are computed in float32 (dtype below).'];
+  const notes = ['Written by merge-studio, which computes in float32 (GPU) or float64 (CPU): dtype float32.'];
   if (recipe.labels)
     notes.push(
       'The model names are the studio’s labels (file or folder names): replace each with its local path ' +
