@@ -21,6 +21,7 @@ export const OPTIONS = {
   density: { type: 'string', multiple: true },
   weight: { type: 'string', multiple: true },
   seed: { type: 'string' },
+  rescale: { type: 'string' },
   normalize: { type: 'boolean' },
   'no-normalize': { type: 'boolean' },
   dtype: { type: 'string' },

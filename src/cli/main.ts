@@ -12,13 +12,17 @@ export const USAGE = `merge-studio: merge RL-trained agent checkpoints that shar
                        --json OUT.json [--cpu]
   merge-studio merge --base PATH --model PATH [--model PATH ...] --method NAME
                      [--epsilon E] [--r R] [--alpha A] [--lambda L] [--density D ...] [--weight W ...]
-                     [--seed S] [--normalize|--no-normalize] [--dtype bf16|f16|f32] [--shard-size BYTES]
-                     --out DIR [--stats OUT.json] [--cpu]
+                     [--seed S] [--rescale density|l1|none] [--normalize|--no-normalize]
+                     [--dtype bf16|f16|f32] [--shard-size BYTES] --out DIR [--stats OUT.json] [--cpu]
   merge-studio merge --config RECIPE.yaml --out DIR [--cpu]
   merge-studio arena MODEL_PATH [--json OUT.json] [--episodes N]
 
 PATH is a .safetensors file or a model folder (single or sharded). Methods: ${METHODS.join(', ')}.
 --weight and --density are given once per --model, in order (or once, for all).
+--rescale: DARE's kept entries × 1/density (default), or each agent's L1 norm per tensor kept (l1,
+  mergekit's rule), or as they are (none).
+--config reads mergekit YAML with mergekit's meaning (its defaults, gradients, filters); a file of
+  several documents runs them in order, each named stage written to DIR.stages/NAME.
 --cpu merges with the CPU reference instead of WebGPU (slow; for machines without any adapter).
 --window-elements N caps the elements per GPU window (default 2^23; smaller uses less memory).`;
 

@@ -1,17 +1,19 @@
 // The analyze and merge commands: models from paths, the engine (WebGPU or --cpu), progress on stderr.
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
 import type { Model } from '../format/model.ts';
 import { nodeFolder } from '../io/node.ts';
 import { defaultParams, isMethod, validateParams } from '../methods/defaults.ts';
-import { parseMergekitYaml, type Recipe } from '../methods/recipe.ts';
-import { METHODS, type MethodParams } from '../methods/types.ts';
+import { RecipeError, shorten, type Recipe } from '../methods/recipe.ts';
+import { recipeResolver } from '../methods/resolve.ts';
+import { METHODS, type DareRescale, type MethodParams } from '../methods/types.ts';
 import { analyzeModels, mergeModels } from '../engine/driver.ts';
 import { statsJson } from '../engine/stats-json.ts';
 import type { MergeEngine } from '../engine/types.ts';
 import { DTYPE_FLAGS, emptyOrMissing, loadModel, num, perAgent, UsageError, type Values } from './args.ts';
 import { ProgressPrinter } from './progress.ts';
 import { formatBytes } from '../format/inspect.ts';
+import { runRecipeFile } from './recipe-run.ts';
 
 // Engines load on demand: `inspect` and `arena` never pay for dawn.node.
 async function makeEngine(
@@ -110,34 +112,54 @@ function recipeFromFlags(values: Values, agents: number): MethodParams {
     weights: perAgent(values.weight, 'weight', agents, d.weights),
     normalize: values.normalize ? true : values['no-normalize'] ? false : d.normalize,
     seed: num(values.seed, 'seed') ?? d.seed,
+    ...(values.rescale === undefined ? {} : { rescale: rescaleFlag(values.rescale) }),
   };
+}
+
+function rescaleFlag(value: string): DareRescale {
+  if (value === 'density' || value === 'l1' || value === 'none') return value;
+  throw new UsageError(`--rescale must be density, l1 or none, not ${value}`);
 }
 
 export async function merge(values: Values): Promise<void> {
   const outDir = values.out;
   if (!outDir) throw new UsageError('merge needs --out DIR');
-  let recipe: Recipe;
   if (values.config) {
     for (const flag of ['base', 'model', 'method'] as const)
       if (values[flag] !== undefined)
         throw new UsageError(`--config already names the models and method; drop --${flag}`);
-    recipe = parseMergekitYaml(await readFile(values.config, 'utf8'), values.config);
-  } else {
-    const agents = values.model?.length ?? 0;
-    recipe = {
-      base: values.base ?? '',
-      models: values.model ?? [],
-      params: recipeFromFlags(values, Math.max(agents, 1)),
-    };
+    await runRecipeFile(values.config, outDir, (recipe, out, file) => runMerge(recipe, out, values, file));
+    return;
   }
+  const agents = values.model?.length ?? 0;
+  const recipe: Recipe = {
+    base: values.base ?? '',
+    models: values.model ?? [],
+    params: recipeFromFlags(values, Math.max(agents, 1)),
+  };
+  if (!recipe.base) throw new UsageError('--base PATH is required');
+  await runMerge(recipe, outDir, values);
+}
+
+/**
+ * One merge into `outDir`. `file` is the recipe file a recipe came from (its gradients and filters are
+ * then resolved per tensor, and its problems are recipe errors); absent for the command-line flags.
+ */
+export async function runMerge(recipe: Recipe, outDir: string, values: Values, file?: string): Promise<void> {
   if (values.dtype !== undefined) {
     const dtype = DTYPE_FLAGS[values.dtype];
     if (!dtype) throw new UsageError(`--dtype must be bf16, f16 or f32, not ${values.dtype}`);
     recipe.outDtype = dtype;
   }
-  const inputs = await loadInputs(recipe.base, recipe.models);
+  // A linear recipe without a base (mergekit's form) takes its layout, config and tokenizer from the first model.
+  const inputs = await loadInputs(recipe.base || recipe.models[0], recipe.models);
   const problems = validateParams(recipe.params, inputs.agents.length);
-  if (problems.length) throw new UsageError(problems.join('; '));
+  if (problems.length) {
+    if (file) throw new RecipeError(`${shorten(file)}: ${problems.join('; ')}`);
+    throw new UsageError(problems.join('; '));
+  }
+  const perTensor = file ? recipeResolver(recipe, [...inputs.base.tensors.keys()], shorten(file)) : undefined;
+  for (const note of recipe.notes ?? []) process.stderr.write(`Note: ${note}\n`);
   const shardBytes = num(values['shard-size'], 'shard-size');
   if (shardBytes !== undefined && !(shardBytes >= 1))
     throw new UsageError('--shard-size must be at least 1 byte');
@@ -158,6 +180,13 @@ export async function merge(values: Values): Promise<void> {
       out: nodeFolder(outDir),
       baseLabel: basename(resolve(inputs.basePath)),
       agentLabels: inputs.modelPaths.map((p) => basename(resolve(p))),
+      // Full paths, so mergekit_config.yml runs as it is (mergekit takes a bare name for a Hub repo).
+      recipe: {
+        ...recipe,
+        base: recipe.base && resolve(recipe.base),
+        models: recipe.models.map((m) => resolve(m)),
+      },
+      perTensor,
       signal: cancellation().signal,
       onProgress: (p) => progress.update(p),
     });

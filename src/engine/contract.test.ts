@@ -10,6 +10,7 @@ import {
 } from '../methods/stats.ts';
 import { RADIX_BINS } from '../methods/select.ts';
 import { CONVERT_KERNEL } from './kernels/convert.ts';
+import { DARE_NORMS_KERNEL, NORM_GROUPS } from './kernels/dare_norms.ts';
 import { kernelSource, type KernelSpec } from './kernels/kernel.ts';
 import { LINEAR_KERNEL } from './kernels/linear.ts';
 import { RAM_KERNEL } from './kernels/ram.ts';
@@ -39,6 +40,7 @@ const KERNELS: KernelSpec[] = [
   TOPK_HIST_KERNEL,
   TOPK_TIES_KERNEL,
   TOPK_SCAN_KERNEL,
+  DARE_NORMS_KERNEL,
 ];
 
 /** Overrides whose initialiser derives them from others: the host never sets them. */
@@ -123,6 +125,10 @@ describe('constants shared by WGSL and TypeScript', () => {
     expect(2 * constant(stats, 'PAIRS')).toBe(STATS_ITEMS);
     expect(2 * constant(kernelSource(TOPK_HIST_KERNEL), 'PAIRS')).toBe(COUNT_ITEMS);
     expect(constant(kernelSource(TOPK_HIST_KERNEL), 'MAX_BINS')).toBe(RADIX_BINS);
+  });
+
+  it('writes NORM_GROUPS partial sums per agent in the DARE norms pass', () => {
+    expect(constant(kernelSource(DARE_NORMS_KERNEL), 'NORM_GROUPS')).toBe(NORM_GROUPS);
   });
 
   it('derives the counter layout like statsLayout', () => {

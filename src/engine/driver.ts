@@ -10,7 +10,8 @@ import { indexJson, planShards } from '../format/sharded.ts';
 import { layoutSafetensors, SafetensorsStreamWriter, type TensorSpec } from '../format/write.ts';
 import type { FolderSink } from '../io/sink.ts';
 import { ramLambdas, sumStats, type ModelStats } from '../methods/stats.ts';
-import { toMergekitYaml, dtypeToYaml } from '../methods/recipe.ts';
+import { toMergekitYaml, dtypeToYaml, TIES_TIE_RULE, type Recipe } from '../methods/recipe.ts';
+import { paramsForTensor } from '../methods/resolve.ts';
 import type { MethodParams } from '../methods/types.ts';
 import { Sha256 } from './sha256.ts';
 import type { MergeEngine, TensorInput, TensorStats } from './types.ts';
@@ -206,6 +207,10 @@ export interface MergeJob extends ModelsInput {
   agentLabels: string[];
   /** Statistics from an earlier pass with the same ε (the studio caches them); computed when needed and absent. */
   analysis?: AnalysisResult;
+  /** The recipe with the inputs' paths, for mergekit_config.yml and the card; absent: labels and `params`. */
+  recipe?: Recipe;
+  /** Per-tensor parameters (a recipe's gradients and filters); absent: `params` for every tensor. */
+  perTensor?: (name: string) => MethodParams;
 }
 
 export interface WrittenFile {
@@ -308,6 +313,7 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
   const meter = new ProgressMeter('merge', specs.length, inputBytes, job.onProgress);
   const written: WrittenFile[] = [];
   const outDtype = job.outDtype ?? dominantDtype(merged);
+  const used = new Map<string, MethodParams>();
 
   try {
     // Companion files first: a folder whose weights (or index) are missing never looks complete.
@@ -321,8 +327,7 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
       .filter(isCompanionFile)
       .sort())
       await copyFile(out, base, file, written);
-    const yaml = toMergekitYaml({ base: job.baseLabel, models: job.agentLabels, params, outDtype });
-    await writeText(out, 'mergekit_config.yml', yaml, written);
+    await writeText(out, 'mergekit_config.yml', toMergekitYaml(recipeOf(job, outDtype)), written);
 
     const shardFiles: WrittenFile[] = [];
     for (const shard of plan.shards) {
@@ -346,9 +351,12 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
           const emit = (bytes: Uint8Array) => writer.writeTensorBytes(spec.name, bytes);
           if (mergedNames.has(spec.name)) {
             const before = meter.bytesDone;
-            await withTensorName(spec.name, () =>
-              engine.merge(tensorInput(models, spec.name), {
-                params,
+            await withTensorName(spec.name, async () => {
+              const input = tensorInput(models, spec.name);
+              const tensorParams = paramsForTensor(params, job.perTensor, spec.name);
+              used.set(spec.name, tensorParams);
+              await engine.merge(input, {
+                params: tensorParams,
                 lambdas,
                 outDtype: spec.dtype as FloatDtype,
                 signal,
@@ -357,8 +365,8 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
                   meter.bytesDone = before + done;
                   meter.report(spec.name);
                 },
-              }),
-            );
+              });
+            });
             meter.bytesDone = before + (source.end - source.begin) * models.length;
           } else {
             await copyTensorBytes(base, source, emit, signal);
@@ -393,6 +401,7 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
         shards: shardFiles,
         merged: merged.length,
         copied: specs.length - merged.length,
+        used,
       }),
       written,
     );
@@ -449,6 +458,40 @@ export async function verifyShards(
   }
 }
 
+function recipeOf(job: MergeJob, outDtype: FloatDtype | undefined): Recipe {
+  return job.recipe
+    ? { ...job.recipe, outDtype }
+    : { base: job.baseLabel, models: job.agentLabels, params: job.params, outDtype, labels: true };
+}
+
+/** What varied per tensor (gradients, filters), grouped so the card stays short. */
+function perTensorLines(used: Map<string, MethodParams>, labels: string[]): string[] {
+  const groups = new Map<string, string[]>();
+  for (const [name, p] of used) {
+    const key = JSON.stringify({
+      weight: p.weights,
+      density: p.density,
+      lambda: p.lambda,
+      epsilon: p.epsilon,
+    });
+    groups.set(key, [...(groups.get(key) ?? []), name]);
+  }
+  const lines: string[] = [];
+  if (groups.size > 1) {
+    lines.push('', '## Parameters per tensor', '', `Agents in order: ${labels.join(', ')}.`, '');
+    lines.push('| weight | density | λ | ε | tensors |', '|---|---|---|---|---|');
+    for (const [key, names] of groups) {
+      const p = JSON.parse(key) as { weight: number[]; density: number[]; lambda: number; epsilon: number };
+      const shown =
+        names.length > 3 ? `${names.slice(0, 3).join(', ')} … (${names.length})` : names.join(', ');
+      lines.push(
+        `| ${p.weight.join(', ')} | ${p.density.join(', ')} | ${p.lambda} | ${p.epsilon} | ${shown} |`,
+      );
+    }
+  }
+  return lines;
+}
+
 function modelCard(input: {
   job: MergeJob;
   lambdas: number[];
@@ -457,6 +500,7 @@ function modelCard(input: {
   shards: WrittenFile[];
   merged: number;
   copied: number;
+  used: Map<string, MethodParams>;
 }): string {
   const { job, lambdas, analysis, outDtype, shards } = input;
   const p = job.params;
@@ -479,12 +523,30 @@ function modelCard(input: {
     '## Method and parameters',
     '',
     '```yaml',
-    toMergekitYaml({ base: job.baseLabel, models: job.agentLabels, params: p, outDtype }).trimEnd(),
+    toMergekitYaml(recipeOf(job, outDtype)).trimEnd(),
     '```',
     '',
     `${input.merged} tensors merged, ${input.copied} copied from the base byte for byte.` +
-      (outDtype ? ` Output dtype: ${dtypeToYaml(outDtype)}.` : ''),
+      (outDtype ? ` Output dtype: ${dtypeToYaml(outDtype)}.` : '') +
+      (job.engine.kind === 'gpu'
+        ? ' Merged values are computed in float32.'
+        : ' Merged values are computed in float64 (CPU reference).'),
   ];
+  const notes = job.recipe?.notes ?? [];
+  if (notes.length) lines.push('', ...notes.map((note) => `- ${note}`));
+  if (p.method === 'dare_linear' || p.method === 'dare_ties')
+    lines.push(
+      '',
+      `DARE rescale rule: ${p.rescale ?? 'density'} (${
+        {
+          density: 'kept entries × 1/density',
+          l1: 'each agent’s L1 norm per tensor kept, as mergekit',
+          none: 'no rescale',
+        }[p.rescale ?? 'density']
+      }); seed ${p.seed}.`,
+    );
+  if (p.method === 'ties') lines.push('', `Tie rule: ${TIES_TIE_RULE}`);
+  lines.push(...perTensorLines(input.used, job.agentLabels));
   if (analysis) {
     lines.push(
       '',

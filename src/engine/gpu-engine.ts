@@ -13,6 +13,8 @@ import {
   type TopKState,
 } from '../methods/select.ts';
 import { deriveTensorStats, emptyTensorStats, tensorLocalLambdas } from '../methods/stats.ts';
+import { dareScalePlan, emptyDareNorms, l1Scales } from '../methods/dare-norms.ts';
+import { addDareNorms, createDareNormsKernel, dareNormsBytes, NORM_GROUPS } from './kernels/dare_norms.ts';
 import { checkMergeOptions, forTensor, throwIfAborted } from './errors.ts';
 import type { Kernel, KernelIo } from './kernels/kernel.ts';
 import { createLinearKernel } from './kernels/linear.ts';
@@ -44,7 +46,7 @@ import {
   type Window,
 } from './plumbing.ts';
 import { Scheduler } from './scheduler.ts';
-import type { MethodName } from '../methods/types.ts';
+import type { MethodName, MethodParams } from '../methods/types.ts';
 import type { MergeEngine, MergeOptions, StageTimings, TensorInput, TensorStats } from './types.ts';
 
 export interface GpuEngineOptions {
@@ -82,6 +84,7 @@ interface BufferSet {
   inputs: GPUBuffer;
   output: GPUBuffer;
   counters: GPUBuffer;
+  norms: GPUBuffer;
   tieCounts: GPUBuffer;
   params: GPUBuffer;
   readback: GPUBuffer;
@@ -101,7 +104,7 @@ interface PassSpec {
   params(w: Window, d: Dispatch): WindowParams;
   encode(encoder: GPUCommandEncoder, set: BufferSet, w: Window, d: Dispatch): void;
   result?: {
-    source: 'output' | 'counters';
+    source: 'output' | 'counters' | 'norms';
     bytes(w: Window): number;
     consume(w: Window, bytes: Uint8Array): Promise<void> | void;
   };
@@ -198,13 +201,15 @@ class GpuEngine implements MergeEngine {
     const job = this.job(tensor, options.signal, outBytes);
     const variant: MergeVariant = { inDtype: tensor.dtype, outDtype, agents: this.agents };
     const dare = params.method === 'dare_linear' || params.method === 'dare_ties';
+    const plan = dareScalePlan(params);
+    const dareScales = plan === 'pass' ? await this.dareNormsPass(job, params) : plan;
     const agents: AgentParams[] = params.weights.map((weight, t) => ({
       weight,
       lambda: lambdas[t],
       ...(dare
         ? {
             keepBelow: dareKeepBelow(params.density[t]!),
-            invDensity: Math.fround(dareScale(params.density[t]!)),
+            invDensity: Math.fround(dareScales?.[t] ?? dareScale(params.density[t]!)),
           }
         : {}),
     }));
@@ -310,6 +315,35 @@ class GpuEngine implements MergeEngine {
         consume: (w, bytes) => addStatsCounters(stats, new Uint32Array(bytes.buffer, 0, counters), w.count),
       },
     });
+  }
+
+  /** DARE's L1 rule: per agent ‖τ‖₁ / ‖m⊙τ‖₁ of the whole tensor, from partial sums added in f64. */
+  private async dareNormsPass(job: Job, params: MethodParams): Promise<number[]> {
+    const dtype = job.tensor.dtype;
+    const kernel = await this.kernel(`dare_norms:${dtype}`, () =>
+      createDareNormsKernel(this.device, dtype, this.agents),
+    );
+    this.scheduler.write(
+      this.agentBuffer,
+      0,
+      encodeAgents(params.density.map((d) => ({ keepBelow: dareKeepBelow(d) }))),
+    );
+    const norms = emptyDareNorms(this.agents);
+    const bytes = dareNormsBytes(this.agents);
+    const nameHash = fnv1a32(job.tensor.name);
+    await this.runPass(job, {
+      label: 'dare_norms',
+      withBase: true,
+      groups: () => NORM_GROUPS,
+      params: (w, d) => ({ ...this.windowParams(job, w, d), nameHash, seed: params.seed }),
+      encode: (encoder, set, _w, d) => kernel.encode(encoder, set.io, d),
+      result: {
+        source: 'norms',
+        bytes: () => bytes,
+        consume: (_w, data) => addDareNorms(norms, new Float32Array(data.slice(0, bytes).buffer)),
+      },
+    });
+    return l1Scales(norms);
   }
 
   /** Settles every agent's TIES threshold: one histogram pass per radix digit while any is unsettled. */
@@ -496,6 +530,8 @@ class GpuEngine implements MergeEngine {
       counterBytes,
       GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
     );
+    const normBytes = dareNormsBytes(this.agents);
+    const norms = this.buffer(label('norms'), normBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC);
     const tieCounts = this.buffer(label('tieCounts'), c.tieBytes, GPUBufferUsage.STORAGE);
     const params = this.buffer(
       label('params'),
@@ -504,13 +540,14 @@ class GpuEngine implements MergeEngine {
     );
     const readback = this.buffer(
       label('readback'),
-      Math.max(c.outputBytes, counterBytes),
+      Math.max(c.outputBytes, counterBytes, normBytes),
       GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
     );
     return {
       inputs,
       output,
       counters,
+      norms,
       tieCounts,
       params,
       readback,
@@ -520,6 +557,7 @@ class GpuEngine implements MergeEngine {
         inputs,
         output,
         counters,
+        norms,
         agents: this.agentBuffer,
         histogram: this.histogram,
         tie_counts: tieCounts,
@@ -532,7 +570,15 @@ class GpuEngine implements MergeEngine {
   }
 
   private destroySet(set: BufferSet): void {
-    for (const b of [set.inputs, set.output, set.counters, set.tieCounts, set.params, set.readback])
+    for (const b of [
+      set.inputs,
+      set.output,
+      set.counters,
+      set.norms,
+      set.tieCounts,
+      set.params,
+      set.readback,
+    ])
       b.destroy();
   }
 

@@ -18,6 +18,7 @@ import {
 } from './reference.ts';
 import { RADIX_DIGITS, startTopK, stepTopK, topKCount, topKKept, type TopKState } from './select.ts';
 import { deriveTensorStats, emptyTensorStats, tensorLocalLambdas } from './stats.ts';
+import { dareScalesFor } from './dare-norms.ts';
 
 export interface CpuEngineOptions {
   agents: number;
@@ -110,7 +111,9 @@ export function createCpuEngine(options: CpuEngineOptions): MergeEngine {
   }
 
   async function merge(tensor: TensorInput, options: MergeOptions): Promise<void> {
-    const { params, signal } = options;
+    const { signal } = options;
+    const dareScales = await dareScalesFor(tensor, options.params, signal, windowElements);
+    const params = dareScales ? { ...options.params, dareScales } : options.params;
     const lambdas = checkMergeOptions(options, n);
     let combine: (values: TensorValues, start: number) => Float64Array;
     switch (params.method) {

@@ -25,10 +25,18 @@ export const PARAMETER_HELP: Record<keyof MethodParams, string> = {
   r: 'RAM+ strength: unique updates are scaled by λ = 1 + r·clip(ρ, 0, α).',
   alpha: 'RAM+ clip on ρ = shared / unique changed elements.',
   lambda: 'Scale of the summed task vectors (task arithmetic, TIES, DARE).',
-  density: 'Share of each agent’s task vector kept (TIES: largest |τ|; DARE: random, rescaled by 1/density).',
+  density:
+    'Share of each agent’s task vector kept. TIES keeps the floor(density·n) largest |τ| of each tensor; ' +
+    'where several entries share the smallest kept magnitude, the lowest element indices are kept ' +
+    '(deterministic; mergekit’s unstable sort keeps an arbitrary subset of them). DARE keeps entries ' +
+    'at random and rescales them.',
   weights: 'Per-agent weights, one per agent, in order.',
   normalize: 'Divide by the sum of weights (of the agreeing agents’ weights, for TIES and DARE-TIES).',
   seed: 'Seed of DARE’s random drop mask (the same seed gives the same merge, on CPU and GPU).',
+  rescale:
+    'How DARE rescales the entries it keeps: by 1/density (the DARE paper; the default here), or so ' +
+    'that each agent’s L1 norm per tensor is kept (l1, mergekit’s default), or not at all (none).',
+  dareScales: 'Per-tensor DARE factors, computed by the merge from the rescale rule.',
 };
 
 export function defaultParams(method: MethodName, agents: number): MethodParams {
@@ -44,6 +52,20 @@ export function defaultParams(method: MethodName, agents: number): MethodParams 
     // mergekit's defaults: normalised for linear and the sign-consensus methods only.
     normalize: method === 'linear' || method === 'ties' || method === 'dare_ties',
     seed: 0,
+  };
+}
+
+/**
+ * What a mergekit recipe means where it does not say (mergekit's `merge_methods/registry.py`, SPEC.md
+ * "Baselines"): density 1, normalize only for linear and ties, DARE rescaled by the L1 rule.
+ */
+export function mergekitDefaults(method: MethodName, agents: number): MethodParams {
+  const dare = method === 'dare_linear' || method === 'dare_ties';
+  return {
+    ...defaultParams(method, agents),
+    density: Array.from({ length: agents }, () => 1),
+    normalize: method === 'linear' || method === 'ties',
+    ...(dare ? { rescale: 'l1' as const } : {}),
   };
 }
 

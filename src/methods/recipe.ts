@@ -1,16 +1,42 @@
 // The merge recipe in mergekit's YAML, both ways: the studio and CLI write it next to every merged
-// model (so the merge can be rerun at scale with mergekit) and the CLI's --config reads it.
-import { parse, stringify } from 'yaml';
+// model (so the merge can be rerun with mergekit) and the CLI's --config reads it with mergekit's
+// semantics: its defaults, its per-layer gradients and filters, its multi-document (mergekit-multi) form.
+import { parseAllDocuments, stringify } from 'yaml';
 import type { FloatDtype } from '../format/dtype.ts';
-import { defaultParams, isMethod } from './defaults.ts';
-import type { MethodName, MethodParams } from './types.ts';
+import { isMethod, mergekitDefaults } from './defaults.ts';
+import type { DareRescale, MethodName, MethodParams } from './types.ts';
+
+/** A value, a gradient over the layers, or a list of values for tensors whose name contains `filter`. */
+export type Scalar = number | boolean | string;
+export interface Conditional {
+  filter?: string;
+  value: Scalar | number[];
+}
+export type Setting = Scalar | number[] | Conditional[];
+
+/** The recipe's own parameter settings, resolved per tensor (src/methods/resolve.ts). */
+export interface RecipeSettings {
+  global: Record<string, Setting>;
+  models: Record<string, Setting>[];
+}
 
 export interface Recipe {
+  /** A stage's name in a multi-document recipe; the final model's stage has none. */
+  name?: string;
+  /** Path (or label) of the base; empty for a linear merge without one (mergekit's form). */
   base: string;
   models: string[];
+  /** Every parameter, defaults filled in; where `settings` vary per tensor, the resolver decides. */
   params: MethodParams;
+  settings?: RecipeSettings;
+  /** mergekit's `dtype`: the precision mergekit computes in. merge-studio computes in f32. */
+  mathDtype?: FloatDtype;
   /** Output dtype; undefined keeps each tensor's dtype from the base. */
   outDtype?: FloatDtype;
+  /** One line each: what was accepted without effect, or what differs from mergekit. */
+  notes?: string[];
+  /** The inputs are display labels (the studio), not paths mergekit can open. */
+  labels?: boolean;
 }
 
 export class RecipeError extends Error {
@@ -32,6 +58,23 @@ export function dtypeToYaml(dtype: FloatDtype): string {
   return dtype === 'BF16' ? 'bfloat16' : dtype === 'F16' ? 'float16' : 'float32';
 }
 
+/** A path or value short enough for a message: the start and the end of anything long. */
+export function shorten(text: string, max = 96): string {
+  if (text.length <= max) return text;
+  const head = Math.floor((max - 1) / 3);
+  return `${text.slice(0, head)}…${text.slice(text.length - (max - 1 - head))}`;
+}
+
+function show(value: unknown): string {
+  let text: string;
+  try {
+    text = typeof value === 'string' ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
+  } catch {
+    text = String(value);
+  }
+  return shorten(text, 80);
+}
+
 /** Methods mergekit has under the same name; the others are this tool's own. */
 const IN_MERGEKIT: ReadonlySet<MethodName> = new Set([
   'ram',
@@ -43,7 +86,10 @@ const IN_MERGEKIT: ReadonlySet<MethodName> = new Set([
   'dare_ties',
 ]);
 
-const GLOBAL_PARAMETERS: Record<MethodName, (keyof MethodParams)[]> = {
+type GlobalKey = 'epsilon' | 'r' | 'alpha' | 'lambda' | 'normalize' | 'rescale';
+
+/** The global parameters each method reads (mergekit's names), written explicitly on export. */
+export const GLOBAL_PARAMETERS: Record<MethodName, GlobalKey[]> = {
   ram: ['epsilon'],
   ramplus: ['epsilon', 'r', 'alpha'],
   ramplus_soft: ['epsilon', 'r'],
@@ -51,11 +97,13 @@ const GLOBAL_PARAMETERS: Record<MethodName, (keyof MethodParams)[]> = {
   linear: ['normalize'],
   task_arithmetic: ['lambda', 'normalize'],
   ties: ['lambda', 'normalize'],
-  dare_linear: ['lambda', 'normalize'],
-  dare_ties: ['lambda', 'normalize'],
+  dare_linear: ['lambda', 'normalize', 'rescale'],
+  dare_ties: ['lambda', 'normalize', 'rescale'],
 };
 
-const PER_MODEL: Record<MethodName, ('weight' | 'density')[]> = {
+export type ModelKey = 'weight' | 'density';
+
+export const PER_MODEL: Record<MethodName, ModelKey[]> = {
   ram: [],
   ramplus: [],
   ramplus_soft: [],
@@ -67,44 +115,83 @@ const PER_MODEL: Record<MethodName, ('weight' | 'density')[]> = {
   dare_ties: ['weight', 'density'],
 };
 
+/** The recipe value of a model parameter as the engine holds it. */
+export function modelValue(params: MethodParams, key: ModelKey, t: number): number {
+  return key === 'weight' ? (params.weights[t] ?? 1) : (params.density[t] ?? 1);
+}
+
+function rescaleToYaml(rule: DareRescale | undefined): boolean {
+  return rule !== 'none';
+}
+
+/** The TIES rule for equal magnitudes at the top-k threshold, said where users look (card, help). */
+export const TIES_TIE_RULE =
+  'TIES keeps the floor(density·n) largest |τ| per tensor and agent; where several entries share the ' +
+  'smallest kept magnitude, the lowest element indices are kept (deterministic). mergekit sorts with an ' +
+  'unstable torch.argsort and keeps an arbitrary subset of those ties, so on such elements the two differ.';
+
 export function toMergekitYaml(recipe: Recipe): string {
   const { params } = recipe;
   const perModel = PER_MODEL[params.method];
-  const doc: Record<string, unknown> = {
-    merge_method: params.method,
-    base_model: recipe.base,
-    models: recipe.models.map((model, t) => {
-      const parameters: Record<string, number> = {};
-      if (perModel.includes('weight')) parameters.weight = params.weights[t] ?? 1;
-      if (perModel.includes('density')) parameters.density = params.density[t] ?? 1;
-      return perModel.length ? { model, parameters } : { model };
-    }),
-    parameters: Object.fromEntries(GLOBAL_PARAMETERS[params.method].map((key) => [key, params[key]])),
-    dtype: 'float32',
-  };
+  const settings = recipe.settings;
+  const linear = params.method === 'linear';
+  const doc: Record<string, unknown> = { merge_method: params.method };
+  // mergekit adds a linear recipe's base_model to its inputs and then needs a weight for it: the
+  // linear form names the merged models only.
+  if (!linear && recipe.base) doc.base_model = recipe.base;
+  doc.models = recipe.models.map((model, t) => {
+    const parameters: Record<string, unknown> = {};
+    for (const key of perModel)
+      parameters[key] = settings?.models[t]?.[key] ?? settings?.global[key] ?? modelValue(params, key, t);
+    return perModel.length ? { model, parameters } : { model };
+  });
+  doc.parameters = Object.fromEntries(
+    GLOBAL_PARAMETERS[params.method].map((key) => [
+      key,
+      key === 'rescale' ? rescaleToYaml(params.rescale) : (settings?.global[key] ?? params[key]),
+    ]),
+  );
+  doc.dtype = 'float32';
   if (recipe.outDtype) doc.out_dtype = dtypeToYaml(recipe.outDtype);
-  const notes = ['Written by merge-studio. Merged values are computed in float32.'];
+  const notes = ['Written by merge-studio, which computes in float32 (GPU) or float64 (CPU): dtype float32.'];
+  if (recipe.labels)
+    notes.push(
+      'The model names are the studio’s labels (file or folder names): replace each with its local path ' +
+        'or Hub id before running mergekit.',
+    );
   if (!IN_MERGEKIT.has(params.method))
     notes.push(`"${params.method}" is merge-studio's own method; mergekit's closest is "ramplus_tl".`);
-  if (params.method.startsWith('dare'))
+  if (params.method.startsWith('dare')) {
     notes.push(`DARE seed ${params.seed}: merge-studio's own counter-based RNG (mergekit draws its own).`);
+    if ((params.rescale ?? 'density') === 'density')
+      notes.push(
+        'merge-studio rescaled the kept DARE entries by 1/density; mergekit has no such rule ' +
+          '(rescale: true matches each agent’s L1 norm per tensor), so its result differs.',
+      );
+  }
+  if (params.method === 'ties') notes.push(TIES_TIE_RULE);
   return `${notes.map((line) => `# ${line}`).join('\n')}\n${stringify(doc)}`;
 }
 
-function number(value: unknown, what: string): number {
-  if (typeof value !== 'number' || !Number.isFinite(value))
-    throw new RecipeError(`${what} must be a number, got ${JSON.stringify(value)}`);
-  return value;
+/** Refuses a YAML alias cycle (`&a [*a]`), which would otherwise surface as a JSON or stack error. */
+function assertAcyclic(value: unknown, file: string, ancestors = new Set<unknown>()): void {
+  if (typeof value !== 'object' || value === null) return;
+  if (ancestors.has(value))
+    throw new RecipeError(`${file}: a YAML alias refers to a node that contains it (an alias cycle)`);
+  ancestors.add(value);
+  for (const child of Object.values(value)) assertAcyclic(child, file, ancestors);
+  ancestors.delete(value);
 }
 
 function plainObject(value: unknown, what: string): Record<string, unknown> {
   if (value === undefined || value === null) return {};
   if (typeof value !== 'object' || Array.isArray(value))
-    throw new RecipeError(`${what} must be a mapping (key: value), got ${JSON.stringify(value)}`);
+    throw new RecipeError(`${what} must be a mapping (key: value), got ${show(value)}`);
   return value as Record<string, unknown>;
 }
 
 const SUPPORTED_TOP = new Set([
+  'name',
   'merge_method',
   'base_model',
   'models',
@@ -112,90 +199,274 @@ const SUPPORTED_TOP = new Set([
   'dtype',
   'out_dtype',
   'random_seed',
+  'tokenizer_source',
 ]);
-const SUPPORTED_GLOBAL = new Set([
-  'epsilon',
-  'r',
-  'alpha',
-  'lambda',
-  'density',
-  'weight',
-  'normalize',
-  'seed',
+/** mergekit run options that can stand in a recipe and never change the merged numbers. */
+const NO_EFFECT_TOP = new Set([
+  'lazy_unpickle',
+  'lazy_loader',
+  'low_cpu_memory',
+  'cuda',
+  'device',
+  'read_to_gpu',
+  'multi_gpu',
+  'copy_tokenizer',
+  'out_shard_size',
+  'safe_serialization',
 ]);
+const NUMERIC_GLOBAL = new Set(['epsilon', 'r', 'alpha', 'lambda', 'density', 'weight', 'seed']);
+const SUPPORTED_GLOBAL = new Set([...NUMERIC_GLOBAL, 'normalize', 'rescale', 'int8_mask']);
 
-/** Reads mergekit YAML for the methods this tool has; anything it cannot honour is an error, not a silent skip. */
-export function parseMergekitYaml(text: string, file: string): Recipe {
-  let doc: unknown;
-  try {
-    doc = parse(text, { uniqueKeys: true });
-  } catch (error) {
-    throw new RecipeError(`${file}: not valid YAML: ${(error as Error).message}`);
+/** Range of each numeric parameter, checked on every number a setting can produce. */
+function rangeProblem(key: string, value: number): string | undefined {
+  if (!Number.isFinite(value)) return 'must be a finite number';
+  if (key === 'density' && !(value > 0 && value <= 1)) return 'is outside (0, 1]';
+  if ((key === 'epsilon' || key === 'alpha') && value < 0) return 'must be ≥ 0';
+  if (key === 'seed' && !(Number.isInteger(value) && value >= 0 && value <= 0xffffffff))
+    return 'must be an integer in [0, 2^32)';
+  return undefined;
+}
+
+/** Checks one setting's form and ranges; `where` names the recipe, the model and the field. */
+function checkSetting(key: string, raw: unknown, where: string): Setting {
+  const numeric = NUMERIC_GLOBAL.has(key);
+  const checkNumber = (value: unknown, at = ''): number => {
+    if (typeof value !== 'number')
+      throw new RecipeError(`${where}${at}: expected a number, got ${show(value)}`);
+    const problem = rangeProblem(key, value);
+    if (problem) throw new RecipeError(`${where}${at}: ${value} ${problem}`);
+    return value;
+  };
+  const checkValue = (value: unknown, at = ''): Scalar | number[] => {
+    if (Array.isArray(value)) {
+      if (!numeric || value.length === 0)
+        throw new RecipeError(`${where}${at}: a gradient must be a non-empty list of numbers`);
+      return value.map((v, i) => checkNumber(v, `${at}[${i}]`));
+    }
+    if (numeric) return checkNumber(value, at);
+    if (typeof value === 'boolean' || typeof value === 'string') return value;
+    throw new RecipeError(`${where}${at}: expected true or false, got ${show(value)}`);
+  };
+  if (Array.isArray(raw) && raw.some((v) => typeof v === 'object' && v !== null)) {
+    return raw.map((entry: unknown, i) => {
+      const item = plainObject(entry, `${where}[${i}]`);
+      for (const k of Object.keys(item))
+        if (k !== 'filter' && k !== 'value')
+          throw new RecipeError(`${where}[${i}]: "${shorten(k, 40)}" is not filter or value`);
+      if (item.filter !== undefined && typeof item.filter !== 'string')
+        throw new RecipeError(`${where}[${i}].filter must be text, got ${show(item.filter)}`);
+      if (!('value' in item)) throw new RecipeError(`${where}[${i}] needs a value`);
+      const value = checkValue(item.value, `[${i}].value`);
+      return item.filter === undefined ? { value } : { filter: item.filter, value };
+    });
   }
+  return checkValue(raw);
+}
+
+function rescaleRule(value: Setting, where: string): DareRescale {
+  if (value === true || value === 'l1') return 'l1';
+  if (value === false || value === 'none') return 'none';
+  if (value === 'density') return 'density';
+  throw new RecipeError(`${where}: expected true (l1), false (none) or "density", got ${show(value)}`);
+}
+
+function dtypeOf(value: unknown, where: string): FloatDtype {
+  const dtype = typeof value === 'string' ? YAML_DTYPES[value] : undefined;
+  if (!dtype) throw new RecipeError(`${where} ${show(value)} is not bfloat16, float16 or float32`);
+  return dtype;
+}
+
+/** Reads one recipe document (mergekit YAML) for the methods this tool has, with mergekit's semantics. */
+function readRecipe(doc: unknown, file: string): Recipe {
   const top = plainObject(doc, file);
-  for (const key of Object.keys(top))
-    if (!SUPPORTED_TOP.has(key))
-      throw new RecipeError(
-        `${file}: "${key}" is not supported by merge-studio (supported: ${[...SUPPORTED_TOP].join(', ')}); ` +
-          (key === 'slices' ? 'slices and layer ranges are mergekit-only.' : 'remove it or use mergekit.'),
-      );
+  const notes: string[] = [];
+  for (const key of Object.keys(top)) {
+    if (SUPPORTED_TOP.has(key)) continue;
+    if (NO_EFFECT_TOP.has(key)) {
+      notes.push(`${key}: a mergekit run option with no effect on the merged values; not used.`);
+      continue;
+    }
+    throw new RecipeError(
+      `${file}: "${shorten(key, 40)}" is not supported by merge-studio (supported: ${[...SUPPORTED_TOP].join(', ')}); ` +
+        (key === 'slices' || key === 'modules'
+          ? 'slices, layer ranges and modules are mergekit-only.'
+          : 'remove it or use mergekit.'),
+    );
+  }
+  const name = top.name;
+  if (name !== undefined && (typeof name !== 'string' || !name))
+    throw new RecipeError(`${file}: name must be text, got ${show(name)}`);
+  const at = name ? `${file} (stage ${shorten(name, 40)})` : file;
   const method = top.merge_method;
   if (typeof method !== 'string' || !isMethod(method))
-    throw new RecipeError(
-      `${file}: merge_method ${JSON.stringify(method)} is not one of merge-studio's methods`,
-    );
-  if (typeof top.base_model !== 'string' || !top.base_model)
-    throw new RecipeError(`${file}: base_model (a path) is required for ${method}`);
+    throw new RecipeError(`${at}: merge_method ${show(method)} is not one of merge-studio's methods`);
+  const linear = method === 'linear';
+  const baseModel = top.base_model;
+  if (baseModel !== undefined && (typeof baseModel !== 'string' || !baseModel))
+    throw new RecipeError(`${at}: base_model must be a path, got ${show(baseModel)}`);
+  if (!linear && !baseModel) throw new RecipeError(`${at}: base_model (a path) is required for ${method}`);
   if (!Array.isArray(top.models) || top.models.length === 0)
-    throw new RecipeError(`${file}: models must be a non-empty list`);
+    throw new RecipeError(`${at}: models must be a non-empty list`);
+  if (top.tokenizer_source !== undefined && top.tokenizer_source !== 'base')
+    throw new RecipeError(
+      `${at}: tokenizer_source ${show(top.tokenizer_source)} is not supported: merge-studio copies the base's tokenizer (tokenizer_source: base)`,
+    );
 
-  const globals = plainObject(top.parameters, `${file}: parameters`);
-  for (const [key, value] of Object.entries(globals)) {
-    if (!SUPPORTED_GLOBAL.has(key)) throw new RecipeError(`${file}: parameter "${key}" is not supported`);
-    if (typeof value === 'object' && value !== null)
-      throw new RecipeError(`${file}: parameter "${key}": per-layer filters and gradients are mergekit-only`);
+  const globalsRaw = plainObject(top.parameters, `${at}: parameters`);
+  const global: Record<string, Setting> = {};
+  for (const [key, value] of Object.entries(globalsRaw)) {
+    if (!SUPPORTED_GLOBAL.has(key))
+      throw new RecipeError(`${at}: parameter "${shorten(key, 40)}" is not supported`);
+    if (value === null || value === undefined) continue;
+    if (key === 'int8_mask') {
+      notes.push('int8_mask: how mergekit stores its sign masks; no effect on the merged values.');
+      continue;
+    }
+    global[key] = checkSetting(key, value, `${at}: parameters.${key}`);
   }
-  const models: string[] = [];
-  const weights: number[] = [];
-  const density: number[] = [];
-  const defaults = defaultParams(method, top.models.length);
+
+  const entries: { model: string; parameters: Record<string, unknown>; t: number }[] = [];
   top.models.forEach((entry: unknown, t: number) => {
-    const item = typeof entry === 'string' ? { model: entry } : plainObject(entry, `${file}: models[${t}]`);
+    const item = typeof entry === 'string' ? { model: entry } : plainObject(entry, `${at}: models[${t}]`);
     if (typeof item.model !== 'string' || !item.model)
-      throw new RecipeError(`${file}: models[${t}].model (a path) is required`);
-    if (item.model === top.base_model)
-      throw new RecipeError(`${file}: models[${t}] is the base model; list only the agents`);
-    models.push(item.model);
-    const parameters = plainObject(item.parameters, `${file}: models[${t}].parameters`);
-    for (const key of Object.keys(parameters))
-      if (key !== 'weight' && key !== 'density')
-        throw new RecipeError(`${file}: models[${t}].parameters.${key} is not supported (weight, density)`);
-    weights.push(
-      number(parameters.weight ?? globals.weight ?? defaults.weights[t], `${file}: models[${t}] weight`),
+      throw new RecipeError(`${at}: models[${t}].model (a path) is required`);
+    const parameters = plainObject(
+      item.parameters,
+      `${at}: models[${t}] (${shorten(item.model)}) parameters`,
     );
-    density.push(
-      number(parameters.density ?? globals.density ?? defaults.density[t], `${file}: models[${t}] density`),
-    );
+    entries.push({ model: item.model, parameters, t });
   });
-  const normalize = globals.normalize ?? defaults.normalize;
-  if (typeof normalize !== 'boolean') throw new RecipeError(`${file}: normalize must be true or false`);
-  const params: MethodParams = {
-    method,
-    epsilon: number(globals.epsilon ?? defaults.epsilon, `${file}: epsilon`),
-    r: number(globals.r ?? defaults.r, `${file}: r`),
-    alpha: number(globals.alpha ?? defaults.alpha, `${file}: alpha`),
-    lambda: number(globals.lambda ?? defaults.lambda, `${file}: lambda`),
-    density,
-    weights,
-    normalize,
-    seed: number(globals.seed ?? top.random_seed ?? defaults.seed, `${file}: seed`),
-  };
-  const outName = top.out_dtype ?? top.dtype;
-  let outDtype: FloatDtype | undefined;
-  if (outName !== undefined) {
-    outDtype = typeof outName === 'string' ? YAML_DTYPES[outName] : undefined;
-    if (!outDtype)
-      throw new RecipeError(`${file}: dtype ${JSON.stringify(outName)} is not bfloat16, float16 or float32`);
+  // mergekit skips the base among a task-vector method's models; linear merges it like any model.
+  const kept = entries.filter((e) => linear || e.model !== baseModel);
+  if (kept.length < entries.length)
+    notes.push('base_model is also listed under models; it has no task vector and is not merged again.');
+  if (kept.length === 0) throw new RecipeError(`${at}: models lists only the base model`);
+  if (linear && baseModel && !kept.some((e) => e.model === baseModel))
+    throw new RecipeError(
+      `${at}: linear merges the listed models only; mergekit adds base_model to them and needs a weight ` +
+        `for it: list ${shorten(baseModel)} under models with a weight, or drop base_model`,
+    );
+
+  const defaults = mergekitDefaults(method, kept.length);
+  const perModel = PER_MODEL[method];
+  const models: RecipeSettings['models'] = [];
+  kept.forEach(({ model, parameters, t }, m) => {
+    const where = `${at}: models[${t}] (${shorten(model)})`;
+    const own: Record<string, Setting> = {};
+    for (const [key, value] of Object.entries(parameters)) {
+      if (key !== 'weight' && key !== 'density')
+        throw new RecipeError(`${where}: parameter "${shorten(key, 40)}" is not supported (weight, density)`);
+      if (!perModel.includes(key)) {
+        notes.push(
+          `models[${t}] ${key}: ${method} has no per-model ${key}; not used (mergekit ignores it too).`,
+        );
+        continue;
+      }
+      own[key] = checkSetting(key, value, `${where} ${key}`);
+    }
+    if (perModel.includes('weight') && own.weight === undefined && global.weight === undefined)
+      throw new RecipeError(
+        `${where}: weight is required for ${method} (mergekit refuses a model without one); add parameters: weight: 1.0`,
+      );
+    // A plain number is the value everywhere; the resolver re-reads lists and filters per tensor.
+    for (const key of perModel) {
+      const value = own[key] ?? global[key];
+      if (typeof value === 'number') {
+        if (key === 'weight') defaults.weights[m] = value;
+        else defaults.density[m] = value;
+      }
+    }
+    models.push(own);
+  });
+  for (const key of ['epsilon', 'r', 'alpha', 'lambda'] as const) {
+    const value = global[key];
+    if (typeof value === 'number') defaults[key] = value;
   }
-  return { base: top.base_model, models, params, outDtype };
+  if (global.normalize !== undefined) {
+    if (typeof global.normalize !== 'boolean')
+      throw new RecipeError(
+        `${at}: parameters.normalize must be true or false, got ${show(global.normalize)}`,
+      );
+    defaults.normalize = global.normalize;
+  }
+  if (global.rescale !== undefined) {
+    if (!method.startsWith('dare')) notes.push(`rescale: only DARE rescales; not used by ${method}.`);
+    else defaults.rescale = rescaleRule(global.rescale, `${at}: parameters.rescale`);
+  }
+  const seed = global.seed ?? top.random_seed;
+  if (seed !== undefined) {
+    if (typeof seed !== 'number' || rangeProblem('seed', seed))
+      throw new RecipeError(`${at}: seed ${show(seed)} must be an integer in [0, 2^32)`);
+    defaults.seed = seed;
+  }
+
+  const mathDtype = top.dtype === undefined ? undefined : dtypeOf(top.dtype, `${at}: dtype`);
+  const outDtype = top.out_dtype === undefined ? mathDtype : dtypeOf(top.out_dtype, `${at}: out_dtype`);
+  if (mathDtype && mathDtype !== 'F32')
+    notes.push(
+      `dtype ${dtypeToYaml(mathDtype)}: mergekit computes every step in ${dtypeToYaml(mathDtype)}; ` +
+        `merge-studio computes in float32 and rounds once to the output dtype ${dtypeToYaml(outDtype!)}.`,
+    );
+  if (!mathDtype)
+    notes.push(
+      'no dtype: mergekit computes in each tensor’s stored dtype; merge-studio computes in float32.',
+    );
+  return {
+    ...(name ? { name } : {}),
+    base: baseModel ?? '',
+    models: kept.map((e) => e.model),
+    params: defaults,
+    settings: { global, models },
+    mathDtype,
+    outDtype,
+    notes,
+  };
+}
+
+/** Every document of a recipe file, in order: one for a plain recipe, several for mergekit-multi. */
+export function parseMergekitRecipes(text: string, file: string): Recipe[] {
+  const short = shorten(file);
+  const docs = parseAllDocuments(text, { uniqueKeys: true });
+  if (!Array.isArray(docs)) throw new RecipeError(`${short}: the file holds no YAML document`);
+  const recipes: Recipe[] = [];
+  docs.forEach((doc, i) => {
+    const where = docs.length > 1 ? `${short} (document ${i + 1})` : short;
+    const error = doc.errors[0];
+    if (error) throw new RecipeError(`${where}: not valid YAML: ${shorten(error.message, 300)}`);
+    let value: unknown;
+    try {
+      value = doc.toJS();
+    } catch (e) {
+      throw new RecipeError(`${where}: ${shorten((e as Error).message, 300)}`);
+    }
+    assertAcyclic(value, where);
+    if (value === null || value === undefined) return;
+    recipes.push(readRecipe(value, where));
+  });
+  if (recipes.length === 0) throw new RecipeError(`${short}: the file holds no recipe`);
+  if (recipes.length > 1) {
+    const names = new Set<string>();
+    recipes.forEach((recipe, i) => {
+      if (!recipe.name && i !== recipes.length - 1)
+        throw new RecipeError(
+          `${short}: document ${i + 1} has no name; in a multi-document recipe every stage but the last ` +
+            '(the final model, written to --out) needs a name that later stages use as a model path',
+        );
+      if (recipe.name && names.has(recipe.name))
+        throw new RecipeError(`${short}: two stages are named ${show(recipe.name)}`);
+      if (recipe.name) names.add(recipe.name);
+    });
+  }
+  return recipes;
+}
+
+/** Reads a single-document recipe (the studio's YAML import). */
+export function parseMergekitYaml(text: string, file: string): Recipe {
+  const recipes = parseMergekitRecipes(text, file);
+  if (recipes.length > 1)
+    throw new RecipeError(
+      `${shorten(file)}: ${recipes.length} documents; a multi-document recipe runs from the command line ` +
+        '(merge-studio merge --config), one stage after another',
+    );
+  return recipes[0]!;
 }

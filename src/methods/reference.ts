@@ -10,6 +10,7 @@ import { magnitudeKey, taskVector, ulpOf } from './float32.ts';
 import { dareHash, dareKeepBelow, dareKept, dareScale, fnv1a32 } from './rng.ts';
 import { deriveTensorStats, emptyTensorStats, magnitudeBin, tensorLocalLambdas } from './stats.ts';
 import { topKCount } from './select.ts';
+import { accumulateDareNorms, emptyDareNorms, l1Scales } from './dare-norms.ts';
 
 /** Decoded values of one tensor (or one window of it): the base and the N agents. */
 export interface TensorValues {
@@ -110,14 +111,14 @@ export function denseTaus(v: TensorValues): SparseTaus {
   return { values: votes.map((tau) => Float64Array.from(tau)), votes };
 }
 
-/** DARE: keep each entry iff its hash draw is under density, rescale kept entries by 1/density. */
+/** DARE: keep each entry iff its hash draw is under density, rescale kept entries (1/density unless `dareScales`). */
 export function dareTaus(v: TensorValues, start: number, params: MethodParams): SparseTaus {
   const nameHash = fnv1a32(v.name);
   const dense = denseTaus(v);
   dense.values.forEach((values, t) => {
     const density = params.density[t]!;
     const keepBelow = dareKeepBelow(density);
-    const scale = dareScale(density);
+    const scale = params.dareScales?.[t] ?? dareScale(density);
     const gpuScale = Math.fround(scale);
     const votes = dense.votes[t]!;
     for (let i = 0; i < values.length; i++) {
@@ -204,6 +205,15 @@ export function tiesCombine(
   return out;
 }
 
+/** The factors of a rule other than 1/density, from the whole tensor at once. */
+function wholeTensorDareScales(v: TensorValues, params: MethodParams): number[] | undefined {
+  if (params.rescale === 'none') return v.agents.map(() => 1);
+  if (params.rescale !== 'l1') return undefined;
+  const norms = emptyDareNorms(v.agents.length);
+  accumulateDareNorms(norms, v.name, v.base, v.agents, 0, params);
+  return l1Scales(norms);
+}
+
 /**
  * The merged tensor in f64 (before rounding to the output dtype). `lambdas` are the global λ of
  * `ramplus` / `ramplus_soft`; `ram` uses 1 and `ramplus_tl` its own per-tensor λ.
@@ -214,6 +224,8 @@ export function referenceMerge(
   lambdas: readonly number[],
 ): Float64Array {
   const n = v.agents.length;
+  if ((params.method === 'dare_linear' || params.method === 'dare_ties') && !params.dareScales)
+    params = { ...params, dareScales: wholeTensorDareScales(v, params) };
   switch (params.method) {
     case 'ram':
       return ramCombine(v, new Array<number>(n).fill(1), params.epsilon);

@@ -14,6 +14,13 @@ export const METHODS = [
 
 export type MethodName = (typeof METHODS)[number];
 
+/**
+ * How DARE rescales the entries it keeps: `density` multiplies them by 1/density (the DARE paper, this
+ * tool's flags and studio); `l1` makes each agent's masked tensor keep its L1 norm (mergekit's
+ * `rescale: true`); `none` keeps them as they are (mergekit's `rescale: false`).
+ */
+export type DareRescale = 'density' | 'l1' | 'none';
+
 export interface MethodParams {
   method: MethodName;
   /** |τ| > epsilon counts as changed (RAM family). Default 1e-5. */
@@ -32,4 +39,11 @@ export interface MethodParams {
   normalize: boolean;
   /** DARE seed (u32). */
   seed: number;
+  /** DARE rescale rule; absent means `density`. */
+  rescale?: DareRescale;
+  /**
+   * Per agent, the factor DARE's kept entries of THIS tensor are multiplied by, replacing the one the
+   * rescale rule gives from density alone. The driver sets it per tensor for `l1` (a norms pre-pass).
+   */
+  dareScales?: number[];
 }

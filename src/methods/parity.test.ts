@@ -1,0 +1,44 @@
+// Parity with mergekit on the CPU engine (f64): every recipe of src/methods/parity/ byte for byte
+// against mergekit's semantics, exceptions counted (see parity/cases.ts). PARITY_TABLE=1 prints the
+// README's table.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  CASES,
+  makeParitySet,
+  parityTable,
+  removeParitySet,
+  runCase,
+  type Outcome,
+  type ParitySet,
+} from './parity/cases.ts';
+
+let set: ParitySet | undefined;
+const outcomes = new Map<string, Outcome>();
+
+beforeAll(async () => {
+  set = await makeParitySet();
+}, 60_000);
+
+afterAll(async () => {
+  if (process.env.PARITY_TABLE) process.stdout.write(`\nCPU engine\n${parityTable(outcomes)}`);
+  await removeParitySet(set);
+});
+
+describe('parity with mergekit (CPU engine; bf16 set, float32 math, bfloat16 output)', () => {
+  for (const c of CASES)
+    it(`${c.method}: ${c.recipe}`, async () => {
+      const outcome = await runCase(set!, c, true);
+      outcomes.set(c.method, outcome);
+      expect(outcome.elements).toBeGreaterThan(100_000);
+      expect(outcome.unexplained).toBe(0);
+      if (!c.tieDependent && c.method !== 'linear (no base_model)') expect(outcome.differing).toBe(0);
+    }, 60_000);
+
+  it('TIES at density 0.5 meets ties at the threshold, and keeps the lowest indices of them', () => {
+    const ties = outcomes.get('ties (density 0.5)');
+    // bf16 task vectors repeat magnitudes, so ties at the k-th magnitude are common, not a corner case.
+    expect(ties?.tieDependent).toBeGreaterThan(0);
+    // The reference keeps the lowest indices too (a stable sort): then the two agree everywhere.
+    expect(ties?.differing).toBe(0);
+  });
+});

@@ -1,0 +1,185 @@
+// What mergekit computes for one tensor, written from its sources (merge_methods/ram.py, linear.py,
+// generalized_task_arithmetic.py, sparsify.py) as torch evaluates them: every element-wise op rounded
+// to the math dtype (`dtype` of the recipe), sums over the models accumulated in f32 in model order
+// and rounded once. It shares no code with the engine: the parity suite's independent oracle.
+
+/** Rounding of the math dtype: Math.fround for float32, to-nearest-even bf16 for bfloat16. */
+export type Round = (x: number) => number;
+
+const scratch = new Float32Array(1);
+const bits = new Uint32Array(scratch.buffer);
+
+export const roundF32: Round = Math.fround;
+
+export const roundBf16: Round = (x) => {
+  scratch[0] = x;
+  const u = bits[0]!;
+  if ((u & 0x7f800000) === 0x7f800000) return scratch[0]!;
+  bits[0] = ((u + 0x7fff + ((u >>> 16) & 1)) & 0xffff0000) >>> 0;
+  return scratch[0]!;
+};
+
+export interface MergekitTensor {
+  base: Float64Array;
+  agents: Float64Array[];
+}
+
+/** torch `.sum(dim=0)` over the stacked models: f32 accumulation in model order, one final rounding. */
+function sum(terms: number[], round: Round): number {
+  let acc = 0;
+  for (const term of terms) acc = Math.fround(acc + term);
+  return round(acc);
+}
+
+function taskVectors(v: MergekitTensor, round: Round): number[][] {
+  return v.agents.map((agent) => Array.from(agent, (x, i) => round(x - v.base[i]!)));
+}
+
+/** `ram` (epsilon) and `ramplus_tl` (r, alpha, epsilon) of ram.py. */
+export function mergekitRam(
+  v: MergekitTensor,
+  round: Round,
+  options: { epsilon: number; tl?: { r: number; alpha: number } },
+): number[] {
+  const tv = taskVectors(v, round);
+  const eps = Math.fround(options.epsilon);
+  const n = v.base.length;
+  const nonzero = tv.map((row) => row.map((x) => Math.abs(x) > eps));
+  const counts = Array.from({ length: n }, (_, i) => nonzero.filter((row) => row[i]).length);
+  const lambdas = tv.map((_, t) => {
+    if (!options.tl) return 1;
+    let shared = 0;
+    let unique = 0;
+    for (let i = 0; i < n; i++) {
+      if (!nonzero[t]![i]) continue;
+      if (counts[i]! > 1) shared++;
+      else if (counts[i] === 1) unique++;
+    }
+    const rho = Math.fround(shared / Math.max(unique, options.epsilon));
+    const clipped = Math.min(Math.max(rho, 0), options.tl.alpha);
+    return Math.fround(1 + Math.fround(options.tl.r * clipped));
+  });
+  return Array.from({ length: n }, (_, i) => {
+    const c = counts[i]!;
+    const terms = tv.map((row, t) => {
+      const z = nonzero[t]![i] ? row[i]! : 0;
+      const uniquePart = c === 1 ? round(z * lambdas[t]!) : 0;
+      const overlapPart = c > 1 ? round(z / Math.max(c, 1)) : 0;
+      return round(uniquePart + overlapPart);
+    });
+    return round(v.base[i]! + sum(terms, round));
+  });
+}
+
+/** linear.py: Σ w θ, divided by Σ w when normalising. */
+export function mergekitLinear(
+  models: Float64Array[],
+  weights: number[],
+  normalize: boolean,
+  round: Round,
+): number[] {
+  const w = weights.map(round);
+  const total = sum(w, round);
+  return Array.from(models[0]!, (_, i) => {
+    const res = sum(
+      models.map((m, t) => round(w[t]! * round(m[i]!))),
+      round,
+    );
+    return normalize ? round(res / total) : res;
+  });
+}
+
+/** sparsify.py `magnitude` with a STABLE order (lowest index first among equal |δ|); returns the kept indices. */
+export function magnitudeKeep(delta: number[], density: number): Uint8Array {
+  const keep = new Uint8Array(delta.length);
+  if (density >= 1) return keep.fill(1);
+  const k = Math.trunc(density * delta.length);
+  const order = Array.from(delta, (_, i) => i).sort(
+    (a, b) => Math.abs(delta[b]!) - Math.abs(delta[a]!) || a - b,
+  );
+  for (const i of order.slice(0, k)) keep[i] = 1;
+  return keep;
+}
+
+/**
+ * Entries whose fate depends on the order among equal magnitudes: every |δ| equal to the k-th largest,
+ * when only some of them are kept. An unstable argsort (mergekit's) may keep any subset of them.
+ */
+export function tieDependent(delta: number[], density: number): Uint8Array {
+  const out = new Uint8Array(delta.length);
+  if (density >= 1) return out;
+  const k = Math.trunc(density * delta.length);
+  if (k <= 0) return out;
+  const sorted = delta.map((x) => Math.abs(x)).sort((a, b) => b - a);
+  const threshold = sorted[k - 1]!;
+  // Keeping a zero or not changes nothing.
+  if (threshold === 0) return out;
+  const tied = sorted.filter((x) => x === threshold).length;
+  const keptTies = sorted.slice(0, k).filter((x) => x === threshold).length;
+  if (keptTies === tied) return out;
+  delta.forEach((x, i) => {
+    if (Math.abs(x) === threshold) out[i] = 1;
+  });
+  return out;
+}
+
+/** sparsify.py `rescaled_masked_tensor` with the L1 norm. */
+export function l1Rescaled(delta: number[], keep: Uint8Array, round: Round): number[] {
+  const masked = delta.map((x, i) => (keep[i] ? x : 0));
+  let before = 0;
+  let after = 0;
+  delta.forEach((x, i) => {
+    before += Math.abs(x);
+    if (keep[i]) after += Math.abs(x);
+  });
+  const b = Math.fround(before);
+  const a = Math.fround(after);
+  if (b < 1e-7 || a < 1e-7) return masked;
+  const factor = Math.fround(b / a);
+  return masked.map((x) => round(x * factor));
+}
+
+export interface GtaOptions {
+  weights: number[];
+  /** Per model: which δ entries the sparsification keeps (absent: all). */
+  keep?: (Uint8Array | undefined)[];
+  /** Rescale the kept entries to the L1 norm (DARE with rescale: true). */
+  l1?: boolean;
+  /** TIES sign consensus (`sum`). */
+  consensus: boolean;
+  normalize: boolean;
+}
+
+/** generalized_task_arithmetic.py GTATask.execute, for a mask already drawn. */
+export function mergekitGta(v: MergekitTensor, round: Round, o: GtaOptions): number[] {
+  const deltas = taskVectors(v, round).map((delta, t) => {
+    const keep = o.keep?.[t];
+    if (!keep) return delta;
+    return o.l1 ? l1Rescaled(delta, keep, round) : delta.map((x, i) => (keep[i] ? x : 0));
+  });
+  const w = o.weights.map(round);
+  return Array.from(v.base, (base, i) => {
+    const weighted = deltas.map((d, t) => round(d[i]! * w[t]!));
+    let mixed: number;
+    let divisor: number;
+    if (o.consensus) {
+      const majority = sum(weighted, round) >= 0 ? 1 : -1;
+      const mask = weighted.map((x) => Math.sign(x) === majority);
+      mixed = sum(
+        weighted.map((x, t) => (mask[t] ? x : 0)),
+        round,
+      );
+      divisor = sum(
+        w.map((x, t) => (mask[t] ? x : 0)),
+        round,
+      );
+      if (divisor === 0) divisor = 1;
+    } else {
+      mixed = sum(weighted, round);
+      divisor = sum(w, round);
+      if (Math.abs(divisor) < 1e-8) divisor = 1;
+    }
+    if (o.normalize) mixed = round(mixed / divisor);
+    return round(base + mixed);
+  });
+}

@@ -1,0 +1,109 @@
+// The parameters of each tensor: a recipe's gradients (a list per parameter, interpolated over the
+// layers) and filters (values for tensors whose name contains a text) resolved as mergekit resolves
+// them (`config.py` evaluate_setting, `plan.py` layer positions).
+import { PER_MODEL, RecipeError, shorten, type Recipe, type Scalar, type Setting } from './recipe.ts';
+import type { MethodParams } from './types.ts';
+
+const NUMBERED = /(?:^|\.)(?:layers|layer|h|blocks|block)\.(\d+)\./;
+
+/** `model.layers.7.mlp.up_proj.weight` → 7; undefined for tensors outside the numbered layers. */
+export function layerIndex(name: string): number | undefined {
+  const match = NUMBERED.exec(name);
+  return match ? Number(match[1]) : undefined;
+}
+
+export function layerCount(names: Iterable<string>): number {
+  let count = 0;
+  for (const name of names) count = Math.max(count, (layerIndex(name) ?? -1) + 1);
+  return count;
+}
+
+/**
+ * mergekit's gradient position t of a tensor: layer i of L is i/(L−1) (1 when L = 1); the weights
+ * before the layers (embeddings) are at 0 and those after them (final norm, head) at 1.
+ */
+export function layerPosition(name: string, layers: number): number {
+  const index = layerIndex(name);
+  if (index !== undefined) return layers > 1 ? index / (layers - 1) : 1;
+  return /(^|\.)(embed[^.]*|wte|wpe|word_embeddings)(\.|$)/.test(name) ? 0 : 1;
+}
+
+/** mergekit's evaluate_setting: a value, a gradient at t, or the first filter that matches the name. */
+export function evaluateSetting(setting: Setting | undefined, name: string, t: number): Scalar | undefined {
+  if (setting === undefined || !Array.isArray(setting)) return setting;
+  if (setting.every((e) => typeof e === 'number')) {
+    const values = setting as number[];
+    const scaled = t * (values.length - 1);
+    const i0 = Math.trunc(scaled);
+    const i1 = Math.min(values.length - 1, i0 + 1);
+    const frac = scaled - i0;
+    return (1 - frac) * values[i0]! + frac * values[i1]!;
+  }
+  for (const condition of setting) {
+    if (typeof condition !== 'object') continue;
+    const { filter } = condition;
+    if (filter === undefined || filter === '*' || (name && name.includes(filter)))
+      return evaluateSetting(condition.value, name, t);
+  }
+  return undefined;
+}
+
+function asNumber(value: Scalar, where: string): number {
+  if (typeof value !== 'number') throw new RecipeError(`${where}: expected a number, got ${String(value)}`);
+  return value;
+}
+
+/** One tensor's parameters under a recipe: the model's setting, else the global one, else the default. */
+export function tensorParamsOf(recipe: Recipe, name: string, t: number, file: string): MethodParams {
+  const { params, settings } = recipe;
+  const p: MethodParams = { ...params, weights: [...params.weights], density: [...params.density] };
+  if (!settings) return p;
+  const { global } = settings;
+  for (const key of ['epsilon', 'r', 'alpha', 'lambda'] as const) {
+    const value = evaluateSetting(global[key], name, t);
+    if (value !== undefined) p[key] = asNumber(value, `${file}: ${name}: ${key}`);
+  }
+  settings.models.forEach((own, m) => {
+    for (const key of PER_MODEL[params.method]) {
+      const where = `${file}: ${shorten(recipe.models[m] ?? '')}: ${name}: ${key}`;
+      const value = evaluateSetting(own[key], name, t) ?? evaluateSetting(global[key], name, t);
+      if (value === undefined) {
+        // mergekit: "Missing required parameter weight for <model>.<tensor>".
+        if (key === 'weight')
+          throw new RecipeError(
+            `${where} is required, and no value or filter of the recipe applies to this tensor`,
+          );
+        continue;
+      }
+      if (key === 'weight') p.weights[m] = asNumber(value, where);
+      else p.density[m] = asNumber(value, where);
+    }
+  });
+  return p;
+}
+
+/**
+ * Every tensor's parameters, resolved before any heavy work so a filter that leaves a tensor without a
+ * required weight fails at once. Undefined when the recipe has no per-tensor settings at all.
+ */
+export function recipeResolver(
+  recipe: Recipe,
+  names: readonly string[],
+  file: string,
+): ((name: string) => MethodParams) | undefined {
+  if (!recipe.settings) return undefined;
+  const layers = layerCount(names);
+  const resolved = new Map(
+    names.map((name) => [name, tensorParamsOf(recipe, name, layerPosition(name, layers), file)]),
+  );
+  return (name) => resolved.get(name) ?? recipe.params;
+}
+
+/** The parameters the engine gets for one tensor (the engine adds DARE's per-tensor rescale factors). */
+export function paramsForTensor(
+  params: MethodParams,
+  perTensor: ((name: string) => MethodParams) | undefined,
+  name: string,
+): MethodParams {
+  return perTensor?.(name) ?? params;
+}
