@@ -204,12 +204,16 @@ export interface TensorFilter {
   /** A layerOf() key, or null for every layer. */
   layer: string | null;
   module: ModuleType | null;
+  /** Exactly these tensors (an atlas cell's), or null for any. */
+  names: readonly string[] | null;
 }
 
-export const NO_FILTER: TensorFilter = { text: '', layer: null, module: null };
+export const NO_FILTER: TensorFilter = { text: '', layer: null, module: null, names: null };
 
 export function isFiltered(filter: TensorFilter): boolean {
-  return filter.text.trim() !== '' || filter.layer !== null || filter.module !== null;
+  return (
+    filter.text.trim() !== '' || filter.layer !== null || filter.module !== null || filter.names !== null
+  );
 }
 
 /** The tensors the table shows under a filter, in their original order. */
@@ -219,7 +223,8 @@ export function filterTensors<T extends { name: string }>(tensors: readonly T[],
     (t) =>
       (text === '' || t.name.toLowerCase().includes(text)) &&
       (filter.layer === null || layerOf(t.name) === filter.layer) &&
-      (filter.module === null || moduleOf(t.name) === filter.module),
+      (filter.module === null || moduleOf(t.name) === filter.module) &&
+      (filter.names === null || filter.names.includes(t.name)),
   );
 }
 
@@ -380,4 +385,10 @@ export function agentSets(
 /** The bits of a set mask as agent indices. */
 export function setMembers(mask: number, agents: number): number[] {
   return Array.from({ length: agents }, (_, t) => t).filter((t) => (mask >> t) & 1);
+}
+
+/** A layerOf() group's axis label: the layer index (`12`), else the group's last segment (`lm_head`). */
+export function shortLayerLabel(layer: string): string {
+  const numbered = /\.(\d+)$/.exec(layer);
+  return numbered ? numbered[1]! : layer.slice(layer.lastIndexOf('.') + 1);
 }
