@@ -21,7 +21,7 @@ export interface Group {
 /** recharts hands a bar's click its row; the row's key is what to drill into. */
 function clickedKey(entry: unknown): string | null {
   const payload = (entry as { payload?: Record<string, unknown> } | null)?.payload;
-  const value = payload?.key;
+  const value = payload?.group;
   return typeof value === 'string' ? value : null;
 }
 
@@ -29,7 +29,7 @@ type Row = Record<string, string | number>;
 
 function exactTooltip(groups: Group[], labels: string[]) {
   return (value: unknown, name: unknown, item: { payload?: Row }): string => {
-    const group = groups.find((g) => g.key === item.payload?.key);
+    const group = groups.find((g) => g.key === item.payload?.group);
     const text = String(name);
     const t = labels.findIndex((l) => text === l || text.startsWith(`${l} `));
     if (!group || t < 0) return String(value);
@@ -58,14 +58,14 @@ export function ChangeCharts({
 }) {
   const patterns = useId().replace(/:/g, '');
   const changedRows = groups.map(({ key, label, stats }) => {
-    const row: Row = { key, label };
+    const row: Row = { group: key, label };
     labels.forEach((agent, t) => {
       row[agent] = Number(percent(stats.changed[t] ?? 0, stats.numel, 2));
     });
     return row;
   });
   const splitRows = groups.map(({ key, label, stats }) => {
-    const row: Row = { key, label };
+    const row: Row = { group: key, label };
     labels.forEach((agent, t) => {
       row[`${agent} unique`] = Number(percent(stats.unique[t] ?? 0, stats.numel, 2));
       row[`${agent} shared`] = Number(percent(stats.shared[t] ?? 0, stats.numel, 2));
@@ -91,7 +91,7 @@ export function ChangeCharts({
           <CartesianGrid strokeDasharray="3 3" />
           <XAxis dataKey="label" interval="preserveStartEnd" minTickGap={4} />
           <YAxis unit="%" width={52} />
-          <Tooltip formatter={tooltip} labelFormatter={(_, items) => String(items[0]?.payload?.key ?? '')} />
+          <Tooltip formatter={tooltip} labelFormatter={(_, items) => String(items[0]?.payload?.group ?? '')} />
           <Legend />
           {labels.map((label, t) => (
             <Bar
@@ -116,7 +116,7 @@ export function ChangeCharts({
           <CartesianGrid strokeDasharray="3 3" />
           <XAxis dataKey="label" interval="preserveStartEnd" minTickGap={4} />
           <YAxis unit="%" width={52} />
-          <Tooltip formatter={tooltip} labelFormatter={(_, items) => String(items[0]?.payload?.key ?? '')} />
+          <Tooltip formatter={tooltip} labelFormatter={(_, items) => String(items[0]?.payload?.group ?? '')} />
           <Legend />
           {labels.flatMap((label, t) => [
             <Bar

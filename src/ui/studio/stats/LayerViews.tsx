@@ -22,7 +22,7 @@ export function LayerViews({ analysis, labels, filter, onFilter }: AnalysisProps
   const layers = useMemo(() => layerStats(analysis.tensors, labels.length), [analysis, labels.length]);
   const groups = layers.map(({ layer, stats }) => ({ key: layer, label: shortLayerLabel(layer), stats }));
   const conflictRows = layers.map(({ layer, stats }) => ({
-    key: layer,
+    group: layer,
     label: shortLayerLabel(layer),
     rate: Number((100 * signConflictRate(stats)).toFixed(2)),
     conflicts: stats.signConflicts,
@@ -49,7 +49,7 @@ export function LayerViews({ analysis, labels, filter, onFilter }: AnalysisProps
             <XAxis dataKey="label" interval="preserveStartEnd" minTickGap={4} />
             <YAxis unit="%" width={52} />
             <Tooltip
-              labelFormatter={(_, items) => String(items[0]?.payload?.key ?? '')}
+              labelFormatter={(_, items) => String(items[0]?.payload?.group ?? '')}
               formatter={(value, _name, item) => {
                 const row = item.payload as { conflicts: number; shared: number };
                 return `${String(value)}% (${formatCount(row.conflicts)} of ${formatCount(row.shared)})`;

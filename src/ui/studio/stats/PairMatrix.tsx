@@ -143,7 +143,7 @@ function PairLayers({ analysis, labels, pair: [a, b] }: AnalysisProps & { pair: 
   const rows = layers.map(({ layer, stats }) => {
     const both = stats.pairs?.[a]?.[b] ?? 0;
     return {
-      key: layer,
+      group: layer,
       label: shortLayerLabel(layer),
       both,
       [`of ${la}'s`]: Number(percent(both, stats.changed[a] ?? 0, 2)),
@@ -163,8 +163,8 @@ function PairLayers({ analysis, labels, pair: [a, b] }: AnalysisProps & { pair: 
         <YAxis unit="%" width={52} />
         <Tooltip
           labelFormatter={(_, items) => {
-            const row = items[0]?.payload as { key: string; both: number } | undefined;
-            return row ? `${row.key}: ${formatCount(row.both)} changed by both` : '';
+            const row = items[0]?.payload as { group: string; both: number } | undefined;
+            return row ? `${row.group}: ${formatCount(row.both)} changed by both` : '';
           }}
           formatter={(v) => `${String(v)}%`}
         />
