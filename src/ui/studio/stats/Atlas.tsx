@@ -25,6 +25,16 @@ const METRIC_TEXT: Record<AtlasMetric, string> = {
   conflicts: '% of shared elements whose agents disagree in sign',
 };
 
+/** Square root spreads the low shares that most cells hold; the legend shows the mapping either way. */
+const SCALES = { sqrt: 'square root', linear: 'linear' } as const;
+type Scale = keyof typeof SCALES;
+
+/** Position on the colour ramp of a share, for a scale from 0 to max. */
+function rampPosition(x: number, max: number, scale: Scale): number {
+  if (max <= 0) return 0;
+  return scale === 'sqrt' ? Math.sqrt(x / max) : x / max;
+}
+
 const LABEL_FONT = 11;
 /** Average glyph width of the label font, to size the margins so no label is cut off. */
 const GLYPH = 6.8;
@@ -75,10 +85,12 @@ function AgentGrid({
   metric,
   other,
   max,
+  scale,
   selected,
   onHover,
   onSelect,
 }: {
+  scale: Scale;
   atlas: Atlas;
   agent: number;
   label: string;
@@ -140,7 +152,7 @@ function AgentGrid({
             const fill =
               ratio === null || ratio.whole === 0
                 ? OFF_SCALE_COLOR
-                : rampColor(max > 0 ? share(ratio) / max : 0);
+                : rampColor(rampPosition(share(ratio), max, scale));
             const title = `${cellTitle(cell, agent, label)}; shown: ${ratioText(ratio)}`;
             return (
               <rect
@@ -175,17 +187,18 @@ function AgentGrid({
 }
 
 /** The colour scale: the ramp from 0 to the largest share shown, and the off-scale swatch. */
-function Legend({ max, metric }: { max: number; metric: AtlasMetric }) {
+function Legend({ max, metric, scale }: { max: number; metric: AtlasMetric; scale: Scale }) {
   const gradient = useId().replace(/:/g, '');
   const width = 220;
   const stops = Array.from({ length: 9 }, (_, i) => i / 8);
-  const ticks = [0, 0.5, 1];
+  const ticks = [0, 0.25, 0.5, 0.75, 1];
+  const valueAt = (position: number): number => max * (scale === 'sqrt' ? position * position : position);
   return (
     <svg
       width={width + 200}
       height={44}
       role="img"
-      aria-label={`Colour scale: 0% to ${(100 * max).toFixed(2)}%; grey: no elements to divide by`}
+      aria-label={`Colour scale (${SCALES[scale]}): 0% to ${(100 * max).toFixed(2)}%; grey: no elements to divide by`}
       fontSize={LABEL_FONT}
       data-testid="atlas-legend"
     >
@@ -205,7 +218,7 @@ function Legend({ max, metric }: { max: number; metric: AtlasMetric }) {
           textAnchor={t === 0 ? 'start' : t === 1 ? 'end' : 'middle'}
           fill="#1b2430"
         >
-          {(100 * max * t).toFixed(max * t < 0.1 ? 2 : 1)}%
+          {(100 * valueAt(t)).toFixed(valueAt(t) < 0.1 ? 2 : 1)}%
         </text>
       ))}
       <rect x={width + 24} y={4} width={14} height={14} fill={OFF_SCALE_COLOR} />
@@ -226,6 +239,7 @@ export function AtlasView({
   const [metric, setMetric] = useState<AtlasMetric>('changed');
   const [other, setOther] = useState(labels.length > 1 ? 1 : 0);
   const [shown, setShown] = useState<number | 'all'>('all');
+  const [scale, setScale] = useState<Scale>('sqrt');
   const [hover, setHover] = useState('');
   const figure = useRef<HTMLElement>(null);
   const agents = useMemo(() => (shown === 'all' ? labels.map((_, t) => t) : [shown]), [shown, labels]);
@@ -286,6 +300,21 @@ export function AtlasView({
           </div>
         )}
         <div className="studio-field">
+          <label htmlFor={`${id}-scale`}>Scale</label>
+          <select
+            id={`${id}-scale`}
+            value={scale}
+            data-testid="atlas-scale"
+            onChange={(e) => setScale(e.currentTarget.value as Scale)}
+          >
+            {Object.entries(SCALES).map(([key, text]) => (
+              <option key={key} value={key}>
+                {text}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div className="studio-field">
           <label htmlFor={`${id}-agent`}>Agents</label>
           <select
             id={`${id}-agent`}
@@ -306,11 +335,11 @@ export function AtlasView({
       </div>
       <p className="atlas__what">
         {METRIC_TEXT[metric]}
-        {metric === 'sharedWith' ? ` (${labels[other] ?? ''})` : ''}; scale 0 to the largest cell shown. Rows:
-        embeddings, layers 0…{Math.max(0, atlas.rows.filter((r) => /\.\d+$/.test(r)).length - 1)}, final norm,
-        head.
+        {metric === 'sharedWith' ? ` (${labels[other] ?? ''})` : ''}; {SCALES[scale]} scale from 0 to the
+        largest cell shown. Rows: embeddings, layers 0…
+        {Math.max(0, atlas.rows.filter((r) => /\.\d+$/.test(r)).length - 1)}, final norm, head.
       </p>
-      <Legend max={max} metric={metric} />
+      <Legend max={max} metric={metric} scale={scale} />
       <div className="atlas__grids">
         {agents.map((t) => (
           <AgentGrid
@@ -321,6 +350,7 @@ export function AtlasView({
             metric={metric}
             other={other}
             max={max}
+            scale={scale}
             selected={selected}
             onHover={setHover}
             onSelect={(cell) =>

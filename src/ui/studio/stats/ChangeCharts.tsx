@@ -2,12 +2,13 @@
 // shares of the group's elements (so 136M-element embeddings do not flatten the layers), exact
 // integers in the tooltips, shared striped so it differs from unique without colour.
 import { useId } from 'react';
-import { Bar, BarChart, CartesianGrid, Legend, Tooltip, XAxis, YAxis } from 'recharts';
+import { Bar, BarChart, CartesianGrid, Tooltip, XAxis, YAxis } from 'recharts';
 import type { ModelStats } from '../../../methods/stats.ts';
 import { formatCount } from '../../format.ts';
 import { agentColor } from '../colors.ts';
 import { percent } from '../summary.ts';
-import { ChartCard, chartMinWidth } from './Chart.tsx';
+import { TOOLTIP_ITEM_STYLE, ChartCard, chartMinWidth } from './Chart.tsx';
+import { AgentLegend, agentItems } from './AgentLegend.tsx';
 import { HatchPatterns, hatchId } from './HatchPattern.tsx';
 
 export interface Group {
@@ -49,7 +50,9 @@ export function ChangeCharts({
   groups,
   labels,
   onSelect,
+  wide = false,
 }: {
+  wide?: boolean;
   noun: string;
   testIds: [string, string];
   groups: Group[];
@@ -86,13 +89,18 @@ export function ChangeCharts({
         testId={testIds[0]}
         file={`changed-per-${file}`}
         minWidth={minWidth}
+        wide={wide}
+        legend={<AgentLegend items={agentItems(labels)} />}
       >
         <BarChart data={changedRows} margin={{ top: 8, right: 8, bottom: 4, left: 0 }}>
           <CartesianGrid strokeDasharray="3 3" />
           <XAxis dataKey="label" interval="preserveStartEnd" minTickGap={4} />
           <YAxis unit="%" width={52} />
-          <Tooltip formatter={tooltip} labelFormatter={(_, items) => String(items[0]?.payload?.group ?? '')} />
-          <Legend />
+          <Tooltip
+            itemStyle={TOOLTIP_ITEM_STYLE}
+            formatter={tooltip}
+            labelFormatter={(_, items) => String(items[0]?.payload?.group ?? '')}
+          />
           {labels.map((label, t) => (
             <Bar
               key={label}
@@ -110,14 +118,19 @@ export function ChangeCharts({
         testId={testIds[1]}
         file={`unique-shared-per-${file}`}
         minWidth={minWidth}
+        wide={wide}
+        legend={<AgentLegend items={agentItems(labels)} split />}
       >
         <BarChart data={splitRows} margin={{ top: 8, right: 8, bottom: 4, left: 0 }}>
           <HatchPatterns prefix={patterns} colors={labels.map((_, t) => agentColor(t))} />
           <CartesianGrid strokeDasharray="3 3" />
           <XAxis dataKey="label" interval="preserveStartEnd" minTickGap={4} />
           <YAxis unit="%" width={52} />
-          <Tooltip formatter={tooltip} labelFormatter={(_, items) => String(items[0]?.payload?.group ?? '')} />
-          <Legend />
+          <Tooltip
+            itemStyle={TOOLTIP_ITEM_STYLE}
+            formatter={tooltip}
+            labelFormatter={(_, items) => String(items[0]?.payload?.group ?? '')}
+          />
           {labels.flatMap((label, t) => [
             <Bar
               key={`${label}-u`}

@@ -14,6 +14,8 @@ export function ChartCard({
   testId,
   file,
   minWidth = 0,
+  wide = false,
+  legend,
   note,
   children,
 }: {
@@ -23,12 +25,20 @@ export function ChartCard({
   file: string;
   /** Below this width the chart scrolls sideways. */
   minWidth?: number;
+  /** Spans the whole row of the chart grid (per-layer charts). */
+  wide?: boolean;
+  /** Drawn under the chart, outside its scroll box, so it stays in view. */
+  legend?: ReactNode;
   note?: ReactNode;
   children: ReactElement;
 }) {
   const figure = useRef<HTMLElement>(null);
   return (
-    <figure className="card studio-chart" data-testid={testId} ref={figure}>
+    <figure
+      className={`card studio-chart${wide ? ' studio-chart--wide' : ''}`}
+      data-testid={testId}
+      ref={figure}
+    >
       <figcaption className="studio-chart__head">
         <h3>{title}</h3>
         <ExportButtons target={figure} name={file} png />
@@ -38,6 +48,7 @@ export function ChartCard({
           {children}
         </ResponsiveContainer>
       </div>
+      {legend}
       {note}
     </figure>
   );
@@ -55,3 +66,6 @@ export const countTooltip = (value: unknown): string =>
 export function chartMinWidth(groups: number, barsPerGroup: number): number {
   return 80 + groups * Math.max(18, barsPerGroup * 5 + 6);
 }
+
+/** Tooltip rows in the text colour: series colours (orange, sky blue) are too light for text on white. */
+export const TOOLTIP_ITEM_STYLE = { color: '#1b2430' } as const;

@@ -1,7 +1,8 @@
 // Per layer: % changed and unique vs shared per agent, the sign-conflict rate, and the per-layer
 // table whose Σ row equals the totals; a bar or a row button drills the tensor table into a layer.
 import { useMemo, useRef } from 'react';
-import { Bar, BarChart, CartesianGrid, Legend, Tooltip, XAxis, YAxis } from 'recharts';
+import { Bar, BarChart, CartesianGrid, Tooltip, XAxis, YAxis } from 'recharts';
+import { AgentLegend } from './AgentLegend.tsx';
 import type { ModelStats } from '../../../methods/stats.ts';
 import { formatCount } from '../../format.ts';
 import { ALERT_COLOR } from '../colors.ts';
@@ -14,7 +15,7 @@ import {
   type LayerStats,
 } from '../summary.ts';
 import { ChangeCharts } from './ChangeCharts.tsx';
-import { ChartCard, chartMinWidth } from './Chart.tsx';
+import { TOOLTIP_ITEM_STYLE, ChartCard, chartMinWidth } from './Chart.tsx';
 import { ExportButtons } from './ExportButtons.tsx';
 import type { AnalysisProps, DrillProps } from './types.ts';
 
@@ -36,6 +37,7 @@ export function LayerViews({ analysis, labels, filter, onFilter }: AnalysisProps
           testIds={['chart-changed', 'chart-unique-shared']}
           groups={groups}
           labels={labels}
+          wide
           onSelect={(layer) => onFilter({ ...filter, layer, names: null })}
         />
         <ChartCard
@@ -43,19 +45,21 @@ export function LayerViews({ analysis, labels, filter, onFilter }: AnalysisProps
           testId="chart-sign-conflicts"
           file="sign-conflicts-per-layer"
           minWidth={chartMinWidth(layers.length, 1)}
+          wide
+          legend={<AgentLegend items={[{ label: 'sign-conflict rate', color: ALERT_COLOR }]} />}
         >
           <BarChart data={conflictRows} margin={{ top: 8, right: 8, bottom: 4, left: 0 }}>
             <CartesianGrid strokeDasharray="3 3" />
             <XAxis dataKey="label" interval="preserveStartEnd" minTickGap={4} />
             <YAxis unit="%" width={52} />
             <Tooltip
+              itemStyle={TOOLTIP_ITEM_STYLE}
               labelFormatter={(_, items) => String(items[0]?.payload?.group ?? '')}
               formatter={(value, _name, item) => {
                 const row = item.payload as { conflicts: number; shared: number };
                 return `${String(value)}% (${formatCount(row.conflicts)} of ${formatCount(row.shared)})`;
               }}
             />
-            <Legend />
             <Bar dataKey="rate" name="sign-conflict rate" fill={ALERT_COLOR} isAnimationActive={false} />
           </BarChart>
         </ChartCard>

@@ -1,10 +1,11 @@
 // How the agents' changes overlap: the k-histogram beside the exact agent sets (UpSet), the |τ|
 // magnitude histogram with ε marked, and the pairwise matrix with its per-layer breakdown.
 import { useMemo } from 'react';
-import { Bar, BarChart, CartesianGrid, Legend, ReferenceLine, Tooltip, XAxis, YAxis } from 'recharts';
+import { Bar, BarChart, CartesianGrid, ReferenceLine, Tooltip, XAxis, YAxis } from 'recharts';
+import { AgentLegend, agentItems } from './AgentLegend.tsx';
 import { ALERT_COLOR, agentColor, NEUTRAL_COLOR } from '../colors.ts';
 import { binLabel, epsilonBin, magnitudeRange, resaveSuspects } from '../summary.ts';
-import { ChartCard, compactTick, COUNT_AXIS_WIDTH, countTooltip } from './Chart.tsx';
+import { TOOLTIP_ITEM_STYLE, ChartCard, compactTick, COUNT_AXIS_WIDTH, countTooltip } from './Chart.tsx';
 import { PairMatrix } from './PairMatrix.tsx';
 import { UpSet } from './UpSet.tsx';
 import type { AnalysisProps } from './types.ts';
@@ -38,6 +39,7 @@ export function OverlapViews({ analysis, labels }: AnalysisProps) {
             <XAxis dataKey="agents" label={{ value: 'k agents', position: 'insideBottom', offset: -12 }} />
             <YAxis tickFormatter={compactTick} width={COUNT_AXIS_WIDTH} />
             <Tooltip
+              itemStyle={TOOLTIP_ITEM_STYLE}
               formatter={countTooltip}
               labelFormatter={(k) => `changed by exactly ${String(k)} agents`}
             />
@@ -49,13 +51,17 @@ export function OverlapViews({ analysis, labels }: AnalysisProps) {
           title={`|τ| of changed elements (ε = ${analysis.epsilon} marked)`}
           testId="chart-magnitude"
           file="tau-magnitude"
+          legend={<AgentLegend items={agentItems(labels)} />}
         >
           <BarChart data={magnitudeRows} margin={{ top: 16, right: 8, bottom: 4, left: 0 }}>
             <CartesianGrid strokeDasharray="3 3" />
             <XAxis dataKey="bin" interval="preserveStartEnd" />
             <YAxis tickFormatter={compactTick} width={COUNT_AXIS_WIDTH} />
-            <Tooltip formatter={countTooltip} labelFormatter={(bin) => `|τ| in [${String(bin)}, ×2)`} />
-            <Legend />
+            <Tooltip
+              itemStyle={TOOLTIP_ITEM_STYLE}
+              formatter={countTooltip}
+              labelFormatter={(bin) => `|τ| in [${String(bin)}, ×2)`}
+            />
             <ReferenceLine
               x={binLabel(epsilonBin(analysis.epsilon))}
               stroke={ALERT_COLOR}

@@ -1,7 +1,8 @@
 // The pairwise overlap matrix as counts, Jaccard or share of the smaller agent, the diagonal (each
 // agent's own changes) outside the colour scale; a pair's button shows its overlap per layer.
 import { useMemo, useRef, useState } from 'react';
-import { Bar, BarChart, CartesianGrid, Legend, Tooltip, XAxis, YAxis } from 'recharts';
+import { Bar, BarChart, CartesianGrid, Tooltip, XAxis, YAxis } from 'recharts';
+import { AgentLegend } from './AgentLegend.tsx';
 import { formatCount } from '../../format.ts';
 import { agentColor, OFF_SCALE_COLOR, rampColor, textOn } from '../colors.ts';
 import { idPart } from '../common.tsx';
@@ -15,7 +16,7 @@ import {
   shortLayerLabel,
   type OverlapMode,
 } from '../summary.ts';
-import { ChartCard, chartMinWidth } from './Chart.tsx';
+import { TOOLTIP_ITEM_STYLE, ChartCard, chartMinWidth } from './Chart.tsx';
 import { ExportButtons } from './ExportButtons.tsx';
 import type { AnalysisProps } from './types.ts';
 
@@ -156,19 +157,27 @@ function PairLayers({ analysis, labels, pair: [a, b] }: AnalysisProps & { pair: 
       testId="pair-layers"
       file={`overlap-${la}-${lb}-per-layer`}
       minWidth={chartMinWidth(layers.length, 2)}
+      legend={
+        <AgentLegend
+          items={[
+            { label: `of ${la}'s changes`, color: agentColor(a) },
+            { label: `of ${lb}'s changes`, color: agentColor(b) },
+          ]}
+        />
+      }
     >
       <BarChart data={rows} margin={{ top: 8, right: 8, bottom: 4, left: 0 }}>
         <CartesianGrid strokeDasharray="3 3" />
         <XAxis dataKey="label" interval="preserveStartEnd" minTickGap={4} />
         <YAxis unit="%" width={52} />
         <Tooltip
+          itemStyle={TOOLTIP_ITEM_STYLE}
           labelFormatter={(_, items) => {
             const row = items[0]?.payload as { group: string; both: number } | undefined;
             return row ? `${row.group}: ${formatCount(row.both)} changed by both` : '';
           }}
           formatter={(v) => `${String(v)}%`}
         />
-        <Legend />
         <Bar dataKey={`of ${la}'s`} fill={agentColor(a)} isAnimationActive={false} />
         <Bar dataKey={`of ${lb}'s`} fill={agentColor(b)} isAnimationActive={false} />
       </BarChart>
