@@ -189,7 +189,7 @@ function AgentGrid({
 /** The colour scale: the ramp from 0 to the largest share shown, and the off-scale swatch. */
 function Legend({ max, metric, scale }: { max: number; metric: AtlasMetric; scale: Scale }) {
   const gradient = useId().replace(/:/g, '');
-  const width = 220;
+  const width = 320;
   const stops = Array.from({ length: 9 }, (_, i) => i / 8);
   const ticks = [0, 0.25, 0.5, 0.75, 1];
   const valueAt = (position: number): number => max * (scale === 'sqrt' ? position * position : position);
