@@ -51,8 +51,11 @@ export function ChangeCharts({
   labels,
   onSelect,
   wide = false,
+  angled = false,
 }: {
   wide?: boolean;
+  /** Every label, slanted: module names are long and each one matters. */
+  angled?: boolean;
   noun: string;
   testIds: [string, string];
   groups: Group[];
@@ -82,6 +85,9 @@ export function ChangeCharts({
     if (key !== null) onSelect(key);
   };
   const file = noun.replace(/\s+/g, '-');
+  const axis = angled
+    ? { dataKey: 'label', interval: 0, angle: -40, textAnchor: 'end' as const, height: 78 }
+    : { dataKey: 'label', interval: 'preserveStartEnd' as const, minTickGap: 4 };
   return (
     <>
       <ChartCard
@@ -94,7 +100,7 @@ export function ChangeCharts({
       >
         <BarChart data={changedRows} margin={{ top: 8, right: 8, bottom: 4, left: 0 }}>
           <CartesianGrid strokeDasharray="3 3" />
-          <XAxis dataKey="label" interval="preserveStartEnd" minTickGap={4} />
+          <XAxis {...axis} />
           <YAxis unit="%" width={52} />
           <Tooltip
             itemStyle={TOOLTIP_ITEM_STYLE}
@@ -124,7 +130,7 @@ export function ChangeCharts({
         <BarChart data={splitRows} margin={{ top: 8, right: 8, bottom: 4, left: 0 }}>
           <HatchPatterns prefix={patterns} colors={labels.map((_, t) => agentColor(t))} />
           <CartesianGrid strokeDasharray="3 3" />
-          <XAxis dataKey="label" interval="preserveStartEnd" minTickGap={4} />
+          <XAxis {...axis} />
           <YAxis unit="%" width={52} />
           <Tooltip
             itemStyle={TOOLTIP_ITEM_STYLE}

@@ -54,6 +54,7 @@ export function ModuleViews({
           testIds={['chart-module-changed', 'chart-module-split']}
           groups={groups}
           labels={labels}
+          angled
           onSelect={selectModule}
         />
       </div>
