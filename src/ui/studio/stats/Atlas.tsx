@@ -6,6 +6,7 @@ import { formatCount } from '../../format.ts';
 import { agentColor, OFF_SCALE_COLOR, rampColor } from '../colors.ts';
 import {
   ATLAS_METRICS,
+  NO_FILTER,
   atlasKey,
   atlasRatio,
   share,
@@ -355,9 +356,7 @@ export function AtlasView({
             onHover={setHover}
             onSelect={(cell) =>
               onFilter({
-                text: '',
-                layer: null,
-                module: null,
+                ...NO_FILTER,
                 names: selected === atlasKey(cell.row, cell.module) ? null : cell.tensors,
               })
             }
