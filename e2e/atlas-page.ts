@@ -66,7 +66,8 @@ export class AtlasPage {
           r.bottom > s.bottom + 0.5
         ) {
           const figure = svg.closest('[data-testid]')?.getAttribute('data-testid') ?? '?';
-          out.push(`${text.textContent ?? ''} @ ${figure}`);
+          const box = (b: DOMRect): string => [b.left, b.top, b.right, b.bottom].map(Math.round).join(',');
+          out.push(`${text.textContent ?? ''} @ ${figure}: ${box(r)} outside ${box(s)}`);
         }
       }
       return out;

@@ -53,7 +53,8 @@ interface Geometry {
 function geometry(atlas: Atlas): Geometry {
   const rows = atlas.rows.length;
   const cellW = atlas.modules.length > 16 ? 14 : 18;
-  const cellH = rows <= 40 ? 14 : rows <= 90 ? 8 : 5;
+  // Rows never shorter than the label font, so adjacent labels (final norm, head) never overlap.
+  const cellH = rows <= 40 ? 14 : 11;
   const rowText = Math.max(...atlas.rows.map((r) => shortLayerLabel(r).length), 1);
   const moduleText = Math.max(...atlas.modules.map((m) => m.length), 1);
   const left = Math.ceil(rowText * GLYPH) + 10;
@@ -65,8 +66,14 @@ function geometry(atlas: Atlas): Geometry {
     top,
     width: left + atlas.modules.length * cellW + 4,
     height: top + rows * cellH + 4,
-    everyRow: cellH >= 12 ? 1 : 4,
+    everyRow: cellH >= 14 ? 1 : rows > 60 ? 8 : 4,
   };
+}
+
+/** Rows that get a label: outside the layers always; layers every `every`-th index and the last. */
+function labelled(row: string, last: string | undefined, every: number): boolean {
+  const numbered = /\.(\d+)$/.exec(row);
+  return !numbered || Number(numbered[1]) % every === 0 || row === last;
 }
 
 function ratioText(ratio: Ratio | null): string {
@@ -103,6 +110,7 @@ function AgentGrid({
   onSelect(cell: AtlasCell): void;
 }) {
   const g = geometry(atlas);
+  const lastLayer = atlas.rows.filter((r) => /\.\d+$/.test(r)).at(-1);
   return (
     <div className="atlas-grid">
       <h4 className="atlas-grid__title">
@@ -129,7 +137,7 @@ function AgentGrid({
           </text>
         ))}
         {atlas.rows.map((row, r) =>
-          r % g.everyRow === 0 || !/\.\d+$/.test(row) ? (
+          labelled(row, lastLayer, g.everyRow) ? (
             <text
               key={row}
               x={g.left - 4}

@@ -86,7 +86,14 @@ export function ChangeCharts({
   };
   const file = noun.replace(/\s+/g, '-');
   const axis = angled
-    ? { dataKey: 'label', interval: 0, angle: -40, textAnchor: 'end' as const, height: 78 }
+    ? {
+        dataKey: 'label',
+        interval: 0,
+        angle: -40,
+        textAnchor: 'end' as const,
+        height: 100,
+        tick: { fontSize: 11 },
+      }
     : { dataKey: 'label', interval: 'preserveStartEnd' as const, minTickGap: 4 };
   return (
     <>
