@@ -17,6 +17,7 @@ import {
   type Ratio,
 } from '../summary.ts';
 import { ExportButtons } from './ExportButtons.tsx';
+import { RampLegend, rampPosition, type RampScale } from './RampLegend.tsx';
 import type { DrillProps } from './types.ts';
 
 const METRIC_TEXT: Record<AtlasMetric, string> = {
@@ -27,14 +28,10 @@ const METRIC_TEXT: Record<AtlasMetric, string> = {
 };
 
 /** Square root spreads the low shares that most cells hold; the legend shows the mapping either way. */
-const SCALES = { sqrt: 'square root', linear: 'linear' } as const;
-type Scale = keyof typeof SCALES;
+const SCALES: Record<RampScale, string> = { sqrt: 'square root', linear: 'linear' };
+type Scale = RampScale;
 
-/** Position on the colour ramp of a share, for a scale from 0 to max. */
-function rampPosition(x: number, max: number, scale: Scale): number {
-  if (max <= 0) return 0;
-  return scale === 'sqrt' ? Math.sqrt(x / max) : x / max;
-}
+const percentTick = (x: number): string => `${(100 * x).toFixed(x < 0.1 ? 2 : 1)}%`;
 
 const LABEL_FONT = 11;
 /** Average glyph width of the label font, to size the margins so no label is cut off. */
@@ -195,49 +192,6 @@ function AgentGrid({
   );
 }
 
-/** The colour scale: the ramp from 0 to the largest share shown, and the off-scale swatch. */
-function Legend({ max, metric, scale }: { max: number; metric: AtlasMetric; scale: Scale }) {
-  const gradient = useId().replace(/:/g, '');
-  const width = 320;
-  const stops = Array.from({ length: 9 }, (_, i) => i / 8);
-  const ticks = [0, 0.25, 0.5, 0.75, 1];
-  const valueAt = (position: number): number => max * (scale === 'sqrt' ? position * position : position);
-  return (
-    <svg
-      width={width + 200}
-      height={44}
-      role="img"
-      aria-label={`Colour scale (${SCALES[scale]}): 0% to ${(100 * max).toFixed(2)}%; grey: no elements to divide by`}
-      fontSize={LABEL_FONT}
-      data-testid="atlas-legend"
-    >
-      <defs>
-        <linearGradient id={gradient}>
-          {stops.map((s) => (
-            <stop key={s} offset={s} stopColor={rampColor(s)} />
-          ))}
-        </linearGradient>
-      </defs>
-      <rect x={8} y={4} width={width} height={14} fill={`url(#${gradient})`} />
-      {ticks.map((t) => (
-        <text
-          key={t}
-          x={8 + t * width}
-          y={32}
-          textAnchor={t === 0 ? 'start' : t === 1 ? 'end' : 'middle'}
-          fill="#1b2430"
-        >
-          {(100 * valueAt(t)).toFixed(valueAt(t) < 0.1 ? 2 : 1)}%
-        </text>
-      ))}
-      <rect x={width + 24} y={4} width={14} height={14} fill={OFF_SCALE_COLOR} />
-      <text x={width + 42} y={15} fill="#1b2430">
-        {metric === 'sharedWith' ? 'n/a (itself, or 0 changed)' : 'n/a (nothing to divide)'}
-      </text>
-    </svg>
-  );
-}
-
 export function AtlasView({
   atlas,
   labels,
@@ -348,7 +302,13 @@ export function AtlasView({
         largest cell shown. Rows: embeddings, layers 0…
         {Math.max(0, atlas.rows.filter((r) => /\.\d+$/.test(r)).length - 1)}, final norm, head.
       </p>
-      <Legend max={max} metric={metric} scale={scale} />
+      <RampLegend
+        max={max}
+        scale={scale}
+        format={percentTick}
+        offScale={metric === 'sharedWith' ? 'n/a (itself, or 0 changed)' : 'n/a (nothing to divide)'}
+        testId="atlas-legend"
+      />
       <div className="atlas__grids">
         {agents.map((t) => (
           <AgentGrid

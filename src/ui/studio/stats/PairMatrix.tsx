@@ -3,7 +3,7 @@
 import { useMemo, useRef, useState } from 'react';
 import { Bar, BarChart, CartesianGrid, Tooltip, XAxis, YAxis } from 'recharts';
 import { AgentLegend } from './AgentLegend.tsx';
-import { formatCount } from '../../format.ts';
+import { formatCompact, formatCount } from '../../format.ts';
 import { agentColor, OFF_SCALE_COLOR, rampColor, textOn } from '../colors.ts';
 import { idPart } from '../common.tsx';
 import {
@@ -18,6 +18,7 @@ import {
 } from '../summary.ts';
 import { TOOLTIP_ITEM_STYLE, ChartCard, chartMinWidth } from './Chart.tsx';
 import { ExportButtons } from './ExportButtons.tsx';
+import { RampLegend } from './RampLegend.tsx';
 import type { AnalysisProps } from './types.ts';
 
 const MODE_TEXT: Record<OverlapMode, string> = {
@@ -68,6 +69,13 @@ export function PairMatrix({ analysis, labels }: AnalysisProps) {
               </button>
             ))}
           </div>
+          <RampLegend
+            max={max}
+            scale="linear"
+            format={(x) => (mode === 'count' ? formatCompact(x) : `${(100 * x).toFixed(1)}%`)}
+            offScale="the agent itself (its changed count)"
+            testId="pairwise-legend"
+          />
           <div className="studio-scroll studio-pinned">
             <table className="studio-table studio-matrix">
               <caption>
