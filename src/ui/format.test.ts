@@ -1,6 +1,6 @@
 // Display formatting of sizes, counts and durations in the GPU panel.
 import { describe, expect, it } from 'vitest';
-import { formatBytes, formatCount, formatDuration, formatLimit } from './format.ts';
+import { formatBytes, formatCompact, formatCount, formatDuration, formatLimit } from './format.ts';
 
 describe('formatBytes', () => {
   it('uses binary units and drops trailing zeros', () => {
@@ -34,4 +34,15 @@ describe('formatLimit', () => {
     expect(formatLimit('maxBufferSize', 2 ** 28)).toBe('256 MiB');
     expect(formatLimit('maxComputeWorkgroupsPerDimension', 65535)).toBe('65,535');
   });
+});
+
+describe('formatCompact', () => {
+  it.each([
+    [0, '0'],
+    [950, '950'],
+    [7_500_000, '7.5M'],
+    [136_134_656, '136.1M'],
+    [3_400_000_000, '3.4B'],
+    [12_000, '12K'],
+  ])('%d → %s', (value, text) => expect(formatCompact(value)).toBe(text));
 });

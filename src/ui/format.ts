@@ -21,6 +21,13 @@ export function formatCount(value: number): string {
   return integers.format(value);
 }
 
+const compact = new Intl.NumberFormat('en-US', { notation: 'compact', maximumFractionDigits: 1 });
+
+/** Chart axes: 7,500,000 → "7.5M", 3,400,000,000 → "3.4B", keeping every leading digit. */
+export function formatCompact(value: number): string {
+  return compact.format(value);
+}
+
 /** Milliseconds with precision that suits the size: "0.42 ms", "12.3 ms", "1.25 s". */
 export function formatDuration(ms: number): string {
   if (ms >= 1000) return `${Number((ms / 1000).toFixed(2))} s`;

@@ -3,9 +3,20 @@
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import { DEMO_MODEL_TYPE } from '../../engine/worker-client.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
+import { agentColor, MERGE_COLOR, NEUTRAL_COLOR } from './colors.ts';
 import { ErrorBox, idPart } from './common.tsx';
 
-const KIND_COLORS = { base: '#5b6675', agent: '#0072b2', merge: '#d55e00' } as const;
+/** Agents take their colour from the studio's one agent map; the base and merges stay neutral. */
+function rowColor(rows: readonly { kind: string }[], i: number): { fill: string; opacity: number } {
+  const row = rows[i];
+  if (row?.kind === 'agent')
+    return { fill: agentColor(rows.slice(0, i).filter((r) => r.kind === 'agent').length), opacity: 1 };
+  if (row?.kind === 'merge') {
+    const merge = rows.slice(0, i).filter((r) => r.kind === 'merge').length;
+    return { fill: MERGE_COLOR, opacity: 1 - 0.2 * (merge % 4) };
+  }
+  return { fill: NEUTRAL_COLOR, opacity: 1 };
+}
 
 export function ArenaPanel() {
   const arena = useStudio((s) => s.studio.arena);
@@ -93,8 +104,8 @@ export function ArenaPanel() {
                   <Bar
                     key={r.key}
                     dataKey={r.label}
-                    fill={KIND_COLORS[r.kind]}
-                    fillOpacity={r.kind === 'agent' ? 0.45 + 0.5 * ((i % 3) / 2) : 1}
+                    fill={rowColor(rows, i).fill}
+                    fillOpacity={rowColor(rows, i).opacity}
                     isAnimationActive={false}
                   />
                 ))}

@@ -1,23 +1,9 @@
-// Pieces the studio's panels share: agent colours, the error box, the job progress bar.
+// Pieces the studio's panels share: the error box, the job progress bar (agent colours: colors.ts).
 import type { Progress } from '../../engine/driver.ts';
 import type { WorkerErrorInfo } from '../../engine/worker.ts';
 import { formatBytes, formatCount, formatDuration } from '../format.ts';
 
-/** Colour-blind-safe palette (Okabe–Ito), one per agent in load order. */
-export const AGENT_COLORS = [
-  '#0072b2',
-  '#e69f00',
-  '#009e73',
-  '#cc79a7',
-  '#56b4e9',
-  '#d55e00',
-  '#f0e442',
-  '#000000',
-];
-
-export function agentColor(index: number): string {
-  return AGENT_COLORS[index % AGENT_COLORS.length] ?? '#000000';
-}
+export { AGENT_COLORS, agentColor } from './colors.ts';
 
 /** A testid-safe form of a label (agent and layer names may hold dots). */
 export function idPart(text: string): string {

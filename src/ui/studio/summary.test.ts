@@ -6,7 +6,16 @@ import { openModel } from '../../format/model.ts';
 import { memorySource } from '../../io/source.ts';
 import { createCpuEngine } from '../../methods/cpu-engine.ts';
 import type { ModelStats } from '../../methods/stats.ts';
+import { llamaSpecs } from '../../bench/llama-set.ts';
+import { emptyTensorStats } from '../../methods/stats.ts';
+import { rng } from '../../test/fixtures.ts';
 import {
+  agentSets,
+  atlasKey,
+  atlasOf,
+  atlasRatio,
+  overlapRatio,
+  setMembers,
   branchCounts,
   expectedOutputBytes,
   filterTensors,
@@ -49,13 +58,13 @@ describe('statistics views of the demo set', async () => {
     epsilon: 1e-5,
   });
 
-  it('groups into the four modules, natural order, and the layers sum to the totals', () => {
+  it('groups into the four modules, model order, and the layers sum to the totals', () => {
     const layers = layerStats(analysis.tensors, 3);
     expect(layers.map((l) => [l.layer, l.tensors])).toEqual([
-      ['head', 2],
+      ['task_embed', 1],
       ['layers.0', 2],
       ['layers.1', 2],
-      ['task_embed', 1],
+      ['head', 2],
     ]);
     const sum = (pick: (s: (typeof layers)[number]['stats']) => number[]): number[] =>
       layers.reduce(
@@ -231,5 +240,127 @@ describe('expectedOutputBytes', () => {
     expect(expectedOutputBytes(merged, base, null)).toBe(20 + 12 + 64);
     expect(expectedOutputBytes(merged, base, 'F32')).toBe(40 + 12 + 64);
     expect(expectedOutputBytes(merged, base, 'F16')).toBe(20 + 6 + 64);
+  });
+});
+
+/** Per-element agent sets at random, and the statistics' counts of them, counted here directly. */
+function randomSets(agents: number, elements: number, seed: number) {
+  const random = rng(seed);
+  const density = Array.from({ length: agents }, () => 0.1 + 0.5 * random());
+  const sets = new Map<number, number>();
+  const stats = {
+    agents,
+    counts: new Array<number>(agents + 1).fill(0),
+    overlap: Array.from({ length: agents }, () => new Array<number>(agents).fill(0)),
+    unique: new Array<number>(agents).fill(0),
+    pairs: Array.from({ length: agents }, () => new Array<number>(agents).fill(0)),
+  };
+  for (let i = 0; i < elements; i++) {
+    let mask = 0;
+    for (let t = 0; t < agents; t++) if (random() < density[t]!) mask |= 1 << t;
+    const members = setMembers(mask, agents);
+    stats.counts[members.length]!++;
+    if (mask === 0) continue;
+    sets.set(mask, (sets.get(mask) ?? 0) + 1);
+    for (const t of members) {
+      stats.overlap[t]![members.length - 1]!++;
+      if (members.length === 1) stats.unique[t]!++;
+      for (const u of members) stats.pairs[t]![u]!++;
+    }
+  }
+  return { stats, sets };
+}
+
+describe('agentSets', () => {
+  it.each([1, 2, 3, 4])('recovers every exact agent set for N = %i from the counts and pairs', (agents) => {
+    const { stats, sets } = randomSets(agents, 20000, 17 + agents);
+    const derived = agentSets(stats)!;
+    for (let mask = 1; mask < 1 << agents; mask++) expect(derived.get(mask) ?? 0).toBe(sets.get(mask) ?? 0);
+    expect(sets.size).toBe((1 << agents) - 1);
+  });
+
+  it('is null where the counts do not fix the sets (N ≥ 5) or pairs are missing', () => {
+    expect(agentSets(randomSets(5, 100, 3).stats)).toBeNull();
+    expect(agentSets({ ...randomSets(3, 100, 3).stats, pairs: undefined })).toBeNull();
+  });
+});
+
+describe('atlasOf', () => {
+  const specs = llamaSpecs({ layers: 12, hidden: 64, vocab: 128, agents: 3, seed: 1 });
+  const random = rng(99);
+  const int = (n: number): number => Math.floor(random() * n);
+  const tensors = specs.map((spec) => {
+    const numel = spec.shape.reduce((a, b) => a * b, 1);
+    const stats = emptyTensorStats(spec.name, 'BF16', numel, 3);
+    stats.counts = stats.counts.map(() => int(numel));
+    stats.overlap = stats.overlap.map((row) => row.map(() => int(numel)));
+    stats.changed = stats.overlap.map((row) => row.reduce((a, b) => a + b, 0));
+    stats.unique = stats.overlap.map((row) => row[0]!);
+    stats.signConflicts = int(numel);
+    stats.pairs = stats.pairs!.map((row) => row.map(() => int(numel)));
+    return stats;
+  });
+  const atlas = atlasOf(tensors, 3);
+
+  it('puts every tensor in exactly one cell, rows in model order, modules as a layer computes them', () => {
+    const all = [...atlas.cells.values()].flatMap((c) => c.tensors);
+    expect([...all].sort()).toEqual(specs.map((s) => s.name).sort());
+    expect(atlas.rows).toEqual([
+      'model.embed_tokens',
+      ...Array.from({ length: 12 }, (_, l) => `layers.${l}`),
+      'model.norm',
+      'lm_head',
+    ]);
+    expect(atlas.modules).toEqual([
+      'embed',
+      'norm_in',
+      'q',
+      'k',
+      'v',
+      'o',
+      'norm_post_attn',
+      'gate',
+      'up',
+      'down',
+      'norm',
+      'head',
+    ]);
+    const q = atlas.cells.get(atlasKey('layers.7', 'q'))!;
+    expect(q.tensors).toEqual([
+      'model.layers.7.self_attn.q_proj.weight',
+      'model.layers.7.self_attn.q_proj.bias',
+    ]);
+  });
+
+  it('sums integer counts per cell, and the ratios take their integers from the cell', () => {
+    for (const cell of atlas.cells.values()) {
+      const members = tensors.filter((t) => cell.tensors.includes(t.name));
+      let numel = 0;
+      let conflicts = 0;
+      const changed = [0, 0, 0];
+      const unique = [0, 0, 0];
+      let both = 0;
+      for (const m of members) {
+        numel += m.numel;
+        conflicts += m.signConflicts;
+        both += m.pairs![1]![2]!;
+        for (let t = 0; t < 3; t++) {
+          changed[t]! += m.changed[t]!;
+          unique[t]! += m.unique[t]!;
+        }
+      }
+      expect(cell.stats.numel).toBe(numel);
+      expect(atlasRatio(cell.stats, 'changed', 2, 0)).toEqual({ part: changed[2], whole: numel });
+      expect(atlasRatio(cell.stats, 'unique', 0, 0)).toEqual({ part: unique[0], whole: changed[0] });
+      expect(atlasRatio(cell.stats, 'sharedWith', 1, 2)).toEqual({ part: both, whole: changed[1] });
+      expect(atlasRatio(cell.stats, 'conflicts', 1, 2)?.part).toBe(conflicts);
+    }
+  });
+});
+
+describe('overlapRatio', () => {
+  it('is Jaccard over the union, or the share of the smaller agent', () => {
+    expect(overlapRatio(30, 100, 50, 'jaccard')).toEqual({ part: 30, whole: 120 });
+    expect(overlapRatio(30, 100, 50, 'smaller')).toEqual({ part: 30, whole: 50 });
   });
 });

@@ -5,18 +5,44 @@
 import type { TensorStats } from '../../engine/types.ts';
 import { dtypeBits, type FloatDtype } from '../../format/dtype.ts';
 import { MAGNITUDE_BINS, magnitudeBin, sumStats, type ModelStats } from '../../methods/stats.ts';
+import {
+  compareModules,
+  comparePlaces,
+  parseTensorName,
+  rowLabel,
+  type TensorPlace,
+} from '../../format/names.ts';
 
-const NUMBERED = /(?:^|\.)(layers|layer|h|blocks|block)\.(\d+)\./;
-
-/** `model.layers.3.mlp.up_proj.weight` → `layers.3`; an unnumbered tensor groups by its module (`head`). */
+/**
+ * `model.layers.3.mlp.up_proj.weight` → `layers.3`; a tensor outside the numbered layers groups by
+ * its module path (`lm_head`, `model.embed_tokens`), so a group's tensors share its name as prefix.
+ */
 export function layerOf(name: string): string {
-  const numbered = NUMBERED.exec(name);
-  if (numbered) return `${numbered[1]}.${numbered[2]}`;
+  const place = parseTensorName(name);
+  if (place.block === 'layer') return rowLabel(place);
   const dot = name.lastIndexOf('.');
   return dot > 0 ? name.slice(0, dot) : name;
 }
 
+/** The stacks of numbered layers in order of first appearance (decoder after encoder, as stored). */
+function stacksOf(places: readonly TensorPlace[]): string[] {
+  return [...new Set(places.filter((p) => p.block === 'layer').map((p) => p.stack))];
+}
+
 const collator = new Intl.Collator('en', { numeric: true });
+
+/** Group keys (layerOf) in model order: embeddings, layers 0..L−1, final norm, head, the rest by name. */
+export function orderLayers(tensors: readonly { name: string }[]): string[] {
+  const first = new Map<string, TensorPlace>();
+  for (const t of tensors) {
+    const key = layerOf(t.name);
+    if (!first.has(key)) first.set(key, parseTensorName(t.name));
+  }
+  const stacks = stacksOf([...first.values()]);
+  return [...first.keys()].sort(
+    (a, b) => comparePlaces(first.get(a)!, first.get(b)!, stacks) || collator.compare(a, b),
+  );
+}
 
 export interface LayerStats {
   layer: string;
@@ -24,7 +50,7 @@ export interface LayerStats {
   stats: ModelStats;
 }
 
-/** Per-layer totals, in natural name order (layers.2 before layers.10). */
+/** Per-layer totals, in model order (embeddings first, layers.2 before layers.10, head last). */
 export function layerStats(tensors: readonly TensorStats[], agents: number): LayerStats[] {
   const groups = new Map<string, TensorStats[]>();
   for (const t of tensors) {
@@ -33,7 +59,7 @@ export function layerStats(tensors: readonly TensorStats[], agents: number): Lay
     if (group) group.push(t);
     else groups.set(key, [t]);
   }
-  return [...groups.keys()].sort(collator.compare).map((layer) => {
+  return orderLayers(tensors).map((layer) => {
     const members = groups.get(layer) ?? [];
     return { layer, tensors: members.length, stats: sumStats(members, agents) };
   });
@@ -127,39 +153,33 @@ export function percent(part: number, whole: number, digits = 1): string {
 export const MODULE_TYPES = ['attention', 'mlp', 'embedding', 'norm', 'head', 'other'] as const;
 export type ModuleType = (typeof MODULE_TYPES)[number];
 
-const ATTENTION = /^(?:q_proj|k_proj|v_proj|o_proj|c_attn)$/;
-const MLP = /^(?:gate_proj|up_proj|down_proj|fc1|fc2|c_fc)$/;
-const EMBEDDING = /^(?:embed_tokens|wte|wpe|task_embed)$|embed/;
-const NORM = /norm|^ln_/;
-const HEAD = /^(?:lm_head|head)$/;
-// Containers: a tensor directly in `attn` (GPT-2's attn.bias) or `mlp` belongs to that block.
-const ATTENTION_BLOCK = /^(?:self_attn|attn|attention)$/;
-const MLP_BLOCK = /^(?:mlp|ffn|feed_forward)$/;
+const FAMILY: Record<string, ModuleType> = {
+  embed: 'embedding',
+  pos_embed: 'embedding',
+  head: 'head',
+  q: 'attention',
+  k: 'attention',
+  v: 'attention',
+  qkv: 'attention',
+  o: 'attention',
+  attn: 'attention',
+  router: 'mlp',
+  gate: 'mlp',
+  up: 'mlp',
+  gate_up: 'mlp',
+  down: 'mlp',
+};
 
-/** The module type of one name segment, given the segment before it (GPT-2's c_proj is in both). */
-function segmentModule(segment: string, parent: string | undefined): ModuleType | null {
-  if (NORM.test(segment)) return 'norm';
-  if (HEAD.test(segment)) return 'head';
-  if (EMBEDDING.test(segment)) return 'embedding';
-  if (ATTENTION.test(segment)) return 'attention';
-  if (MLP.test(segment)) return 'mlp';
-  if (segment === 'c_proj') return parent !== undefined && /attn/.test(parent) ? 'attention' : 'mlp';
-  if (ATTENTION_BLOCK.test(segment)) return 'attention';
-  if (MLP_BLOCK.test(segment)) return 'mlp';
-  return null;
+/** The coarse type of a structure module (`q` → attention, `experts.up` → mlp); unknown paths are other. */
+export function moduleFamily(module: string): ModuleType {
+  if (/norm/.test(module)) return 'norm';
+  const own = module.startsWith('experts.') || module.startsWith('shared.') ? 'up' : module;
+  return FAMILY[own] ?? 'other';
 }
 
-/**
- * `model.layers.0.self_attn.q_proj.weight` → attention. The innermost segment that names a module
- * decides, so a `q_norm` inside attention is a norm.
- */
+/** `model.layers.0.self_attn.q_proj.weight` → attention: the family of its parsed module (names.ts). */
 export function moduleOf(name: string): ModuleType {
-  const segments = name.split('.');
-  for (let i = segments.length - 1; i >= 0; i--) {
-    const found = segmentModule(segments[i]!, segments[i - 1]);
-    if (found) return found;
-  }
-  return 'other';
+  return moduleFamily(parseTensorName(name).module);
 }
 
 export interface ModuleStats {
@@ -184,12 +204,16 @@ export interface TensorFilter {
   /** A layerOf() key, or null for every layer. */
   layer: string | null;
   module: ModuleType | null;
+  /** Exactly these tensors (an atlas cell's), or null for any. */
+  names: readonly string[] | null;
 }
 
-export const NO_FILTER: TensorFilter = { text: '', layer: null, module: null };
+export const NO_FILTER: TensorFilter = { text: '', layer: null, module: null, names: null };
 
 export function isFiltered(filter: TensorFilter): boolean {
-  return filter.text.trim() !== '' || filter.layer !== null || filter.module !== null;
+  return (
+    filter.text.trim() !== '' || filter.layer !== null || filter.module !== null || filter.names !== null
+  );
 }
 
 /** The tensors the table shows under a filter, in their original order. */
@@ -199,7 +223,8 @@ export function filterTensors<T extends { name: string }>(tensors: readonly T[],
     (t) =>
       (text === '' || t.name.toLowerCase().includes(text)) &&
       (filter.layer === null || layerOf(t.name) === filter.layer) &&
-      (filter.module === null || moduleOf(t.name) === filter.module),
+      (filter.module === null || moduleOf(t.name) === filter.module) &&
+      (filter.names === null || filter.names.includes(t.name)),
   );
 }
 
@@ -230,4 +255,140 @@ export function expectedOutputBytes(
   const mergedBytes = merged.reduce((sum, t) => sum + (t.numel * dtypeBits(outDtype ?? t.dtype)) / 8, 0);
   const copied = baseTensors.filter((t) => !names.has(t.name)).reduce((sum, t) => sum + t.bytes, 0);
   return mergedBytes + copied;
+}
+
+export interface AtlasCell {
+  /** The row: a layerOf() group. */
+  row: string;
+  /** The column: the tensors' structure module (names.ts). */
+  module: string;
+  /** The tensors the cell sums, in the statistics' order. */
+  tensors: string[];
+  stats: ModelStats;
+}
+
+export interface Atlas {
+  rows: string[];
+  modules: string[];
+  /** Cells by `atlasKey(row, module)`; a row × module pair with no tensor has none. */
+  cells: Map<string, AtlasCell>;
+}
+
+export const atlasKey = (row: string, module: string): string => `${row}\u0000${module}`;
+
+/** The layer × module grid: every tensor in exactly one cell, integer counts summed per cell. */
+export function atlasOf(tensors: readonly TensorStats[], agents: number): Atlas {
+  const groups = new Map<string, { row: string; module: string; members: TensorStats[] }>();
+  const seen: string[] = [];
+  for (const t of tensors) {
+    const row = layerOf(t.name);
+    const module = parseTensorName(t.name).module;
+    if (!seen.includes(module)) seen.push(module);
+    const key = atlasKey(row, module);
+    const group = groups.get(key);
+    if (group) group.members.push(t);
+    else groups.set(key, { row, module, members: [t] });
+  }
+  const cells = new Map<string, AtlasCell>();
+  for (const [key, { row, module, members }] of groups)
+    cells.set(key, { row, module, tensors: members.map((m) => m.name), stats: sumStats(members, agents) });
+  return {
+    rows: orderLayers(tensors),
+    modules: [...seen].sort((a, b) => compareModules(a, b, seen)),
+    cells,
+  };
+}
+
+export const ATLAS_METRICS = ['changed', 'unique', 'sharedWith', 'conflicts'] as const;
+export type AtlasMetric = (typeof ATLAS_METRICS)[number];
+
+export interface Ratio {
+  part: number;
+  whole: number;
+}
+
+/**
+ * What a cell shows for one agent as exact integers: changed of the cell's elements, unique of the
+ * agent's changed, changed also by agent `other` (pairs) of the agent's changed, or sign conflicts
+ * of the cell's shared elements (the same for every agent). Null where the pairs are not counted.
+ */
+export function atlasRatio(
+  stats: ModelStats,
+  metric: AtlasMetric,
+  agent: number,
+  other: number,
+): Ratio | null {
+  const changed = stats.changed[agent] ?? 0;
+  switch (metric) {
+    case 'changed':
+      return { part: changed, whole: stats.numel };
+    case 'unique':
+      return { part: stats.unique[agent] ?? 0, whole: changed };
+    case 'sharedWith':
+      return stats.pairs && other !== agent
+        ? { part: stats.pairs[agent]?.[other] ?? 0, whole: changed }
+        : null;
+    case 'conflicts':
+      return { part: stats.signConflicts, whole: sharedElements(stats) };
+  }
+}
+
+export const OVERLAP_MODES = ['count', 'jaccard', 'smaller'] as const;
+export type OverlapMode = (typeof OVERLAP_MODES)[number];
+
+/** A pair's overlap as a ratio: Jaccard |a∩b| / |a∪b|, or |a∩b| / the smaller agent's changes. */
+export function overlapRatio(
+  both: number,
+  changedA: number,
+  changedB: number,
+  mode: Exclude<OverlapMode, 'count'>,
+): Ratio {
+  return mode === 'jaccard'
+    ? { part: both, whole: changedA + changedB - both }
+    : { part: both, whole: Math.min(changedA, changedB) };
+}
+
+/** Share of a ratio in [0, 1]; 0 for an empty whole. */
+export function share({ part, whole }: Ratio): number {
+  return whole === 0 ? 0 : part / whole;
+}
+
+/**
+ * Elements changed by exactly each agent set (bit t = agent t), from the exact counts: singles are
+ * the unique counts, the full set counts[N], each set missing one agent t counts[N−1] − overlap[t][N−2],
+ * and the pairs' own elements are pairs minus the larger sets that hold them. That fixes every set
+ * for N ≤ 4; beyond, the counts allow more than one answer, so null.
+ */
+export function agentSets(
+  stats: Pick<ModelStats, 'agents' | 'counts' | 'overlap' | 'unique' | 'pairs'>,
+): Map<number, number> | null {
+  const n = stats.agents;
+  if (n < 1 || n > 4 || (n >= 2 && !stats.pairs)) return null;
+  const full = (1 << n) - 1;
+  const sets = new Map<number, number>();
+  for (let t = 0; t < n; t++) sets.set(1 << t, stats.unique[t] ?? 0);
+  if (n >= 2) sets.set(full, stats.counts[n] ?? 0);
+  if (n >= 3)
+    for (let t = 0; t < n; t++)
+      sets.set(full & ~(1 << t), (stats.counts[n - 1] ?? 0) - (stats.overlap[t]?.[n - 2] ?? 0));
+  for (let a = 0; a < n; a++)
+    for (let b = a + 1; b < n; b++) {
+      const pair = (1 << a) | (1 << b);
+      if (sets.has(pair)) continue;
+      let larger = 0;
+      for (const [mask, count] of sets) if (mask !== pair && (mask & pair) === pair) larger += count;
+      sets.set(pair, (stats.pairs?.[a]?.[b] ?? 0) - larger);
+    }
+  return sets;
+}
+
+/** The bits of a set mask as agent indices. */
+export function setMembers(mask: number, agents: number): number[] {
+  return Array.from({ length: agents }, (_, t) => t).filter((t) => (mask >> t) & 1);
+}
+
+/** A layerOf() group's axis label: the layer index (`12`), else the group's last segment (`lm_head`). */
+export function shortLayerLabel(layer: string): string {
+  const numbered = /\.(\d+)$/.exec(layer);
+  return numbered ? numbered[1]! : layer.slice(layer.lastIndexOf('.') + 1);
 }
