@@ -365,3 +365,108 @@ export async function explainElement(request: ExplainRequest): Promise<ElementEx
     outDtype,
   };
 }
+
+/** The worker's tensor-view call: models by slot, the tensor, the view and the canvas's size and colours. */
+export interface MaskViewCall {
+  base: string;
+  agents: string[];
+  tensor: string;
+  epsilon: number;
+  view: MaskView | null;
+  maxRows: number;
+  maxCols: number;
+  palette: MaskPalette;
+}
+
+export interface MaskViewResult extends MaskResult {
+  tensor: string;
+  dtype: FloatDtype;
+  shape: number[];
+  agents: number;
+  /** Whether a canvas was attached and drawn into. */
+  drawn: boolean;
+  /** Drawing the grid into the canvas, until the GPU finished, in milliseconds. */
+  drawMs: number;
+}
+
+export interface ExplainCall {
+  base: string;
+  agents: string[];
+  params: MethodParams;
+  outDtype?: FloatDtype;
+  tensor: string;
+  index: number;
+}
+
+/**
+ * The worker's tensor-view state: the canvas the page handed over (drawn on the engine's device, so
+ * no weight byte and no GPU object ever reaches the page) and a renderer per device and agent count.
+ */
+export class InspectHost {
+  private canvas: OffscreenCanvas | null = null;
+  private context: { device: GPUDevice; context: GPUCanvasContext; format: GPUTextureFormat } | null = null;
+  private renderer: MaskRenderer | null = null;
+
+  attach(canvas: OffscreenCanvas): void {
+    this.canvas = canvas;
+    this.context = null;
+  }
+
+  async maskView(
+    device: GPUDevice,
+    format: GPUTextureFormat,
+    base: Model,
+    agents: Model[],
+    call: MaskViewCall,
+    signal?: AbortSignal,
+  ): Promise<MaskViewResult> {
+    if (!mergedTensorNames(base, agents).includes(call.tensor))
+      throw new MergeError(
+        base.tensors.has(call.tensor)
+          ? `${call.tensor} is not merged (it is copied from the base, or differs between the models), so it has no mask.`
+          : `${base.name} has no tensor ${call.tensor}.`,
+        call.tensor,
+      );
+    if (this.renderer?.device !== device || this.renderer.agents !== agents.length) {
+      this.renderer?.destroy();
+      this.renderer = new MaskRenderer(device, agents.length);
+    }
+    const input = tensorInput([base, ...agents], call.tensor);
+    const shape = [...base.tensors.get(call.tensor)!.shape];
+    const result = await this.renderer.compute({
+      tensor: input,
+      shape,
+      view: call.view,
+      maxRows: call.maxRows,
+      maxCols: call.maxCols,
+      epsilon: call.epsilon,
+      signal,
+    });
+    const started = performance.now();
+    let drawn = false;
+    if (this.canvas) {
+      if (this.context?.device !== device) {
+        const context = this.canvas.getContext('webgpu');
+        if (!context) throw new Error('The tensor view canvas offers no WebGPU context.');
+        context.configure({ device, format, alphaMode: 'opaque' });
+        this.context = { device, context, format };
+      }
+      await this.renderer.draw(this.context.context, this.context.format, call.palette);
+      drawn = true;
+    }
+    return {
+      ...result,
+      tensor: call.tensor,
+      dtype: input.dtype,
+      shape,
+      agents: agents.length,
+      drawn,
+      drawMs: performance.now() - started,
+    };
+  }
+
+  destroy(): void {
+    this.renderer?.destroy();
+    this.renderer = null;
+  }
+}
