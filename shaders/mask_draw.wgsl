@@ -19,7 +19,7 @@ struct Draw {
 
 @group(0) @binding(0) var<uniform> draw: Draw;
 @group(0) @binding(1) var<storage, read> grid: array<u32>;
-// Colours: unique to agent t at t, shared at AGENTS, sign conflict at AGENTS + 1, unchanged at AGENTS + 2.
+// Colours: unchanged at 0, shared at 1, sign conflict at 2, unique to agent t at 3 + t (any agent count).
 @group(0) @binding(2) var<storage, read> palette: array<vec4f>;
 
 @vertex
@@ -38,13 +38,14 @@ fn fs(@builtin(position) p: vec4f) -> @location(0) vec4f {
   let height = min(draw.block_rows, draw.rows - gy * draw.block_rows);
   let width = min(draw.block_cols, draw.cols - gx * draw.block_cols);
   let numel = f32(height * width);
-  let background = palette[AGENTS + 2u];
+  let background = palette[0];
   var changed = 0.0;
   var mixed = vec4f(0.0);
   for (var k = 0u; k < AGENTS + 2u; k++) {
     let n = f32(grid[cell + k]);
     changed += n;
-    mixed += n * palette[k];
+    // Grid order is unique 0..N-1, shared, conflict; palette order puts those three first.
+    mixed += n * palette[select(k - AGENTS + 1u, k + 3u, k < AGENTS)];
   }
   if (changed == 0.0) {
     return background;

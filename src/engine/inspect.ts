@@ -57,7 +57,7 @@ export interface MaskResult {
   computeMs: number;
 }
 
-/** RGBA in 0..1 per class: N unique colours, then shared, conflict, unchanged. */
+/** RGBA in 0..1: unchanged, shared, sign conflict, then agent colours (repeated for more agents). */
 export type MaskPalette = readonly (readonly [number, number, number, number])[];
 
 export class MaskRenderer {
@@ -175,26 +175,69 @@ export class MaskRenderer {
     };
   }
 
-  /** Draws the last computed grid into a canvas context configured on this renderer's device. */
-  async draw(context: GPUCanvasContext, format: GPUTextureFormat, palette: MaskPalette): Promise<void> {
+  /** Draws the last computed grid into a texture (a canvas's current one, or any render target). */
+  async draw(texture: GPUTexture, palette: MaskPalette): Promise<void> {
     const g = this.last;
     if (!g || !this.grid) return;
-    if (palette.length !== this.agents + 3)
-      throw new RangeError(`the palette needs ${this.agents + 3} colours, not ${palette.length}`);
-    let draw = this.draws.get(format);
+    if (palette.length < 4)
+      throw new RangeError(`the palette needs at least 4 colours, not ${palette.length}`);
+    // Agent colours repeat when there are more agents than colours.
+    const agentColours = palette.slice(3);
+    const colours = Float32Array.from(
+      [
+        ...palette.slice(0, 3),
+        ...Array.from({ length: this.agents }, (_, t) => agentColours[t % agentColours.length]!),
+      ].flat(),
+    );
+    let draw = this.draws.get(texture.format);
     if (!draw) {
-      draw = createMaskDraw(this.device, format, this.agents);
-      this.draws.set(format, draw);
+      draw = createMaskDraw(this.device, texture.format, this.agents);
+      this.draws.set(texture.format, draw);
     }
     const pipeline = await draw;
-    const texture = context.getCurrentTexture();
     this.scheduler.write(this.drawUniform, 0, encodeDraw(g, texture.width, texture.height));
-    this.scheduler.write(this.palette, 0, new Uint8Array(Float32Array.from(palette.flat()).buffer));
+    this.scheduler.write(this.palette, 0, new Uint8Array(colours.buffer));
     const grid = this.grid;
     this.scheduler.submit('mask.draw', (encoder) =>
       pipeline.encode(encoder, { draw: this.drawUniform, grid, palette: this.palette }, texture.createView()),
     );
     await this.scheduler.idle();
+  }
+
+  /**
+   * Draws the last grid into a width × height RGBA texture and reads its pixels back (row-major, 4
+   * bytes each): what a 2D canvas shows, and what tests compare.
+   */
+  async drawPixels(width: number, height: number, palette: MaskPalette): Promise<Uint8Array> {
+    const rowBytes = Math.ceil((width * 4) / 256) * 256;
+    const texture = this.device.createTexture({
+      label: 'MaskRenderer.pixels',
+      size: [width, height],
+      format: 'rgba8unorm',
+      usage: GPUTextureUsage.RENDER_ATTACHMENT | GPUTextureUsage.COPY_SRC,
+    });
+    const readback = this.buffer(
+      'pixelReadback',
+      rowBytes * height,
+      GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    );
+    try {
+      await this.draw(texture, palette);
+      this.scheduler.submit('mask.pixels', (encoder) =>
+        encoder.copyTextureToBuffer({ texture }, { buffer: readback, bytesPerRow: rowBytes }, [
+          width,
+          height,
+        ]),
+      );
+      const bytes = await this.scheduler.read(readback, rowBytes * height);
+      const pixels = new Uint8Array(width * height * 4);
+      for (let y = 0; y < height; y++)
+        pixels.set(bytes.subarray(y * rowBytes, y * rowBytes + width * 4), y * width * 4);
+      return pixels;
+    } finally {
+      texture.destroy();
+      readback.destroy();
+    }
   }
 
   destroy(): void {
@@ -404,7 +447,7 @@ export interface ExplainCall {
  */
 export class InspectHost {
   private canvas: OffscreenCanvas | null = null;
-  private context: { device: GPUDevice; context: GPUCanvasContext; format: GPUTextureFormat } | null = null;
+  private context: OffscreenCanvasRenderingContext2D | null = null;
   private renderer: MaskRenderer | null = null;
 
   attach(canvas: OffscreenCanvas): void {
@@ -414,7 +457,6 @@ export class InspectHost {
 
   async maskView(
     device: GPUDevice,
-    format: GPUTextureFormat,
     base: Model,
     agents: Model[],
     call: MaskViewCall,
@@ -445,13 +487,17 @@ export class InspectHost {
     const started = performance.now();
     let drawn = false;
     if (this.canvas) {
-      if (this.context?.device !== device) {
-        const context = this.canvas.getContext('webgpu');
-        if (!context) throw new Error('The tensor view canvas offers no WebGPU context.');
-        context.configure({ device, format, alphaMode: 'opaque' });
-        this.context = { device, context, format };
-      }
-      await this.renderer.draw(this.context.context, this.context.format, call.palette);
+      // Rendered on the GPU into a texture, then put into the canvas as pixels: a WebGPU-configured
+      // OffscreenCanvas lost the device on headless Chromium's SwiftShader, a 2D one works everywhere.
+      this.context ??= this.canvas.getContext('2d');
+      if (!this.context) throw new Error('The tensor view canvas offers no 2D context.');
+      const { width, height } = this.canvas;
+      const pixels = await this.renderer.drawPixels(width, height, call.palette);
+      this.context.putImageData(
+        new ImageData(new Uint8ClampedArray(pixels.buffer as ArrayBuffer), width, height),
+        0,
+        0,
+      );
       drawn = true;
     }
     return {

@@ -8,7 +8,7 @@ import { referenceMask } from '../methods/mask.ts';
 import { referenceStats } from '../methods/reference.ts';
 import { randomTensor } from '../methods/test-tensors.ts';
 import { MaskRenderer } from './inspect.ts';
-import { maskGeometry, summarizeMask, type MaskView } from './mask-geometry.ts';
+import { maskGeometry, maskLayout, summarizeMask, type MaskView } from './mask-geometry.ts';
 import { openGpuHarness } from './test-harness.ts';
 
 const opened = await openGpuHarness();
@@ -98,5 +98,76 @@ describe.skipIf(!harness)(`mask kernel on ${harness?.adapterDescription ?? 'no a
     } finally {
       renderer.destroy();
     }
+  });
+});
+
+describe.skipIf(!harness)('mask drawing', () => {
+  it('paints each single-element block in its class colour and blocks of many in their mix', async () => {
+    const palette = [
+      [0.96, 0.96, 0.97, 1],
+      [0.36, 0.4, 0.46, 1],
+      [0.7, 0.15, 0.12, 1],
+      [0, 0.45, 0.7, 1],
+      [0.9, 0.62, 0, 1],
+      [0, 0.62, 0.45, 1],
+    ] as const;
+    const shape = [6, 8];
+    const t = randomTensor({ name: 'draw', dtype: 'BF16', numel: 48, agents: 3, seed: 4242 });
+    const renderer = new MaskRenderer(harness!.device, 3);
+    try {
+      // 48 single-element blocks drawn 4 × 4 pixels each: every pixel is one class's colour.
+      const single = await harness!.run(async () => {
+        await renderer.compute({
+          tensor: t.input,
+          shape,
+          view: null,
+          maxRows: 64,
+          maxCols: 64,
+          epsilon: 1e-5,
+        });
+        return renderer.drawPixels(32, 24, palette);
+      });
+      const grid = referenceMask(t.values, maskGeometry(shape, null, 64, 64), 1e-5);
+      let seen = new Set<string>();
+      for (let y = 0; y < 24; y++)
+        for (let x = 0; x < 32; x++) {
+          const cell = (Math.floor(y / 4) * 8 + Math.floor(x / 4)) * maskLayout(3).stride;
+          const k = [0, 1, 2, 3, 4].find((c) => grid[cell + c]! > 0);
+          const colour = k === undefined ? palette[0] : k < 3 ? palette[3 + k]! : palette[k - 2]!;
+          const at = (y * 32 + x) * 4;
+          const got = Array.from(single.subarray(at, at + 4));
+          // unorm8 conversion may round a half either way.
+          got.forEach((v, ch) =>
+            expect(Math.abs(v - colour[ch]! * 255), `pixel ${x},${y}`).toBeLessThanOrEqual(1),
+          );
+          seen.add(got.join());
+        }
+      expect(seen.size).toBeGreaterThan(3);
+
+      // The whole tensor as one block: the counts' mix over the background, strength by the share changed.
+      const mixed = await harness!.run(async () => {
+        await renderer.compute({ tensor: t.input, shape, view: null, maxRows: 1, maxCols: 1, epsilon: 1e-5 });
+        return renderer.drawPixels(4, 4, palette);
+      });
+      const counts = referenceMask(t.values, maskGeometry(shape, null, 1, 1), 1e-5);
+      const changed = [0, 1, 2, 3, 4].reduce((a, c) => a + counts[c]!, 0);
+      const strength = 0.35 + 0.65 * Math.sqrt(changed / 48);
+      const expected = [0, 1, 2].map((ch) => {
+        const mix = [0, 1, 2, 3, 4].reduce(
+          (a, c) => a + counts[c]! * (c < 3 ? palette[3 + c]! : palette[c - 2]!)[ch]!,
+          0,
+        );
+        return palette[0][ch]! + (mix / changed - palette[0][ch]!) * strength;
+      });
+      seen = new Set(
+        Array.from({ length: 16 }, (_, i) => Array.from(mixed.subarray(i * 4, i * 4 + 4)).join()),
+      );
+      expect(seen.size).toBe(1);
+      const px = Array.from(mixed.subarray(0, 3));
+      px.forEach((v, ch) => expect(Math.abs(v - expected[ch]! * 255)).toBeLessThanOrEqual(1));
+    } finally {
+      renderer.destroy();
+    }
+    expect(harness!.liveBuffers()).toEqual([]);
   });
 });

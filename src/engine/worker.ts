@@ -552,8 +552,7 @@ const handlers: Handlers = {
     const found = await acquireDevice();
     if ('error' in found)
       throw refusal('NoWebGPU', `The tensor view draws on WebGPU, which this worker lacks: ${found.error}.`);
-    const format = (navigator as { gpu: GPU }).gpu.getPreferredCanvasFormat();
-    return inspectHost.maskView(found.device, format, model(call.base), call.agents.map(model), call, signal);
+    return inspectHost.maskView(found.device, model(call.base), call.agents.map(model), call, signal);
   },
   async explain({ base, agents, params, outDtype, tensor, index }, { signal }) {
     const engine = await createEngine(agents.length);

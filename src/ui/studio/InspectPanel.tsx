@@ -1,5 +1,6 @@
 // The statistics down to one tensor and one element: the tensor view (where in a tensor each agent
 // changed what, drawn by the engine on the GPU) and the element inspector (what the merge writes there).
+import { useMemo } from 'react';
 import { useStudio, studioStore } from '../../state/store.ts';
 import { Inspector } from './Inspector.tsx';
 import { TensorView } from './TensorView.tsx';
@@ -8,8 +9,9 @@ import './inspect.css';
 export function InspectPanel() {
   const tensor = useStudio((s) => s.inspect.tensor);
   const index = useStudio((s) => s.inspect.index);
-  const names = useStudio((s) => s.studio.analysis.result?.tensors.map((t) => t.name) ?? []);
-  const numel = useStudio((s) => s.studio.analysis.result?.tensors.find((t) => t.name === tensor)?.numel);
+  const tensors = useStudio((s) => s.studio.analysis.result?.tensors);
+  const names = useMemo(() => tensors?.map((t) => t.name) ?? [], [tensors]);
+  const numel = tensors?.find((t) => t.name === tensor)?.numel;
   const method = useStudio((s) => s.studio.params.method);
   const known = names.includes(tensor);
   return (
@@ -24,6 +26,8 @@ export function InspectPanel() {
       </p>
       <form
         className="inspect-form"
+        // The engine checks the index and names the tensor when it is out of range.
+        noValidate
         onSubmit={(event) => {
           event.preventDefault();
           void studioStore.getState().runExplain();
@@ -49,9 +53,7 @@ export function InspectPanel() {
           <input
             data-testid="inspector-index"
             type="number"
-            min={0}
-            max={numel === undefined ? undefined : numel - 1}
-            step={1}
+            inputMode="numeric"
             value={Number.isFinite(index) ? index : ''}
             onChange={(e) => studioStore.getState().setInspectTarget({ index: Number(e.target.value) })}
           />

@@ -8,7 +8,7 @@ import { blockCounts, summarizeMask, type MaskGeometry, type MaskView } from '..
 import { MASK_CANVAS_SIZE } from '../../state/inspect-slice.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import { formatCount, formatDuration } from '../format.ts';
-import { agentColor, ErrorBox } from './common.tsx';
+import { AGENT_COLORS, agentColor, ErrorBox } from './common.tsx';
 
 export const SHARED_COLOR = '#5b6675';
 export const CONFLICT_COLOR = '#b3261e';
@@ -19,14 +19,9 @@ function rgba(hex: string): [number, number, number, number] {
   return [((n >> 16) & 255) / 255, ((n >> 8) & 255) / 255, (n & 255) / 255, 1];
 }
 
-/** The colours the engine draws with: each agent's own for its unique changes, then shared, conflict, unchanged. */
-export function maskPalette(agents: number): MaskPalette {
-  return [
-    ...Array.from({ length: agents }, (_, t) => rgba(agentColor(t))),
-    rgba(SHARED_COLOR),
-    rgba(CONFLICT_COLOR),
-    rgba(UNCHANGED_COLOR),
-  ];
+/** The colours the engine draws with: unchanged, shared, conflict, then each agent's own for its unique changes. */
+export function maskPalette(): MaskPalette {
+  return [rgba(UNCHANGED_COLOR), rgba(SHARED_COLOR), rgba(CONFLICT_COLOR), ...AGENT_COLORS.map(rgba)];
 }
 
 // A canvas can hand its control over once; StrictMode runs the effect twice on the same element.
@@ -158,11 +153,11 @@ export function TensorView() {
 
   useEffect(() => {
     const canvas = canvasRef.current;
-    if (!canvas || handedOver.has(canvas) || agents === 0) return;
+    if (!canvas || handedOver.has(canvas)) return;
     if (typeof canvas.transferControlToOffscreen !== 'function') return;
     handedOver.add(canvas);
-    void studioStore.getState().attachMaskCanvas(canvas.transferControlToOffscreen(), maskPalette(agents));
-  }, [agents]);
+    void studioStore.getState().attachMaskCanvas(canvas.transferControlToOffscreen(), maskPalette());
+  }, []);
 
   const blockAt = (event: MouseEvent<HTMLCanvasElement>): Block | null => {
     if (!g) return null;
