@@ -132,11 +132,15 @@ async function loadSet(workflow: WorkflowPage): Promise<void> {
     .poll(
       async () => {
         const data = await workflow.studio();
-        return { labels: data.analysisLabels, status: data.analysis.status };
+        return {
+          labels: data.analysisLabels,
+          status: data.analysis.status,
+          models: data.models.map((m) => `${m.label}: ${m.status}${m.error ? ` ${m.error.message}` : ''}`),
+        };
       },
       { timeout: 60_000 },
     )
-    .toEqual({ labels: AGENTS, status: 'done' });
+    .toEqual({ labels: AGENTS, status: 'done', models: ['base', ...AGENTS].map((m) => `${m}: ready`) });
   expect((await workflow.analysisSettled()).result?.totals).toEqual(analysis.totals);
 }
 
@@ -145,7 +149,7 @@ test('the inspector equals the CPU reference on random elements for RAM, RAM+ an
   inspect,
   page,
   browserErrors,
-}, testInfo) => {
+}) => {
   test.setTimeout(240_000);
   await loadSet(workflow);
   const names = analysis.tensors.map((t) => t.name);
@@ -203,7 +207,6 @@ test('the inspector equals the CPU reference on random elements for RAM, RAM+ an
   const last = JSON.parse((await inspect.result.getAttribute('data-json'))!) as InspectorJson;
   expect(bf16ToF32(new Uint16Array(new Float32Array([last.merged]).buffer)[1]!)).toBe(last.merged);
 
-  await workflow.shoot(inspect.panel, 'inspector', testInfo);
   expect(await axeViolations(page, '[data-testid="inspect-panel"]')).toEqual([]);
   expect(browserErrors.messages).toEqual([]);
 });
@@ -262,8 +265,10 @@ test('the tensor view draws the embedding; its block counts equal the CPU refere
   const canvas = page.getByTestId('tensor-mask');
   const box = (await canvas.boundingBox())!;
   const g = panned.geometry;
+  // Zooming shrinks both axes: 512 of the 2048 rows and 16 of the 64 columns, one element per pixel.
+  expect([g.gridRows, g.gridCols, g.blockCols]).toEqual([512, 16, 1]);
   const gy = 100;
-  const gx = 40;
+  const gx = 5;
   await canvas.click({
     position: { x: ((gx + 0.5) / g.gridCols) * box.width, y: ((gy + 0.5) / g.gridRows) * box.height },
   });
@@ -274,6 +279,7 @@ test('the tensor view draws the embedding; its block counts equal the CPU refere
   };
   const shown = await inspect.explain(EMBED, index);
   expect(shown.agents.map((a) => (a.changed ? 1 : 0))).toEqual(block.changed);
+  await workflow.shoot(inspect.panel, 'inspector', testInfo);
 
   expect(await axeViolations(page, '[data-testid="inspect-panel"]')).toEqual([]);
   expect(browserErrors.messages).toEqual([]);
