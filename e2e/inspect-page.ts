@@ -30,7 +30,7 @@ export class InspectPage {
   }
 
   /** Explains one element through the inputs and the button; resolves with the result's data-json. */
-  async explain(tensor: string, index: number): Promise<InspectorJson> {
+  async explain(tensor: string, index: number, timeout = 30_000): Promise<InspectorJson> {
     await this.tensorInput.fill(tensor);
     await this.indexInput.fill(String(index));
     await this.run.click();

@@ -58,7 +58,7 @@ test('tensor view draw time on the 0.5B-shaped set', async ({ workflow, inspect,
   }
   const started = Date.now();
   await workflow.selectMethod('ram');
-  const explained = await inspect.explain('model.embed_tokens.weight', 12_345_678);
+  const explained = await inspect.explain('model.embed_tokens.weight', 12_345_678, 300_000);
   lines.push(
     `explain model.embed_tokens.weight[12345678] with RAM: ${Date.now() - started} ms, merged ${explained.merged}`,
   );
