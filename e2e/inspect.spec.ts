@@ -281,6 +281,17 @@ test('the tensor view draws the embedding; its block counts equal the CPU refere
   expect(shown.agents.map((a) => (a.changed ? 1 : 0))).toEqual(block.changed);
   await workflow.shoot(inspect.panel, 'inspector', testInfo);
 
+  // A query projection: its heads (here one of 64 rows, from the config) counted exactly per agent.
+  const query = 'model.layers.12.self_attn.q_proj.weight';
+  const q = await inspect.open(query);
+  expect(q.headDim).toBe(64);
+  const heads = page.getByTestId('tensor-heads').locator('tbody tr');
+  await expect(heads).toHaveCount(3);
+  const counts = await heads.evaluateAll((rows) =>
+    rows.map((row) => [...row.querySelectorAll('td')].map((td) => Number(td.dataset.count))),
+  );
+  expect(counts).toEqual(analysis.tensors.find((t) => t.name === query)!.changed.map((n) => [n]));
+
   expect(await axeViolations(page, '[data-testid="inspect-panel"]')).toEqual([]);
   expect(browserErrors.messages).toEqual([]);
 });

@@ -426,6 +426,8 @@ export interface MaskViewResult extends MaskResult {
   dtype: FloatDtype;
   shape: number[];
   agents: number;
+  /** Elements per attention head (config head_dim, else hidden_size / num_attention_heads); null when unknown. */
+  headDim: number | null;
   /** Whether a canvas was attached and drawn into. */
   drawn: boolean;
   /** Drawing the grid into the canvas, until the GPU finished, in milliseconds. */
@@ -439,6 +441,18 @@ export interface ExplainCall {
   outDtype?: FloatDtype;
   tensor: string;
   index: number;
+}
+
+function headDim(config: Record<string, unknown> | undefined): number | null {
+  const number = (key: string): number | null =>
+    typeof config?.[key] === 'number' && Number.isInteger(config[key]) && config[key] > 0
+      ? config[key]
+      : null;
+  const explicit = number('head_dim');
+  if (explicit !== null) return explicit;
+  const hidden = number('hidden_size');
+  const heads = number('num_attention_heads');
+  return hidden !== null && heads !== null && hidden % heads === 0 ? hidden / heads : null;
 }
 
 /**
@@ -506,6 +520,7 @@ export class InspectHost {
       dtype: input.dtype,
       shape,
       agents: agents.length,
+      headDim: headDim(base.config),
       drawn,
       drawMs: performance.now() - started,
     };

@@ -5,6 +5,8 @@ import { seededRandom } from '../methods/test-tensors.ts';
 import {
   blockCounts,
   blockNumel,
+  headAxis,
+  headCounts,
   maskGeometry,
   maskLayout,
   summarizeMask,
@@ -105,5 +107,39 @@ describe('summarizeMask', () => {
       conflict: 0,
       changed: [0, 1],
     });
+  });
+});
+
+describe('headCounts', () => {
+  const summary = (g: ReturnType<typeof maskGeometry>, rows: number[], cols: number[]) => ({
+    numel: g.rows * g.cols,
+    unchanged: 0,
+    unique: [0],
+    shared: 0,
+    conflict: 0,
+    changed: [0],
+    rows: [rows],
+    cols: [cols],
+  });
+
+  it('sums whole heads from the row profile of q/k/v and the column profile of o', () => {
+    expect(headAxis('model.layers.3.self_attn.q_proj.weight')).toBe('rows');
+    expect(headAxis('model.layers.3.self_attn.v_proj.bias')).toBe('rows');
+    expect(headAxis('model.layers.3.self_attn.o_proj.weight')).toBe('cols');
+    expect(headAxis('model.layers.3.mlp.up_proj.weight')).toBeNull();
+    // 8 rows of heads of 4 in blocks of 2 rows: two heads, each two grid rows.
+    const g = maskGeometry([8, 3], null, 4, 3);
+    expect([g.blockRows, g.gridRows]).toEqual([2, 4]);
+    expect(headCounts(summary(g, [1, 2, 3, 4], [0, 0, 0]), g, 4, 'rows')).toEqual([[3, 7]]);
+    // A bias is one row: its heads lie along the columns.
+    const bias = maskGeometry([6], null, 4, 3);
+    expect(headCounts(summary(bias, [5], [1, 2, 3]), bias, 2, 'rows')).toEqual([[1, 2, 3]]);
+  });
+
+  it('gives nothing when a head is not a whole number of blocks or the view is partial', () => {
+    const g = maskGeometry([9, 3], null, 3, 3);
+    expect(headCounts(summary(g, [1, 1, 1], [0, 0, 0]), g, 2, 'rows')).toBeNull();
+    const part = maskGeometry([8, 3], { row0: 2, col0: 0, rows: 4, cols: 3 }, 8, 8);
+    expect(headCounts(summary(part, [1, 1, 1, 1], [0, 0, 0]), part, 4, 'rows')).toBeNull();
   });
 });

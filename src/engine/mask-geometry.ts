@@ -158,3 +158,37 @@ export function blockCounts(
     changed: Array.from({ length: agents }, (_, t) => grid[cell + layout.changed + t]!),
   };
 }
+
+/** Attention heads laid along a projection's rows (q, k, v and their biases) or columns (o). */
+export function headAxis(tensor: string): 'rows' | 'cols' | null {
+  if (/(^|\.)(q_proj|k_proj|v_proj)\.(weight|bias)$/.test(tensor)) return 'rows';
+  if (/(^|\.)o_proj\.weight$/.test(tensor)) return 'cols';
+  return null;
+}
+
+/**
+ * Elements each agent changed per attention head, summed exactly from the grid's row or column
+ * profile; null unless the view spans the whole axis and each head is a whole number of blocks.
+ */
+export function headCounts(
+  s: MaskSummary,
+  g: MaskGeometry,
+  headDim: number,
+  axis: 'rows' | 'cols',
+): number[][] | null {
+  const rows = axis === 'rows';
+  // A bias is one row: its heads lie along its columns.
+  const along = rows && g.tensorRows === 1 ? 'cols' : axis;
+  const size = along === 'rows' ? g.tensorRows : g.tensorCols;
+  const whole = along === 'rows' ? g.row0 === 0 && g.rows === size : g.col0 === 0 && g.cols === size;
+  const block = along === 'rows' ? g.blockRows : g.blockCols;
+  if (!Number.isInteger(headDim) || headDim < 1 || size % headDim !== 0 || !whole || headDim % block !== 0)
+    return null;
+  const per = headDim / block;
+  const profile = along === 'rows' ? s.rows : s.cols;
+  return profile.map((values) =>
+    Array.from({ length: size / headDim }, (_, h) =>
+      values.slice(h * per, (h + 1) * per).reduce((a, b) => a + b, 0),
+    ),
+  );
+}

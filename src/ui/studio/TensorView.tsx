@@ -4,7 +4,15 @@
 // pan down to single elements (each view change is one pass over the viewed rows in the engine).
 import { useEffect, useRef, useState, type KeyboardEvent, type MouseEvent } from 'react';
 import type { MaskPalette, MaskViewResult } from '../../engine/inspect.ts';
-import { blockCounts, summarizeMask, type MaskGeometry, type MaskView } from '../../engine/mask-geometry.ts';
+import {
+  blockCounts,
+  headAxis,
+  headCounts,
+  summarizeMask,
+  type MaskGeometry,
+  type MaskSummary,
+  type MaskView,
+} from '../../engine/mask-geometry.ts';
 import { MASK_CANVAS_SIZE } from '../../state/inspect-slice.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import { formatCount, formatDuration } from '../format.ts';
@@ -95,6 +103,62 @@ function Profile({
         </text>
       </svg>
     </figure>
+  );
+}
+
+/** Which attention heads each agent touched, for q/k/v/o projections whose heads the grid resolves. */
+function Heads({
+  result,
+  summary,
+  labels,
+}: {
+  result: MaskViewResult;
+  summary: MaskSummary;
+  labels: string[];
+}) {
+  const axis = headAxis(result.tensor);
+  if (!axis || result.headDim === null) return null;
+  const g = result.geometry;
+  const counts = headCounts(summary, g, result.headDim, axis);
+  if (!counts)
+    return (
+      <p className="muted" data-testid="tensor-heads-unavailable">
+        Heads of {result.headDim} elements: show the whole tensor at a block size that divides the head size
+        to count them.
+      </p>
+    );
+  const byRows = axis === 'rows' && g.tensorRows > 1;
+  const perHead = result.headDim * (byRows ? g.cols : g.rows);
+  return (
+    <div className="studio-scroll inspect-heads">
+      <table className="studio-table studio-table--compact" data-testid="tensor-heads">
+        <caption>
+          Share of each attention head ({formatCount(perHead)} elements) each agent changed; hover for counts
+        </caption>
+        <thead>
+          <tr>
+            <th scope="col">Agent</th>
+            {counts[0]!.map((_, h) => (
+              <th key={h} scope="col">
+                h{h}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {counts.map((row, t) => (
+            <tr key={t}>
+              <th scope="row">{labels[t] ?? `agent ${t + 1}`}</th>
+              {row.map((n, h) => (
+                <td key={h} title={`${formatCount(n)} of ${formatCount(perHead)}`} data-count={n}>
+                  {((100 * n) / perHead).toFixed(1)}%
+                </td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }
 
@@ -360,6 +424,7 @@ export function TensorView() {
           />
         </div>
       )}
+      {result && summary && <Heads result={result} summary={summary} labels={labels} />}
     </div>
   );
 }
