@@ -34,9 +34,7 @@ export class InspectPage {
     await this.tensorInput.fill(tensor);
     await this.indexInput.fill(String(index));
     await this.run.click();
-    await expect(this.page.getByTestId('inspector')).toHaveAttribute('data-status', 'done', {
-      timeout: 30_000,
-    });
+    await expect(this.page.getByTestId('inspector')).toHaveAttribute('data-status', 'done', { timeout });
     const json = JSON.parse((await this.result.getAttribute('data-json')) ?? 'null') as InspectorJson;
     expect([json.tensor, json.index]).toEqual([tensor, index]);
     return json;

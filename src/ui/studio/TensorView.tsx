@@ -187,8 +187,8 @@ function BlockFacts({
   const b = blockCounts(result.grid, g, result.agents, gy, gx);
   return (
     <p className="inspect-block" data-testid="tensor-mask-block" data-json={JSON.stringify({ gy, gx, ...b })}>
-      <strong>{describeBlock(g, gy, gx)}</strong> ({formatCount(b.numel)} elements): unchanged{' '}
-      {formatCount(b.unchanged)}
+      <strong>{describeBlock(g, gy, gx)}</strong> ({formatCount(b.numel)} element{b.numel === 1 ? '' : 's'}):
+      unchanged {formatCount(b.unchanged)}
       {b.unique.map((u, t) => (
         <span key={t}>
           , unique to {labels[t] ?? `agent ${t + 1}`} {formatCount(u)}
