@@ -13,6 +13,15 @@ import { CONVERT_KERNEL } from './kernels/convert.ts';
 import { DARE_NORMS_KERNEL, NORM_GROUPS } from './kernels/dare_norms.ts';
 import { kernelSource, type KernelSpec } from './kernels/kernel.ts';
 import { LINEAR_KERNEL } from './kernels/linear.ts';
+import {
+  DRAW_FIELDS,
+  MASK_DRAW_SOURCE,
+  MASK_ITEMS,
+  MASK_KERNEL,
+  VIEW_FIELDS,
+  encodeDraw,
+  encodeView,
+} from './kernels/mask.ts';
 import { RAM_KERNEL } from './kernels/ram.ts';
 import { STATS_KERNEL, statsLayout } from './kernels/stats.ts';
 import { TASK_ARITHMETIC_KERNEL } from './kernels/task_arithmetic.ts';
@@ -28,6 +37,7 @@ import {
   PARAMS_BYTES,
   PARAMS_FIELDS,
 } from './layout.ts';
+import { maskGeometry, maskLayout } from './mask-geometry.ts';
 import { COUNT_ITEMS, STATS_ITEMS, WORKGROUP_SIZE } from './plumbing.ts';
 
 const KERNELS: KernelSpec[] = [
@@ -41,6 +51,7 @@ const KERNELS: KernelSpec[] = [
   TOPK_TIES_KERNEL,
   TOPK_SCAN_KERNEL,
   DARE_NORMS_KERNEL,
+  MASK_KERNEL,
 ];
 
 /** Overrides whose initialiser derives them from others: the host never sets them. */
@@ -191,5 +202,50 @@ describe('layout encoders', () => {
     expect(view.getFloat32(AGENT_BYTES + 4, true)).toBe(-2);
     expect(view.getUint32(AGENT_BYTES + 16, true)).toBe(0x7f800000);
     expect(view.getUint32(AGENT_BYTES + 28, true)).toBe(1);
+  });
+});
+
+describe('tensor view shaders', () => {
+  const mask = kernelSource(MASK_KERNEL);
+  const fields = (source: string, struct: string): [string, number, number, string][] =>
+    new WgslReflect(source)
+      .getStructInfo(struct)!
+      .members.map((m) => [m.name, m.offset, m.size, m.type.name]);
+
+  it('mask.wgsl declares View as encodeView writes it', () => {
+    expect(fields(mask, 'View')).toEqual(VIEW_FIELDS.map((f, i) => [f.name, i * 4, 4, f.type]));
+    const g = maskGeometry([100, 30], { row0: 7, col0: 3, rows: 50, cols: 20 }, 8, 8);
+    const view = new DataView(encodeView(g).buffer);
+    const at = (name: string): number => VIEW_FIELDS.findIndex((f) => f.name === name) * 4;
+    expect(view.getUint32(at('tensor_cols'), true)).toBe(30);
+    expect(view.getUint32(at('row0'), true)).toBe(7);
+    expect(view.getUint32(at('block_rows'), true)).toBe(7);
+    expect(view.getUint32(at('block_cols'), true)).toBe(3);
+    expect(view.getUint32(at('grid_cols'), true)).toBe(7);
+  });
+
+  it('mask_draw.wgsl declares Draw as encodeDraw writes it, with a vertex and a fragment entry', () => {
+    const reflect = new WgslReflect(MASK_DRAW_SOURCE);
+    expect(reflect.entry.vertex.map((f) => f.name)).toEqual(['vs']);
+    expect(reflect.entry.fragment.map((f) => f.name)).toEqual(['fs']);
+    const used = reflect.entry.fragment[0]!.resources.map((v) => [v.binding, v.name]).sort();
+    expect(used).toEqual([
+      [0, 'draw'],
+      [1, 'grid'],
+      [2, 'palette'],
+    ]);
+    expect(fields(MASK_DRAW_SOURCE, 'Draw')).toEqual(DRAW_FIELDS.map((f, i) => [f.name, i * 4, 4, f.type]));
+    const g = maskGeometry([10, 10], null, 4, 4);
+    const draw = new DataView(encodeDraw(g, 512, 256).buffer);
+    expect(draw.getFloat32(0, true)).toBe(512);
+    expect(draw.getFloat32(4, true)).toBe(256);
+    expect(draw.getUint32(8, true)).toBe(4);
+  });
+
+  it('both shaders lay out a block as maskLayout does, MASK_ITEMS elements per invocation', () => {
+    expect(constant(mask, 'ITEMS')).toBe(MASK_ITEMS);
+    for (const source of [mask, MASK_DRAW_SOURCE])
+      expect(source).toContain('override CELL_STRIDE: u32 = 2u * AGENTS + 2u;');
+    expect(maskLayout(3)).toEqual({ unique: 0, shared: 3, conflict: 4, changed: 5, stride: 8 });
   });
 });

@@ -93,7 +93,7 @@ function numel(tensor: ModelTensor): number {
   return tensor.shape.reduce((a, b) => a * b, 1);
 }
 
-function tensorInput(models: Model[], name: string): TensorInput {
+export function tensorInput(models: Model[], name: string): TensorInput {
   const parts = models.map((model) => {
     const tensor = model.tensors.get(name);
     if (!tensor) throw new MergeError(`${model.name} has no tensor ${name}`, name);

@@ -95,7 +95,11 @@ export function createEngineClient(
       const promise = new Promise<WorkerCalls[typeof kind]['result']>((resolve, reject) => {
         pending.set(id, { resolve: resolve as (result: unknown) => void, reject, onProgress });
       });
-      target.postMessage({ ...request, kind, id } as WorkerRequest);
+      // A canvas handed to the engine is transferred, not copied (it cannot be cloned).
+      const transfer = Object.values(request).filter(
+        (v) => typeof OffscreenCanvas !== 'undefined' && v instanceof OffscreenCanvas,
+      );
+      target.postMessage({ ...request, kind, id } as WorkerRequest, transfer as Transferable[]);
       return {
         promise,
         cancel: () => {

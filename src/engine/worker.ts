@@ -27,6 +27,14 @@ import {
   type WrittenFile,
 } from './driver.ts';
 import { EngineTensorError } from './errors.ts';
+import {
+  explainElement,
+  InspectHost,
+  type ElementExplanation,
+  type ExplainCall,
+  type MaskViewCall,
+  type MaskViewResult,
+} from './inspect.ts';
 import { Sha256 } from './sha256.ts';
 import { createGpuEngine, DEFAULT_WINDOW_ELEMENTS } from './gpu-engine.ts';
 import type { MergeEngine } from './types.ts';
@@ -135,6 +143,9 @@ export interface WorkerCalls {
   readBack: { request: { target: FileSystemDirectoryHandle; files: WrittenFile[] }; result: ReadBackReport };
   arena: { request: { target: ArenaTarget; episodes?: number }; result: ArenaScores };
   configure: { request: { readDelayMs: number }; result: null };
+  maskCanvas: { request: { canvas: OffscreenCanvas }; result: null };
+  maskView: { request: MaskViewCall; result: MaskViewResult };
+  explain: { request: ExplainCall; result: ElementExplanation };
 }
 
 export type WorkerCall = keyof WorkerCalls;
@@ -163,6 +174,7 @@ const jobs = new Map<number, AbortController>();
 let device: Promise<EngineDevice | { error: string }> | null = null;
 let cachedAnalysis: { key: string; result: AnalysisResult } | null = null;
 let readDelayMs = 0;
+const inspectHost = new InspectHost();
 
 function reply(message: WorkerReply): void {
   postMessage(message);
@@ -531,6 +543,35 @@ const handlers: Handlers = {
   async configure({ readDelayMs: delay }) {
     readDelayMs = Math.max(0, delay);
     return null;
+  },
+  async maskCanvas({ canvas }) {
+    inspectHost.attach(canvas);
+    return null;
+  },
+  async maskView(call, { signal }) {
+    const found = await acquireDevice();
+    if ('error' in found)
+      throw refusal('NoWebGPU', `The tensor view draws on WebGPU, which this worker lacks: ${found.error}.`);
+    return inspectHost.maskView(found.device, model(call.base), call.agents.map(model), call, signal);
+  },
+  async explain({ base, agents, params, outDtype, tensor, index }, { signal }) {
+    const engine = await createEngine(agents.length);
+    const key = analysisKey(base, agents, params.epsilon);
+    try {
+      return await explainElement({
+        base: model(base),
+        agents: agents.map(model),
+        engine,
+        params,
+        outDtype,
+        tensor,
+        index,
+        analysis: cachedAnalysis?.key === key ? cachedAnalysis.result : undefined,
+        signal,
+      });
+    } finally {
+      engine.destroy();
+    }
   },
 };
 

@@ -6,13 +6,14 @@ import { inspectGpu, probeGpu } from '../engine/probe.ts';
 import { probeInWorker } from '../engine/probe-worker-client.ts';
 import { createEngineClient, fetchDemoSet } from '../engine/worker-client.ts';
 import { createGpuSlice, type GpuServices, type GpuSlice } from './gpu-slice.ts';
+import { createInspectSlice, type InspectSlice } from './inspect-slice.ts';
 import {
   createStudioSlice,
   type StudioServices as EngineServices,
   type StudioSlice,
 } from './studio-slice.ts';
 
-export type StudioState = GpuSlice & StudioSlice;
+export type StudioState = GpuSlice & StudioSlice & InspectSlice;
 
 export interface StudioServices {
   gpu: GpuServices;
@@ -44,6 +45,7 @@ export function createStudioStore(services: StudioServices = browserServices): S
   return createStore<StudioState>()((...args) => ({
     ...createGpuSlice(services.gpu)(...args),
     ...createStudioSlice(services.studio ?? browserStudio)(...args),
+    ...createInspectSlice(services.studio ?? browserStudio)(...args),
   }));
 }
 

@@ -4,6 +4,7 @@ import type { StoreApi } from 'zustand/vanilla';
 import type { AnalysisResult } from '../engine/driver.ts';
 import { mergedFile } from '../engine/worker-client.ts';
 import type { GpuState, WorkerProbeState } from './gpu-slice.ts';
+import type { InspectData } from './inspect-slice.ts';
 import type { StudioState } from './store.ts';
 import type { StudioData, TaskState } from './studio-slice.ts';
 
@@ -18,6 +19,8 @@ export interface MergeStudioTestApi {
   studio(): StudioData;
   /** Resolves once the statistics pass has finished, failed or been cancelled. */
   analysisSettled(): Promise<TaskState<AnalysisResult>>;
+  /** The tensor view and inspector's data as it is now (block counts of the view included). */
+  inspect(): InspectData;
   /** Makes every read in the engine worker wait `ms` first (0 turns it off). */
   setReadDelay(ms: number): Promise<void>;
   /** A merged file in OPFS, base64-encoded, for byte-for-byte checks. */
@@ -63,6 +66,7 @@ export function createTestApi(store: StoreApi<StudioState>): MergeStudioTestApi 
           if (check(state)) unsubscribe();
         });
       }),
+    inspect: () => store.getState().inspect,
     setReadDelay: (ms) => store.getState().setReadDelay(ms),
     mergedFileBase64: async (folder, name) => {
       const bytes = new Uint8Array(await (await mergedFile(folder, name)).arrayBuffer());

@@ -4,6 +4,7 @@ import { useEffect } from 'react';
 import { studioStore } from '../../state/store.ts';
 import { ArenaPanel } from './ArenaPanel.tsx';
 import { ExportPanel } from './ExportPanel.tsx';
+import { InspectPanel } from './InspectPanel.tsx';
 import { LoadPanel } from './LoadPanel.tsx';
 import { MergePanel } from './MergePanel.tsx';
 import { StatsPanel } from './StatsPanel.tsx';
@@ -18,6 +19,7 @@ export function Studio() {
     <div className="studio" data-testid="studio">
       <LoadPanel />
       <StatsPanel />
+      <InspectPanel />
       <MergePanel />
       <ExportPanel />
       <ArenaPanel />

@@ -1,0 +1,38 @@
+// CPU reference of the tensor view's mask grid (shaders/mask.wgsl), from SPEC.md: per element the set
+// of agents with |τ| > ε; one agent is unique to it, two or more are shared, with a sign conflict when
+// their τ do not all have one sign. Counted per block of the view's grid.
+
+import { maskLayout, type MaskGeometry } from '../engine/mask-geometry.ts';
+import { taskVector } from './float32.ts';
+import type { TensorValues } from './reference.ts';
+
+/** The block counters of a whole tensor's values (laid out as maskLayout says). */
+export function referenceMask(v: TensorValues, g: MaskGeometry, epsilon: number): Uint32Array {
+  const eps = Math.fround(epsilon);
+  const n = v.agents.length;
+  const layout = maskLayout(n);
+  const grid = new Uint32Array(g.gridRows * g.gridCols * layout.stride);
+  for (let r = 0; r < g.rows; r++) {
+    for (let c = 0; c < g.cols; c++) {
+      const i = (g.row0 + r) * g.tensorCols + g.col0 + c;
+      const base = v.base[i]!;
+      const changed: number[] = [];
+      let positive = false;
+      let negative = false;
+      for (let t = 0; t < n; t++) {
+        const tau = taskVector(v.agents[t]![i]!, base);
+        if (!(Math.abs(tau) > eps)) continue;
+        changed.push(t);
+        if (tau > 0) positive = true;
+        else negative = true;
+      }
+      if (changed.length === 0) continue;
+      const cell = (Math.floor(r / g.blockRows) * g.gridCols + Math.floor(c / g.blockCols)) * layout.stride;
+      if (changed.length === 1) grid[cell + layout.unique + changed[0]!]!++;
+      else if (positive && negative) grid[cell + layout.conflict]!++;
+      else grid[cell + layout.shared]!++;
+      for (const t of changed) grid[cell + layout.changed + t]!++;
+    }
+  }
+  return grid;
+}
