@@ -1,9 +1,17 @@
-// The sortable per-tensor table (changed % and unique count per agent), its first column pinned.
+// The sortable per-tensor table (changed % and unique count per agent), its first column pinned;
+// each row opens its tensor in the tensor view.
 import { Fragment, useRef, useState } from 'react';
 import type { TensorStats } from '../../../engine/types.ts';
+import { studioStore } from '../../../state/store.ts';
 import { formatCount } from '../../format.ts';
 import { layerOf, percent } from '../summary.ts';
 import { ExportButtons } from './ExportButtons.tsx';
+
+/** Opens a tensor in the tensor view below the statistics and brings the view into sight. */
+function showInTensorView(name: string): void {
+  void studioStore.getState().inspectTensor(name);
+  document.querySelector('[data-testid="inspect-panel"]')?.scrollIntoView({ block: 'start' });
+}
 
 type SortKey = 'name' | 'numel' | 'conflicts' | number;
 
@@ -61,7 +69,16 @@ export function TensorTable({ tensors, labels }: { tensors: TensorStats[]; label
           {rows.map((t) => (
             <tr key={t.name} data-testid="tensor-row" data-name={t.name} data-layer={layerOf(t.name)}>
               <th scope="row">
-                <code>{t.name}</code>
+                <code>{t.name}</code>{' '}
+                <button
+                  type="button"
+                  className="button button--small button--secondary"
+                  data-testid="tensor-inspect"
+                  aria-label={`Show ${t.name} in the tensor view`}
+                  onClick={() => showInTensorView(t.name)}
+                >
+                  view
+                </button>
               </th>
               <td>{formatCount(t.numel)}</td>
               {labels.map((label, a) => (
