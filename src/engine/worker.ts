@@ -159,6 +159,9 @@ export type WorkerReply =
   | { kind: 'error'; id: number; error: WorkerErrorInfo };
 
 const models = new Map<string, Model>();
+// The newest open per slot: an older open that finishes later must not replace the newer model.
+const opening = new Map<string, number>();
+let nextOpen = 1;
 const jobs = new Map<number, AbortController>();
 let device: Promise<EngineDevice | { error: string }> | null = null;
 let cachedAnalysis: { key: string; result: AnalysisResult } | null = null;
@@ -347,13 +350,18 @@ type Handlers = {
 
 const handlers: Handlers = {
   async open({ slot, label, files }) {
+    const mine = nextOpen++;
+    opening.set(slot, mine);
     models.delete(slot);
     cachedAnalysis = null;
     const opened = await openModel(label, await modelFiles(files));
+    if (opening.get(slot) !== mine)
+      throw refusal('AbortError', `${label} was replaced by a newer choice for the same place.`);
     models.set(slot, opened);
     return inspectModel(opened);
   },
   async close({ slot }) {
+    opening.delete(slot);
     models.delete(slot);
     cachedAnalysis = null;
     return null;

@@ -82,7 +82,13 @@ export interface StudioSlice {
   loadDemo(): Promise<void>;
   /** Opens files as the base, as a new agent (slot null) or in place of an agent. */
   loadFiles(role: ModelRole, slot: string | null, label: string, files: FileRef[]): Promise<void>;
+  /** Adds each picked model as its own new agent, all read at once. */
+  loadAgents(picks: { label: string; files: FileRef[] }[]): Promise<void>;
   removeAgent(slot: string): Promise<void>;
+  /** Renames a model; labels stay unique, so an empty or taken name is refused (returns false). */
+  renameModel(slot: string, label: string): boolean;
+  /** Moves an agent up (-1) or down (+1) in the merge order. */
+  moveAgent(slot: string, delta: -1 | 1): Promise<void>;
   setMethod(method: MethodName): void;
   setParams(changes: Partial<Omit<MethodParams, 'method'>>): void;
   setOutDtype(dtype: FloatDtype | null): void;
@@ -203,8 +209,10 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
     const patchModel = (slot: string, changes: Partial<StudioModel>): void =>
       patch({ models: get().studio.models.map((m) => (m.slot === slot ? { ...m, ...changes } : m)) });
 
-    // Bumped whenever the set of models changes, so answers about an older set are dropped.
+    // Bumped whenever the set of models changes, so checks and statistics of an older set are dropped.
     let generation = 0;
+    // The newest open request per slot: a slot's answer counts only if no newer one was made for it.
+    const requests = new Map<string, number>();
     let nextAgent = 1;
     let nextMerge = 1;
     let analysisJob: EngineJob<AnalysisResult> | null = null;
@@ -299,13 +307,41 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
     }
 
     async function open(slot: string, label: string, files: FileRef[]): Promise<void> {
-      const mine = generation;
+      // Per slot: only the newest request for a slot may answer, whatever other slots do meanwhile.
+      const mine = (requests.get(slot) ?? 0) + 1;
+      requests.set(slot, mine);
+      const current = (): boolean => requests.get(slot) === mine;
       try {
         const report = await services.engine.call('open', { slot, label, files }).promise;
-        if (mine === generation) patchModel(slot, { status: 'ready', report, error: null });
+        if (current()) patchModel(slot, { status: 'ready', report, error: null });
       } catch (error) {
-        if (mine === generation) patchModel(slot, { status: 'error', report: null, error: asInfo(error) });
+        if (current()) patchModel(slot, { status: 'error', report: null, error: asInfo(error) });
       }
+    }
+
+    /** The label itself when no other model has it, else the label with the first free " (n)". */
+    function uniqueLabel(label: string, except?: string): string {
+      const taken = new Set(
+        get()
+          .studio.models.filter((m) => m.slot !== except)
+          .map((m) => m.label),
+      );
+      if (!taken.has(label)) return label;
+      let n = 2;
+      while (taken.has(`${label} (${n})`)) n++;
+      return `${label} (${n})`;
+    }
+
+    /** Puts models into the list (replacing those with the same slot), the base first. */
+    function placeModels(entries: StudioModel[]): void {
+      let next = get().studio.models;
+      for (const entry of entries) {
+        const exists = next.some((m) => m.slot === entry.slot);
+        next = exists ? next.map((m) => (m.slot === entry.slot ? entry : m)) : [...next, entry];
+      }
+      next = [...next].sort((a, b) => (a.role === b.role ? 0 : a.role === 'base' ? -1 : 1));
+      patch({ models: next, source: 'files' });
+      patch({ params: fitParams(get().studio.params, agentCount()) });
     }
 
     /** After any change of models: check compatibility, then run the statistics pass if they match. */
@@ -381,30 +417,83 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
       async loadFiles(role, slot, label, files) {
         generation++;
         const target = role === 'base' ? 'base' : (slot ?? `agent-${nextAgent++}`);
-        const models = get().studio.models;
         const entry: StudioModel = {
           slot: target,
           role,
-          label,
+          label: uniqueLabel(label, target),
           status: 'loading',
           report: null,
           error: null,
         };
-        const exists = models.some((m) => m.slot === target);
-        const next = exists ? models.map((m) => (m.slot === target ? entry : m)) : [...models, entry];
-        // The base always comes first.
-        next.sort((a, b) => (a.role === b.role ? 0 : a.role === 'base' ? -1 : 1));
-        patch({ models: next, source: 'files' });
-        patch({ params: fitParams(get().studio.params, agentCount()) });
-        await open(target, label, files);
+        placeModels([entry]);
+        await open(target, entry.label, files);
+        await refresh();
+      },
+
+      async loadAgents(picks) {
+        if (picks.length === 0) return;
+        generation++;
+        const entries: StudioModel[] = [];
+        for (const pick of picks) {
+          const entry: StudioModel = {
+            slot: `agent-${nextAgent++}`,
+            role: 'agent',
+            label: uniqueLabel(pick.label),
+            status: 'loading',
+            report: null,
+            error: null,
+          };
+          // Placed one by one, so that two picks of one name get distinct labels.
+          placeModels([entry]);
+          entries.push(entry);
+        }
+        await Promise.all(entries.map((e, i) => open(e.slot, e.label, picks[i]!.files)));
         await refresh();
       },
 
       async removeAgent(slot) {
         generation++;
+        requests.delete(slot);
         patch({ models: get().studio.models.filter((m) => m.slot !== slot) });
         patch({ params: fitParams(get().studio.params, agentCount()) });
         await services.engine.call('close', { slot }).promise.catch(() => null);
+        await refresh();
+      },
+
+      renameModel(slot, label) {
+        const name = label.trim();
+        const models = get().studio.models;
+        if (name === '' || models.some((m) => m.slot !== slot && m.label === name)) return false;
+        const old = models.find((m) => m.slot === slot);
+        if (!old) return false;
+        patch({ models: models.map((m) => (m.slot === slot ? { ...m, label: name } : m)) });
+        // The statistics' labels follow, so their tables keep naming the same agents.
+        patch({ analysisLabels: get().studio.analysisLabels.map((l) => (l === old.label ? name : l)) });
+        return true;
+      },
+
+      async moveAgent(slot, delta) {
+        const models = get().studio.models;
+        const base = models.filter((m) => m.role === 'base');
+        const agents = models.filter((m) => m.role === 'agent');
+        const from = agents.findIndex((m) => m.slot === slot);
+        const to = from + delta;
+        if (from < 0 || to < 0 || to >= agents.length) return;
+        const moved = [...agents];
+        [moved[from], moved[to]] = [moved[to]!, moved[from]!];
+        // Per-agent weights and densities move with their agent.
+        const swap = (values: number[]): number[] => {
+          const next = [...values];
+          [next[from], next[to]] = [next[to]!, next[from]!];
+          return next;
+        };
+        const params = get().studio.params;
+        generation++;
+        patch({
+          models: [...base, ...moved],
+          params: { ...params, weights: swap(params.weights), density: swap(params.density) },
+        });
+        // The statistics' per-agent arrays are in the old order: run them again.
         await refresh();
       },
 
