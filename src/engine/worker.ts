@@ -27,6 +27,7 @@ import {
   type WrittenFile,
 } from './driver.ts';
 import { EngineTensorError } from './errors.ts';
+import { listLibrary, type LibraryEntry } from './library.ts';
 import { Sha256 } from './sha256.ts';
 import { createGpuEngine, DEFAULT_WINDOW_ELEMENTS } from './gpu-engine.ts';
 import type { MergeEngine } from './types.ts';
@@ -84,6 +85,8 @@ export interface MergeRequest {
   agentLabels: string[];
 }
 
+export type { LibraryEntry };
+
 export interface MergeSummary {
   /** The OPFS subfolder of `merges/`, or the picked folder's name. */
   folder: string;
@@ -135,6 +138,10 @@ export interface WorkerCalls {
   readBack: { request: { target: FileSystemDirectoryHandle; files: WrittenFile[] }; result: ReadBackReport };
   arena: { request: { target: ArenaTarget; episodes?: number }; result: ArenaScores };
   configure: { request: { readDelayMs: number }; result: null };
+  /** Every merge folder in OPFS `merges/`, complete or not. */
+  library: { request: Record<string, never>; result: LibraryEntry[] };
+  /** Removes a merge folder from OPFS `merges/` with everything in it. */
+  deleteMerge: { request: { folder: string }; result: null };
 }
 
 export type WorkerCall = keyof WorkerCalls;
@@ -166,6 +173,8 @@ const jobs = new Map<number, AbortController>();
 let device: Promise<EngineDevice | { error: string }> | null = null;
 let cachedAnalysis: { key: string; result: AnalysisResult } | null = null;
 let readDelayMs = 0;
+// OPFS folders a merge is writing now: the library must not delete them under the merge.
+const writing = new Set<string>();
 
 function reply(message: WorkerReply): void {
   postMessage(message);
@@ -410,6 +419,7 @@ const handlers: Handlers = {
     if (picked) await checkTarget(picked);
     const root = picked ? null : await mergesRoot();
     const dir = picked ?? (await root!.getDirectoryHandle(request.folder, { create: true }));
+    if (!picked) writing.add(request.folder);
     const out = directoryHandleFolder(dir);
     const engine = await createEngine(request.agents.length);
     const key = analysisKey(request.base, request.agents, request.params.epsilon);
@@ -447,6 +457,7 @@ const handlers: Handlers = {
       await root?.removeEntry(request.folder, { recursive: true }).catch(() => undefined);
       throw error;
     } finally {
+      writing.delete(request.folder);
       engine.destroy();
     }
   },
@@ -535,6 +546,21 @@ const handlers: Handlers = {
       episodes === undefined ? {} : { episodes },
     );
     return { tasks: result.tasks.map((t) => ({ ...t })), mean: result.mean };
+  },
+  async library() {
+    return listLibrary(await mergesRoot());
+  },
+  async deleteMerge({ folder }) {
+    if (writing.has(folder))
+      throw refusal('MergeRunning', `merges/${folder} is being written by a running merge: cancel it first.`);
+    const root = await mergesRoot();
+    try {
+      await root.removeEntry(folder, { recursive: true });
+    } catch (error) {
+      if (error instanceof Error && error.name === 'NotFoundError') return null;
+      throw error;
+    }
+    return null;
   },
   async configure({ readDelayMs: delay }) {
     readDelayMs = Math.max(0, delay);

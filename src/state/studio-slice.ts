@@ -9,6 +9,7 @@ import type {
   ArenaTarget,
   CheckReport,
   FileRef,
+  LibraryEntry,
   MergeSummary,
   ReadBackReport,
   WorkerErrorInfo,
@@ -68,13 +69,39 @@ export interface StudioData {
   saved: Record<number, string>;
   /** Per merge id written into a picked folder: its files read back and checked against the driver's. */
   readBack: Record<number, TaskState<ReadBackReport>>;
+  /** Every merge folder in OPFS, as last listed. */
+  library: TaskState<LibraryEntry[]>;
+  /** The browser's storage use and quota, and whether it keeps this site's data persistently. */
+  storage: StorageInfo | null;
+  /** The answer to the last request for persistent storage, made before a large merge. */
+  persistAsked: 'granted' | 'denied' | null;
+  /** Per OPFS folder: why deleting it failed. */
+  deleteErrors: Record<string, string>;
+}
+
+export interface StorageInfo {
+  usage: number;
+  quota: number;
+  persisted: boolean;
+}
+
+/** The browser's storage manager (navigator.storage), injected so tests can fake it. */
+export interface StorageServices {
+  estimate(): Promise<{ usage?: number; quota?: number }>;
+  persisted(): Promise<boolean>;
+  persist(): Promise<boolean>;
 }
 
 export interface StudioServices {
   engine: EngineClient;
   demo(): Promise<DemoSet>;
   now(): Date;
+  /** Absent where the browser has no storage manager. */
+  storage?: StorageServices;
 }
+
+/** A merge into OPFS whose output is at least this large asks for persistent storage first. */
+export const PERSIST_ABOVE_BYTES = 256 * 1024 ** 2;
 
 export interface StudioSlice {
   studio: StudioData;
@@ -107,6 +134,10 @@ export interface StudioSlice {
   /** Scores the base, every agent and every merge of the session (demo architecture only). */
   runArena(episodes?: number): Promise<void>;
   saveMerge(id: number, target: FileSystemDirectoryHandle): Promise<void>;
+  /** Lists every merge folder in OPFS and reads the storage estimate. */
+  refreshLibrary(): Promise<void>;
+  /** Removes a merge folder from OPFS (and the session's merge record for it). */
+  deleteMerge(folder: string): Promise<void>;
   /** Test aid: makes every read of the worker wait, so a job runs long enough to cancel. */
   setReadDelay(ms: number): Promise<void>;
 }
@@ -132,6 +163,10 @@ export function initialStudioData(): StudioData {
     arena: idleTask(),
     saved: {},
     readBack: {},
+    library: idleTask(),
+    storage: null,
+    persistAsked: null,
+    deleteErrors: {},
   };
 }
 
@@ -260,6 +295,7 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
       plan: MergePlan,
       target?: FileSystemDirectoryHandle,
     ): Promise<MergeRecord | null> {
+      if (!target) await askPersistence(plan);
       const id = nextMerge++;
       const { params } = plan;
       const folder = `${params.method}-${stamp(services.now())}-${id}`;
@@ -303,7 +339,21 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
         mergeJob = null;
       }
       if (target) await get().readBackMerge(id);
+      else await get().refreshLibrary();
       return record;
+    }
+
+    /** Before a large merge into OPFS: asks the browser to keep the site's storage (once granted, kept). */
+    async function askPersistence(plan: MergePlan): Promise<void> {
+      const storage = services.storage;
+      const bytes = get().studio.check.result?.memory.outputBytes ?? 0;
+      if (!storage || bytes < PERSIST_ABOVE_BYTES || plan.agents.length === 0) return;
+      try {
+        if (await storage.persisted()) return;
+        patch({ persistAsked: (await storage.persist()) ? 'granted' : 'denied' });
+      } catch {
+        patch({ persistAsked: 'denied' });
+      }
     }
 
     async function open(slot: string, label: string, files: FileRef[]): Promise<void> {
@@ -382,6 +432,10 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
           ...initialStudioData(),
           merges: get().studio.merges,
           readBack: get().studio.readBack,
+          library: get().studio.library,
+          storage: get().studio.storage,
+          persistAsked: get().studio.persistAsked,
+          deleteErrors: get().studio.deleteErrors,
           source: 'demo',
         });
         await Promise.all(
@@ -647,6 +701,52 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
         } catch (error) {
           patch({ saved: { ...get().studio.saved, [id]: `Saving failed: ${asInfo(error).message}` } });
         }
+      },
+
+      async refreshLibrary() {
+        const previous = get().studio.library.result;
+        patch({ library: { status: 'running', progress: null, error: null, result: previous } });
+        const storage = services.storage;
+        const [listed, estimate, persisted] = await Promise.allSettled([
+          services.engine.call('library', {}).promise,
+          storage?.estimate() ?? Promise.reject(new Error('no storage manager')),
+          storage?.persisted() ?? Promise.resolve(false),
+        ]);
+        if (listed.status === 'fulfilled')
+          patch({ library: { status: 'done', progress: null, error: null, result: listed.value } });
+        else
+          patch({
+            library: { status: 'error', progress: null, error: asInfo(listed.reason), result: previous },
+          });
+        if (estimate.status === 'fulfilled')
+          patch({
+            storage: {
+              usage: estimate.value.usage ?? 0,
+              quota: estimate.value.quota ?? 0,
+              persisted: persisted.status === 'fulfilled' && persisted.value,
+            },
+          });
+      },
+
+      async deleteMerge(folder) {
+        const { [folder]: _dropped, ...others } = get().studio.deleteErrors;
+        patch({ deleteErrors: others });
+        try {
+          await services.engine.call('deleteMerge', { folder }).promise;
+        } catch (error) {
+          patch({ deleteErrors: { ...get().studio.deleteErrors, [folder]: asInfo(error).message } });
+          return;
+        }
+        // The session's record of it goes too: its files are gone.
+        const gone = get().studio.merges.filter((m) => m.location === 'opfs' && m.folder === folder);
+        patch({
+          merges: get().studio.merges.filter((m) => !gone.includes(m)),
+          library: {
+            ...get().studio.library,
+            result: (get().studio.library.result ?? []).filter((e) => e.folder !== folder),
+          },
+        });
+        await get().refreshLibrary();
       },
 
       async setReadDelay(ms) {

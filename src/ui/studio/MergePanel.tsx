@@ -8,7 +8,8 @@ import { ramLambdas, tensorLocalLambdas } from '../../methods/stats.ts';
 import { METHODS, type MethodName, type MethodParams } from '../../methods/types.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import { mergeInputs, type StudioData } from '../../state/studio-slice.ts';
-import { formatBytes, formatCount } from '../format.ts';
+import type { MergeSummary } from '../../engine/worker.ts';
+import { formatBytes, formatCount, formatDuration } from '../format.ts';
 import { ErrorBox, idPart, ProgressBar } from './common.tsx';
 import { directoryPicker } from './LoadPanel.tsx';
 import { branchCounts, expectedOutputBytes, percent } from './summary.ts';
@@ -177,6 +178,21 @@ function LambdaPreview({ data, labels }: { data: StudioData; labels: string[] })
   );
 }
 
+/** What the merge just wrote and where, said where the Merge button is. */
+function MergeDone({ summary }: { summary: MergeSummary }) {
+  const bytes = summary.files.reduce((sum, f) => sum + f.bytes, 0);
+  const where =
+    summary.location === 'opfs'
+      ? `this browser's storage, merges/${summary.folder}`
+      : `the folder ${summary.folder}`;
+  return (
+    <p className="notice notice--ok" role="status" data-testid="merge-done">
+      Wrote {summary.files.length} files ({formatBytes(bytes)}) to {where} in{' '}
+      {formatDuration(summary.elapsedMs)}. <a href="#export-heading">See it under Export</a>.
+    </p>
+  );
+}
+
 const DTYPES: { value: FloatDtype | ''; text: string }[] = [
   { value: '', text: 'Same as the inputs' },
   { value: 'BF16', text: 'bfloat16' },
@@ -320,6 +336,7 @@ export function MergePanel() {
         </p>
       )}
       {running && <ProgressBar progress={merge.progress} testId="merge-progress" label="Merge progress" />}
+      {merge.status === 'done' && merge.result && <MergeDone summary={merge.result} />}
       {merge.status === 'cancelled' && (
         <p data-testid="merge-cancelled" role="status">
           The merge was cancelled; nothing was left in the output folder.

@@ -13,6 +13,8 @@ export function Studio() {
   useEffect(() => {
     // StrictMode mounts twice; only a studio with nothing loaded starts the demo.
     if (studioStore.getState().studio.source === 'none') void studioStore.getState().loadDemo();
+    // Merges written before a reload are still in OPFS: list them.
+    void studioStore.getState().refreshLibrary();
   }, []);
   return (
     <div className="studio" data-testid="studio">
