@@ -18,6 +18,7 @@ import type { FloatDtype } from '../format/dtype.ts';
 import type { InspectReport } from '../format/inspect.ts';
 import { defaultParams, validateParams } from '../methods/defaults.ts';
 import type { MethodName, MethodParams } from '../methods/types.ts';
+import type { SessionRecipe } from './session.ts';
 
 export type ModelRole = 'base' | 'agent';
 export type TaskStatus = 'idle' | 'running' | 'done' | 'cancelled' | 'error';
@@ -77,6 +78,10 @@ export interface StudioData {
   persistAsked: 'granted' | 'denied' | null;
   /** Per OPFS folder: why deleting it failed. */
   deleteErrors: Record<string, string>;
+  /** The recipe last applied from a saved session, a link or mergekit YAML, with the models it names. */
+  restored: { from: 'saved' | 'link' | 'yaml'; base: string | null; agents: string[] } | null;
+  /** Why the last recipe offered (a link, a YAML file) could not be used. */
+  recipeProblem: string | null;
 }
 
 export interface StorageInfo {
@@ -134,6 +139,13 @@ export interface StudioSlice {
   /** Scores the base, every agent and every merge of the session (demo architecture only). */
   runArena(episodes?: number): Promise<void>;
   saveMerge(id: number, target: FileSystemDirectoryHandle): Promise<void>;
+  /**
+   * Takes the method, parameters and output dtype of a saved session, a link or mergekit YAML; the
+   * models it names are shown so that they can be picked again (files cannot be reopened by name).
+   */
+  applyRecipe(recipe: SessionRecipe, from: 'saved' | 'link' | 'yaml'): void;
+  /** Says why a recipe offered could not be used (null clears it). */
+  setRecipeProblem(problem: string | null): void;
   /** Lists every merge folder in OPFS and reads the storage estimate. */
   refreshLibrary(): Promise<void>;
   /** Removes a merge folder from OPFS (and the session's merge record for it). */
@@ -167,6 +179,18 @@ export function initialStudioData(): StudioData {
     storage: null,
     persistAsked: null,
     deleteErrors: {},
+    restored: null,
+    recipeProblem: null,
+  };
+}
+
+/** The recipe of the studio as it stands: the models' labels and order, method, parameters, dtype. */
+export function sessionRecipe(data: StudioData): SessionRecipe {
+  return {
+    base: data.models.find((m) => m.role === 'base')?.label ?? null,
+    agents: data.models.filter((m) => m.role === 'agent').map((m) => m.label),
+    params: data.params,
+    outDtype: data.outDtype,
   };
 }
 
@@ -436,6 +460,11 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
           storage: get().studio.storage,
           persistAsked: get().studio.persistAsked,
           deleteErrors: get().studio.deleteErrors,
+          restored: get().studio.restored,
+          recipeProblem: get().studio.recipeProblem,
+          // The recipe stays: a restored or chosen method applies to the demo too.
+          params: get().studio.params,
+          outDtype: get().studio.outDtype,
           source: 'demo',
         });
         await Promise.all(
@@ -701,6 +730,20 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
         } catch (error) {
           patch({ saved: { ...get().studio.saved, [id]: `Saving failed: ${asInfo(error).message}` } });
         }
+      },
+
+      applyRecipe(recipe, from) {
+        const agents = agentCount();
+        patch({
+          params: agents > 0 ? fitParams(recipe.params, agents) : recipe.params,
+          outDtype: recipe.outDtype,
+          restored: { from, base: recipe.base, agents: recipe.agents },
+          recipeProblem: null,
+        });
+      },
+
+      setRecipeProblem(problem) {
+        patch({ recipeProblem: problem });
       },
 
       async refreshLibrary() {

@@ -12,6 +12,7 @@ import type { MergeSummary } from '../../engine/worker.ts';
 import { formatBytes, formatCount, formatDuration } from '../format.ts';
 import { ErrorBox, idPart, ProgressBar } from './common.tsx';
 import { directoryPicker } from './LoadPanel.tsx';
+import { RecipeTools } from './RecipeTools.tsx';
 import { branchCounts, expectedOutputBytes, percent } from './summary.ts';
 
 const METHOD_TEXT: Record<MethodName, string> = {
@@ -286,6 +287,7 @@ export function MergePanel() {
           </select>
         </div>
       </div>
+      <RecipeTools />
       <LambdaPreview data={data} labels={data.analysisLabels} />
       <BranchPreview data={data} />
       {problems.length > 0 && labels.length > 0 && (
