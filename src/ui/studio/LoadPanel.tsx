@@ -8,6 +8,8 @@ import { studioStore, useStudio } from '../../state/store.ts';
 import type { ModelRole, StudioModel } from '../../state/studio-slice.ts';
 import { formatBytes, formatCount } from '../format.ts';
 import { ErrorBox } from './common.tsx';
+import { focusHeading } from './StepBar.tsx';
+import { branchCounts, percent } from './summary.ts';
 
 interface Picked {
   label: string;
@@ -218,7 +220,7 @@ function Derivation({ derivation, testId }: { derivation: DerivationReport; test
   const low = sample.share < DERIVATION_WARN_SHARE;
   return (
     <>
-      <dl className="facts studio-facts">
+      <dl className="facts studio-facts studio-facts--single">
         <div className="facts__row">
           <dt>Same as the base</dt>
           <dd
@@ -227,7 +229,7 @@ function Derivation({ derivation, testId }: { derivation: DerivationReport; test
             data-identical={sample.identical}
             data-sampled={sample.sampled}
           >
-            {(100 * sample.share).toFixed(1)}% bit-identical ({formatCount(sample.sampled)} elements sampled)
+            {(100 * sample.share).toFixed(1)}% bit-identical ({formatCount(sample.sampled)} sampled)
           </dd>
         </div>
       </dl>
@@ -367,8 +369,8 @@ function ModelCard({ model, index, count }: { model: StudioModel; index: number;
           <span className="muted">{model.role === 'base' ? 'Base' : `Agent ${index + 1}`}:</span>{' '}
           <span data-testid={`${testId}-label`}>{model.label}</span>
         </h3>
-        <ModelTools model={model} testId={testId} index={index} count={count} />
       </div>
+      <ModelTools model={model} testId={testId} index={index} count={count} />
       {model.status === 'loading' && <p className="muted">Reading headers…</p>}
       {model.error && <ErrorBox error={model.error} testId={`${testId}-error`} />}
       {report && (
@@ -414,7 +416,11 @@ function ModelCard({ model, index, count }: { model: StudioModel; index: number;
           ))}
         </ul>
       )}
-      <Pickers role={model.role} slot={model.slot} testId={testId} />
+      {/* Other files for a loaded model are a second thought: behind a disclosure, not three more buttons. */}
+      <details className="studio-replace" open={model.status === 'error'}>
+        <summary>Choose other files</summary>
+        <Pickers role={model.role} slot={model.slot} testId={testId} />
+      </details>
     </article>
   );
 }
@@ -475,8 +481,15 @@ function CompatReportView() {
           </ul>
         )}
       </article>
-      <article className="card" data-testid="engine-card">
-        <h3>Engine and memory</h3>
+      {/* Details on demand: one line says what the merge will need. */}
+      <details className="card card--wide studio-engine" data-testid="engine-card">
+        <summary>
+          <h3>Engine and memory</h3>{' '}
+          <span className="muted">
+            {engine.kind === 'gpu' ? 'WebGPU' : 'CPU reference'}; reads {formatBytes(memory.inputBytes)} per
+            pass, writes {formatBytes(memory.outputBytes)}
+          </span>
+        </summary>
         <dl className="facts">
           <div className="facts__row">
             <dt>Engine</dt>
@@ -518,8 +531,42 @@ function CompatReportView() {
             </dd>
           </div>
         </dl>
-      </article>
+      </details>
     </div>
+  );
+}
+
+/** The statistics' headline where the models are, so the first screen answers "how much did they change". */
+function Headline() {
+  const analysis = useStudio((s) => s.studio.analysis);
+  const labels = useStudio((s) => s.studio.analysisLabels);
+  const totals = analysis.result?.totals;
+  if (analysis.status === 'running')
+    return (
+      <p className="studio-headline muted" data-testid="headline-stats" data-status="running">
+        Statistics: reading the weights…
+      </p>
+    );
+  if (!totals) return null;
+  const branches = branchCounts(totals);
+  const changed = totals.numel - branches.unchanged;
+  return (
+    <p className="studio-headline" data-testid="headline-stats" data-status="done">
+      <strong>{formatCount(totals.numel)}</strong> elements over {labels.length} agent
+      {labels.length === 1 ? '' : 's'}: <strong>{percent(changed, totals.numel)}%</strong> changed,{' '}
+      <strong>{percent(branches.unique, totals.numel)}%</strong> by one agent only,{' '}
+      <strong>{percent(branches.shared, totals.numel)}%</strong> by several,{' '}
+      <strong>{formatCount(totals.signConflicts)}</strong> sign conflicts.{' '}
+      <a
+        href="#stats-heading"
+        onClick={(event) => {
+          event.preventDefault();
+          focusHeading('stats-heading');
+        }}
+      >
+        Details
+      </a>
+    </p>
   );
 }
 
@@ -541,10 +588,10 @@ export function LoadPanel() {
           Load the demo set
         </button>
       </div>
-      <p className="muted">
-        A base model and the agents fine-tuned from it. Only headers are read here; weights stay on this
-        machine.
+      <p className="muted studio-lede">
+        A base model and the agents fine-tuned from it: only headers are read, weights stay on this machine.
       </p>
+      <Headline />
       <div className="studio-models">
         {base ? (
           <ModelCard model={base} index={0} count={1} />

@@ -203,7 +203,8 @@ const DTYPES: { value: FloatDtype | ''; text: string }[] = [
 
 export function MergePanel() {
   const data = useStudio((s) => s.studio);
-  const methodId = useId();
+  // A fixed id: the skip link "Skip to the merge recipe" focuses this select.
+  const methodId = 'merge-method';
   const dtypeId = useId();
   const folderHelpId = useId();
   const labels = data.models.filter((m) => m.role === 'agent').map((m) => m.label);
@@ -287,9 +288,6 @@ export function MergePanel() {
           </select>
         </div>
       </div>
-      <RecipeTools />
-      <LambdaPreview data={data} labels={data.analysisLabels} />
-      <BranchPreview data={data} />
       {problems.length > 0 && labels.length > 0 && (
         <ul className="notice notice--error" data-testid="param-problems">
           {problems.map((p) => (
@@ -345,6 +343,10 @@ export function MergePanel() {
         </p>
       )}
       {merge.error && <ErrorBox error={merge.error} testId="merge-error" />}
+      {/* Previews and the recipe's other forms come after the button, so it is a few Tabs from the method. */}
+      <LambdaPreview data={data} labels={data.analysisLabels} />
+      <BranchPreview data={data} />
+      <RecipeTools />
     </section>
   );
 }

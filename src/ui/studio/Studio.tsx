@@ -71,6 +71,7 @@ export function Studio() {
     return unsubscribe;
   }, []);
   return (
+    // On wide screens the merge panel is a second column that stays in view (see studio.css).
     <div className="studio" data-testid="studio">
       <LoadPanel />
       <StatsPanel />
