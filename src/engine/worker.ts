@@ -8,6 +8,7 @@ import { checkCompatibility, type CompatReport } from '../format/compat.ts';
 import { dtypeBits, type FloatDtype } from '../format/dtype.ts';
 import { SafetensorsError } from '../format/errors.ts';
 import { inspectModel, type InspectReport } from '../format/inspect.ts';
+import { ADAPTER_CONFIG, adapterMessage, detectAdapter } from '../format/peft.ts';
 import { openModel, type Model, type ModelFile } from '../format/model.ts';
 import { blobSource, directoryHandleFiles, directoryHandleFolder } from '../io/browser.ts';
 import type { ByteSource } from '../io/source.ts';
@@ -191,6 +192,8 @@ function errorInfo(error: unknown): WorkerErrorInfo {
   if (error instanceof MergeError && error.tensor !== undefined) info.tensor = error.tensor;
   if (error instanceof EngineTensorError) info.tensor = error.tensor;
   if (error instanceof CompatibilityError) info.compat = error.report;
+  const named = (error as { file?: unknown }).file;
+  if (typeof named === 'string') info.file ??= named;
   // The driver wraps engine failures; the innermost file or tensor name is the useful one.
   const cause = (error as { cause?: unknown }).cause;
   if (cause instanceof SafetensorsError) {
@@ -230,6 +233,37 @@ async function modelFiles(files: FileRef[]): Promise<ModelFile[]> {
       return { name: ref.name, source: delayed(blobSource(blob, ref.name)) };
     }),
   );
+}
+
+/** A PEFT adapter picked as a model: one error that says what it is and what to load instead. */
+function adapterRefusal(message: string, file: string): Error {
+  const error = refusal('PeftAdapter', message);
+  return Object.assign(error, { file });
+}
+
+/** Opens a model, unless its files are a PEFT adapter (by adapter_config.json or tensor names). */
+async function openAdapterAware(label: string, files: ModelFile[]): Promise<Model> {
+  const configFile = files.find((f) => f.name === ADAPTER_CONFIG);
+  const config = configFile
+    ? {
+        text: new TextDecoder().decode(
+          await configFile.source.read(0, Math.min(configFile.source.size, 1 << 20)),
+        ),
+      }
+    : null;
+  let opened: Model;
+  try {
+    opened = await openModel(label, files);
+  } catch (error) {
+    // An adapter folder often holds several checkpoints' weights: the config alone says what it is.
+    const adapter = config ? detectAdapter(config, []) : null;
+    if (adapter) throw adapterRefusal(adapterMessage(adapter, label), ADAPTER_CONFIG);
+    throw error;
+  }
+  const weights = opened.shards[0]?.file;
+  const adapter = detectAdapter(config, [...opened.tensors.values()], weights);
+  if (adapter) throw adapterRefusal(adapterMessage(adapter, label), adapter.evidence);
+  return opened;
 }
 
 function model(slot: string): Model {
@@ -363,7 +397,7 @@ const handlers: Handlers = {
     opening.set(slot, mine);
     models.delete(slot);
     cachedAnalysis = null;
-    const opened = await openModel(label, await modelFiles(files));
+    const opened = await openAdapterAware(label, await modelFiles(files));
     if (opening.get(slot) !== mine)
       throw refusal('AbortError', `${label} was replaced by a newer choice for the same place.`);
     models.set(slot, opened);
