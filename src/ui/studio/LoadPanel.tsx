@@ -7,7 +7,9 @@ import type { DerivationReport, FileRef } from '../../engine/worker.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import type { ModelRole, StudioModel } from '../../state/studio-slice.ts';
 import { formatBytes, formatCount } from '../format.ts';
+import type { CompatIssue } from '../../format/compat.ts';
 import { ErrorBox } from './common.tsx';
+import { VirtualTable, type VirtualColumn } from './VirtualTable.tsx';
 import { focusHeading } from './StepBar.tsx';
 import { branchCounts, percent } from './summary.ts';
 
@@ -70,7 +72,9 @@ function fromInput(list: FileList): Picked[] {
     const groups = new Map<string, FileRef[]>();
     for (const f of all.filter((file) => parts(file).length === 3)) {
       const name = parts(f)[1]!;
-      groups.set(name, [...(groups.get(name) ?? []), { name: f.name, blob: f }]);
+      const group = groups.get(name) ?? [];
+      group.push({ name: f.name, blob: f });
+      groups.set(name, group);
     }
     const inner = [...groups]
       .map(([label, files]) => ({ label, files }))
@@ -425,6 +429,53 @@ function ModelCard({ model, index, count }: { model: StudioModel; index: number;
   );
 }
 
+const KIND_TEXT: Record<CompatIssue['kind'], string> = {
+  missing: 'missing from an agent',
+  extra: 'only in an agent',
+  shape: 'different shape',
+  dtype: 'different dtype',
+};
+
+const ISSUE_COLUMNS: VirtualColumn<CompatIssue>[] = [
+  { header: 'Model', cell: (issue) => issue.model },
+  { header: 'Tensor', cell: (issue) => <code>{issue.tensor}</code> },
+  { header: 'Detail', cell: (issue) => issue.detail },
+];
+
+/** The differences grouped by kind with counts, each group collapsed, its rows virtualised. */
+function CompatIssues({ issues }: { issues: CompatIssue[] }) {
+  const groups = new Map<CompatIssue['kind'], CompatIssue[]>();
+  for (const issue of issues) {
+    const group = groups.get(issue.kind);
+    if (group) group.push(issue);
+    else groups.set(issue.kind, [issue]);
+  }
+  return (
+    <div className="studio-compat-groups" data-testid="compat-issues">
+      {[...groups].map(([kind, list]) => (
+        <details
+          key={kind}
+          className="studio-compat-group"
+          data-testid={`compat-group-${kind}`}
+          data-count={list.length}
+        >
+          <summary>
+            <strong>{formatCount(list.length)}</strong> {KIND_TEXT[kind]}{' '}
+            <span className="muted">({kind})</span>
+          </summary>
+          <VirtualTable
+            rows={list}
+            columns={ISSUE_COLUMNS}
+            rowKey={(issue, i) => `${i}:${issue.model}:${issue.tensor}`}
+            caption={`${KIND_TEXT[kind]}: ${list.length} tensors`}
+            rowTestId="compat-issue"
+          />
+        </details>
+      ))}
+    </div>
+  );
+}
+
 function CompatReportView() {
   const check = useStudio((s) => s.studio.check);
   if (check.status === 'idle') return null;
@@ -447,30 +498,7 @@ function CompatReportView() {
               {compat.issues.length} difference{compat.issues.length === 1 ? '' : 's'}: these models cannot be
               merged as they are.
             </p>
-            <div className="studio-scroll">
-              <table className="studio-table" data-testid="compat-issues">
-                <thead>
-                  <tr>
-                    <th scope="col">Model</th>
-                    <th scope="col">Tensor</th>
-                    <th scope="col">Kind</th>
-                    <th scope="col">Detail</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {compat.issues.map((issue, i) => (
-                    <tr key={i}>
-                      <td>{issue.model}</td>
-                      <td>
-                        <code>{issue.tensor}</code>
-                      </td>
-                      <td>{issue.kind}</td>
-                      <td>{issue.detail}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <CompatIssues issues={compat.issues} />
           </>
         )}
         {compat.notes.length > 0 && (
