@@ -2,7 +2,7 @@
 // otherwise), each with its header-only preflight and, for an agent, a sampled check that it derives
 // from the base; then the compatibility report and what the merge will need.
 import { useId, useState, type DragEvent } from 'react';
-import { DERIVATION_WARN_SHARE } from '../../engine/derivation.ts';
+import { derivationVerdict } from '../../engine/derivation.ts';
 import type { DerivationReport, FileRef } from '../../engine/worker.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import type { ModelRole, StudioModel } from '../../state/studio-slice.ts';
@@ -221,7 +221,11 @@ function Derivation({ derivation, testId }: { derivation: DerivationReport; test
         No float tensor matches the base in dtype and shape, so nothing could be compared.
       </p>
     );
-  const low = sample.share < DERIVATION_WARN_SHARE;
+  const verdict = derivationVerdict(sample);
+  const closeness =
+    sample.cosine !== null
+      ? `cosine ${sample.cosine.toFixed(3)}, relative distance ${sample.relativeDistance?.toFixed(3) ?? '—'}`
+      : 'no cosine: the sample is all zeros';
   return (
     <>
       <dl className="facts studio-facts studio-facts--single">
@@ -232,15 +236,26 @@ function Derivation({ derivation, testId }: { derivation: DerivationReport; test
             data-share={sample.share}
             data-identical={sample.identical}
             data-sampled={sample.sampled}
+            data-cosine={sample.cosine ?? undefined}
+            data-distance={sample.relativeDistance ?? undefined}
+            data-verdict={verdict}
           >
             {(100 * sample.share).toFixed(1)}% bit-identical ({formatCount(sample.sampled)} sampled)
+            {sample.cosine !== null && `, cos ${sample.cosine.toFixed(3)}`}
           </dd>
         </div>
       </dl>
-      {low && (
+      {verdict === 'dense' && (
+        <p className="studio-help" data-testid={`${testId}-derivation-dense`}>
+          Nearly every sampled element changed, but the sample stays close to the base ({closeness}): a dense
+          fine-tune of this base, as float32 training makes.
+        </p>
+      )}
+      {verdict === 'unrelated' && (
         <p className="notice notice--warn" role="alert" data-testid={`${testId}-derivation-warning`}>
-          Only {(100 * sample.share).toFixed(1)}% of the sampled elements equal the base: this agent does not
-          look fine-tuned from this base. Check that it is the right base model.
+          Only {(100 * sample.share).toFixed(1)}% of the sampled elements equal the base and they point
+          elsewhere ({closeness}): this agent does not look fine-tuned from this base. Check that it is the
+          right base model.
         </p>
       )}
     </>

@@ -8,6 +8,7 @@ import { ramLambdas, tensorLocalLambdas } from '../../methods/stats.ts';
 import { METHODS, type MethodName, type MethodParams } from '../../methods/types.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import { mergeInputs, type StudioData } from '../../state/studio-slice.ts';
+import { derivationVerdict } from '../../engine/derivation.ts';
 import type { MergeSummary } from '../../engine/worker.ts';
 import { formatBytes, formatCount, formatDuration } from '../format.ts';
 import { ErrorBox, idPart, ProgressBar } from './common.tsx';
@@ -179,6 +180,21 @@ function LambdaPreview({ data, labels }: { data: StudioData; labels: string[] })
   );
 }
 
+/** The lineage check's warning, repeated where the merge is started. */
+function LineageWarning({ data }: { data: StudioData }) {
+  const unrelated = (data.check.result?.derivation ?? [])
+    .filter((d) => d.sample && derivationVerdict(d.sample) === 'unrelated')
+    .map((d) => data.models.find((m) => m.slot === d.slot)?.label)
+    .filter((label): label is string => label !== undefined);
+  if (unrelated.length === 0) return null;
+  return (
+    <p className="notice notice--warn" data-testid="merge-lineage-warning">
+      {unrelated.join(', ')} {unrelated.length === 1 ? 'does' : 'do'} not look fine-tuned from this base (see
+      its card under Models): merging models of different bases gives meaningless weights.
+    </p>
+  );
+}
+
 /** What the merge just wrote and where, said where the Merge button is. */
 function MergeDone({ summary }: { summary: MergeSummary }) {
   const bytes = summary.files.reduce((sum, f) => sum + f.bytes, 0);
@@ -295,6 +311,7 @@ export function MergePanel() {
           ))}
         </ul>
       )}
+      <LineageWarning data={data} />
       <div className="studio-actions">
         <button
           type="button"
