@@ -5,7 +5,7 @@
 import { evaluate, modelDemoTensors } from '../demo/arena.ts';
 import type { DemoModelConfig } from '../demo/policy.ts';
 import { checkCompatibility, type CompatReport } from '../format/compat.ts';
-import { dtypeBits, type FloatDtype } from '../format/dtype.ts';
+import { decodeFloats, dtypeBits, isMergeableDtype, type FloatDtype } from '../format/dtype.ts';
 import { SafetensorsError } from '../format/errors.ts';
 import { inspectModel, type InspectReport } from '../format/inspect.ts';
 import { ADAPTER_CONFIG, adapterMessage, detectAdapter } from '../format/peft.ts';
@@ -102,6 +102,13 @@ export interface MergeSummary {
   copiedTensors: number;
 }
 
+export interface CompareReport {
+  /** Tensors in both with one shape and a float dtype each, in name order. */
+  tensors: { name: string; numel: number; differ: number }[];
+  /** Tensors only one of the two has, or with another shape. */
+  unmatched: string[];
+}
+
 export interface ArenaScores {
   tasks: { name: string; score: number; episodes: number }[];
   mean: number;
@@ -139,6 +146,8 @@ export interface WorkerCalls {
   readBack: { request: { target: FileSystemDirectoryHandle; files: WrittenFile[] }; result: ReadBackReport };
   arena: { request: { target: ArenaTarget; episodes?: number }; result: ArenaScores };
   configure: { request: { readDelayMs: number }; result: null };
+  /** Per common float tensor of two merged models: how many elements differ in value. */
+  compare: { request: { a: ArenaTarget; b: ArenaTarget }; result: CompareReport };
   /** Every merge folder in OPFS `merges/`, complete or not. */
   library: { request: Record<string, never>; result: LibraryEntry[] };
   /** Removes a merge folder from OPFS `merges/` with everything in it. */
@@ -264,6 +273,54 @@ async function openAdapterAware(label: string, files: ModelFile[]): Promise<Mode
   const adapter = detectAdapter(config, [...opened.tensors.values()], weights);
   if (adapter) throw adapterRefusal(adapterMessage(adapter, label), adapter.evidence);
   return opened;
+}
+
+/** A loaded model, a merge in OPFS, or a merge in a picked folder. */
+async function openTarget(target: ArenaTarget): Promise<Model> {
+  if ('slot' in target) return model(target.slot);
+  if ('handle' in target) return openModel(target.handle.name, await directoryHandleFiles(target.handle));
+  const dir = await (await mergesRoot()).getDirectoryHandle(target.folder);
+  return openModel(target.folder, await directoryHandleFiles(dir));
+}
+
+/** Elements compared per read: two windows of at most this many values are held at once. */
+const COMPARE_WINDOW = 1 << 20;
+
+/** Counts, per common tensor, the elements whose values differ (across dtypes, by value). */
+async function compareModels(a: Model, b: Model, signal: AbortSignal): Promise<CompareReport> {
+  const tensors: CompareReport['tensors'] = [];
+  const unmatched: string[] = [];
+  for (const [name, x] of a.tensors) {
+    const y = b.tensors.get(name);
+    const same =
+      y !== undefined &&
+      isMergeableDtype(x.dtype) &&
+      isMergeableDtype(y.dtype) &&
+      x.shape.length === y.shape.length &&
+      x.shape.every((d, i) => d === y.shape[i]);
+    if (!same || !y) {
+      unmatched.push(name);
+      continue;
+    }
+    const numel = x.shape.reduce((p, d) => p * d, 1);
+    const xw = dtypeBits(x.dtype) / 8;
+    const yw = dtypeBits(y.dtype) / 8;
+    let differ = 0;
+    for (let at = 0; at < numel; at += COMPARE_WINDOW) {
+      signal.throwIfAborted();
+      const count = Math.min(COMPARE_WINDOW, numel - at);
+      const [xb, yb] = await Promise.all([
+        a.source(x.file).read(x.offset + at * xw, count * xw),
+        b.source(y.file).read(y.offset + at * yw, count * yw),
+      ]);
+      const xv = decodeFloats(x.dtype as FloatDtype, xb, count);
+      const yv = decodeFloats(y.dtype as FloatDtype, yb, count);
+      for (let i = 0; i < count; i++) if (!Object.is(xv[i], yv[i])) differ++;
+    }
+    tensors.push({ name, numel, differ });
+  }
+  for (const name of b.tensors.keys()) if (!a.tensors.has(name)) unmatched.push(name);
+  return { tensors, unmatched };
 }
 
 function model(slot: string): Model {
@@ -562,14 +619,7 @@ const handlers: Handlers = {
     return { files: checked, extra, ok: extra.length === 0 && checked.every((f) => f.ok) };
   },
   async arena({ target, episodes }) {
-    let subject: Model;
-    if ('slot' in target) subject = model(target.slot);
-    else if ('handle' in target)
-      subject = await openModel(target.handle.name, await directoryHandleFiles(target.handle));
-    else {
-      const dir = await (await mergesRoot()).getDirectoryHandle(target.folder);
-      subject = await openModel(target.folder, await directoryHandleFiles(dir));
-    }
+    const subject = await openTarget(target);
     if (subject.config?.model_type !== DEMO_MODEL_TYPE)
       throw new Error(
         `${subject.name} is not of the demo architecture (config.json model_type is not ${DEMO_MODEL_TYPE}), so the arena cannot play it.`,
@@ -580,6 +630,9 @@ const handlers: Handlers = {
       episodes === undefined ? {} : { episodes },
     );
     return { tasks: result.tasks.map((t) => ({ ...t })), mean: result.mean };
+  },
+  async compare({ a, b }, { signal }) {
+    return compareModels(await openTarget(a), await openTarget(b), signal);
   },
   async library() {
     return listLibrary(await mergesRoot());

@@ -8,6 +8,7 @@ import type {
   ArenaScores,
   ArenaTarget,
   CheckReport,
+  CompareReport,
   FileRef,
   LibraryEntry,
   MergeSummary,
@@ -82,6 +83,13 @@ export interface StudioData {
   restored: { from: 'saved' | 'link' | 'yaml'; base: string | null; agents: string[] } | null;
   /** Why the last recipe offered (a link, a YAML file) could not be used. */
   recipeProblem: string | null;
+  /** The last comparison of two merges, by merge key (see mergeKey). */
+  comparison: TaskState<CompareReport> & { pair: [string, string] | null };
+}
+
+/** A merge's key in comparisons: its OPFS folder, or the session id of one in a picked folder. */
+export function mergeKey(merge: { location: 'opfs' | 'picked'; folder: string; id?: number }): string {
+  return merge.location === 'opfs' ? `opfs:${merge.folder}` : `picked:${merge.id ?? 0}`;
 }
 
 export interface StorageInfo {
@@ -146,6 +154,8 @@ export interface StudioSlice {
   applyRecipe(recipe: SessionRecipe, from: 'saved' | 'link' | 'yaml'): void;
   /** Says why a recipe offered could not be used (null clears it). */
   setRecipeProblem(problem: string | null): void;
+  /** Compares two merges (keys from mergeKey) element by element, per tensor. */
+  compareMerges(a: string, b: string): Promise<void>;
   /** Lists every merge folder in OPFS and reads the storage estimate. */
   refreshLibrary(): Promise<void>;
   /** Removes a merge folder from OPFS (and the session's merge record for it). */
@@ -181,6 +191,7 @@ export function initialStudioData(): StudioData {
     deleteErrors: {},
     restored: null,
     recipeProblem: null,
+    comparison: { ...idleTask<CompareReport>(), pair: null },
   };
 }
 
@@ -261,7 +272,7 @@ export function mergeInputs(
 export function createStudioSlice(services: StudioServices): StateCreator<StudioSlice, [], [], StudioSlice> {
   return (set, get) => {
     const patch = (changes: Partial<StudioData>): void => set({ studio: { ...get().studio, ...changes } });
-    const patchTask = <K extends 'check' | 'analysis' | 'merge' | 'arena'>(
+    const patchTask = <K extends 'check' | 'analysis' | 'merge' | 'arena' | 'comparison'>(
       key: K,
       changes: Partial<StudioData[K]>,
     ): void => patch({ [key]: { ...get().studio[key], ...changes } } as Partial<StudioData>);
@@ -462,6 +473,7 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
           deleteErrors: get().studio.deleteErrors,
           restored: get().studio.restored,
           recipeProblem: get().studio.recipeProblem,
+          comparison: get().studio.comparison,
           // The recipe stays: a restored or chosen method applies to the demo too.
           params: get().studio.params,
           outDtype: get().studio.outDtype,
@@ -744,6 +756,35 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
 
       setRecipeProblem(problem) {
         patch({ recipeProblem: problem });
+      },
+
+      async compareMerges(a, b) {
+        const target = (key: string): ArenaTarget | null => {
+          if (key.startsWith('opfs:')) return { folder: key.slice('opfs:'.length) };
+          const handle = pickedFolders.get(Number(key.slice('picked:'.length)));
+          return handle ? { handle } : null;
+        };
+        const [ta, tb] = [target(a), target(b)];
+        const pair: [string, string] = [a, b];
+        if (!ta || !tb) {
+          patch({
+            comparison: {
+              ...idleTask<CompareReport>(),
+              status: 'error',
+              error: { name: 'NotFound', message: 'One of the two merges is no longer available.' },
+              pair,
+            },
+          });
+          return;
+        }
+        patch({ comparison: { ...idleTask<CompareReport>(), status: 'running', pair } });
+        try {
+          const result = await services.engine.call('compare', { a: ta, b: tb }).promise;
+          if (get().studio.comparison.pair === pair) patchTask('comparison', { status: 'done', result });
+        } catch (error) {
+          if (get().studio.comparison.pair === pair)
+            patchTask('comparison', { status: 'error', error: asInfo(error) });
+        }
       },
 
       async refreshLibrary() {

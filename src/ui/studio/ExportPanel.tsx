@@ -9,6 +9,7 @@ import { studioStore, useStudio } from '../../state/store.ts';
 import type { MergeRecord, TaskState } from '../../state/studio-slice.ts';
 import { formatBytes, formatDuration } from '../format.ts';
 import { ErrorBox, idPart, ProgressBar } from './common.tsx';
+import { ComparePanel } from './ComparePanel.tsx';
 import { directoryPicker } from './LoadPanel.tsx';
 
 /** Chromium cannot hold one Blob much over 2 GiB, so a download above this size may fail. */
@@ -430,6 +431,9 @@ export function ExportPanel() {
           ))}
         </div>
       )}
+      <div className="cards">
+        <ComparePanel />
+      </div>
     </section>
   );
 }
