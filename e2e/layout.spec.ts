@@ -1,7 +1,12 @@
 // The studio as one screen: at 1280×800 and 1920×1080 the models and the headline statistics are on
 // the first screen and the Merge button is in view while the page scrolls; the step bar and skip links
 // reach every step in a few Tabs with a visible focus ring; axe finds no violation at any step.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect, test as base, type Page } from '@playwright/test';
+import { writeLlamaSet } from '../src/bench/llama-set.ts';
+import { nodeFolder } from '../src/io/node.ts';
 import { axeViolations } from './axe.ts';
 import { WorkflowPage } from './workflow-page.ts';
 
@@ -116,4 +121,34 @@ test('in dark mode axe finds no violation', async ({ workflow, page }) => {
   await workflow.openDemo();
   await workflow.merge(1);
   expect(await axeViolations(page)).toEqual([]);
+});
+
+test('a 24-layer set at 1920×1080: every agent ready, statistics and Merge on the first screen', async ({
+  workflow,
+  page,
+}, testInfo) => {
+  test.setTimeout(120_000);
+  const root = await mkdtemp(join(tmpdir(), 'merge-studio-l24-'));
+  try {
+    await writeLlamaSet(
+      { layers: 24, hidden: 64, vocab: 512, agents: 3, seed: 3, shardBytes: 400 * 1024 },
+      (name) => nodeFolder(join(root, name)),
+    );
+    await page.setViewportSize({ width: 1920, height: 1080 });
+    await workflow.openDemo();
+    await workflow.removeAllAgents();
+    await workflow.loadBaseFolder(join(root, 'base'));
+    await page.getByTestId('model-new-agent-folder-input').setInputFiles(root);
+    // The set folder holds base/ too: it comes in as an agent, removed again.
+    await expect(page.getByTestId('model-agent-0-label')).toHaveText('agent-0');
+    await page.getByTestId('model-agent-3-remove').click();
+    const analysis = await workflow.analysisOf(['agent-0', 'agent-1', 'agent-2']);
+    expect(analysis.status).toBe('done');
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await workflow.shoot(page, 'studio-1920-l24', testInfo);
+    expect(await inView(page, 'headline-stats')).toBe(true);
+    expect(await inView(page, 'merge-run')).toBe(true);
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
 });

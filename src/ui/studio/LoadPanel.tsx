@@ -403,14 +403,6 @@ function ModelCard({ model, index, count }: { model: StudioModel; index: number;
             <dd data-testid={`${testId}-parameters`}>{formatCount(report.parameters)}</dd>
           </div>
           <div className="facts__row">
-            <dt>Dtypes</dt>
-            <dd data-testid={`${testId}-dtypes`}>
-              {Object.entries(report.dtypes)
-                .map(([dtype, n]) => `${dtype} ${formatCount(n)}`)
-                .join(', ')}
-            </dd>
-          </div>
-          <div className="facts__row">
             <dt>Tensors</dt>
             <dd data-testid={`${testId}-tensors`}>{formatCount(report.tensors.length)}</dd>
           </div>
@@ -419,6 +411,14 @@ function ModelCard({ model, index, count }: { model: StudioModel; index: number;
             <dd data-testid={`${testId}-shards`}>
               {report.files.length}
               {report.sharded ? ' (indexed)' : ''}
+            </dd>
+          </div>
+          <div className="facts__row facts__row--span2">
+            <dt>Dtypes</dt>
+            <dd data-testid={`${testId}-dtypes`}>
+              {Object.entries(report.dtypes)
+                .map(([dtype, n]) => `${dtype} ${formatCount(n)}`)
+                .join(', ')}
             </dd>
           </div>
           <div className="facts__row">
