@@ -2,7 +2,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { openModel } from '../format/model.ts';
 import { nodeModelFiles } from '../io/node.ts';
 import { floatTensor, memoryModel, rawTensor, rng } from '../test/fixtures.ts';
@@ -194,8 +194,15 @@ const sb3 = [
   .find((dir) => existsSync(dir));
 
 describe.skipIf(sb3 === undefined)('sampleDerivation on real SB3 policies (float32)', () => {
-  const open = async (name: string) =>
-    openModel(name, await nodeModelFiles(join(sb3!, `${name}.safetensors`)));
+  const opened: { close(): Promise<void> }[] = [];
+  const open = async (name: string) => {
+    const files = await nodeModelFiles(join(sb3!, `${name}.safetensors`));
+    opened.push(...files.map((f) => f.source));
+    return openModel(name, files);
+  };
+  afterAll(async () => {
+    await Promise.all(opened.map((source) => source.close()));
+  });
 
   it('calls two checkpoints of one training run dense and related, and other runs unrelated', async () => {
     const best = await open('halfcheetah-v3_a2c_best');
