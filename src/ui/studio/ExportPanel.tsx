@@ -48,7 +48,7 @@ function DownloadCell({
       )}
       <button
         type="button"
-        className="button button--small"
+        className="button button--small button--secondary"
         data-testid="merged-file-download"
         aria-label={`Download ${file.file}`}
         aria-describedby={oversize ? noteId : undefined}
