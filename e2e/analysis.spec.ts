@@ -128,15 +128,32 @@ test('branch counts and output size come from the statistics, and derivation sha
     await expect(analysis.derivationWarning(t)).toHaveCount(0);
   }
 
-  // An agent whose every element moved (lowest mantissa bit flipped) is flagged.
+  // An agent whose every element moved a little (lowest mantissa bit flipped) is a dense fine-tune:
+  // nothing bit-identical, yet the cosine on the sample says it is this base's.
   const key = demoFile('key', 'model.safetensors');
   const keyHeader = await readSafetensorsHeader(memorySource('key', key));
   const moved = Buffer.from(key);
   for (let at = keyHeader.dataStart; at < moved.length; at += 2) moved[at]! ^= 1;
   await analysis.addAgentFiles([{ name: 'moved.safetensors', buffer: moved }]);
-  await expect(analysis.derivationWarning(3)).toBeVisible();
-  await expect(analysis.derivationWarning(3)).toContainText('does not look fine-tuned from this base');
+  await expect(analysis.page.getByTestId('model-agent-3-derivation-dense')).toBeVisible();
+  await expect(analysis.derivationWarning(3)).toHaveCount(0);
   // Only where key moved exactly that bit away from the base does the flip land back on it.
   expect(Number(await analysis.derivation(3).getAttribute('data-share'))).toBeLessThan(0.05);
+  // A one-ulp flip barely turns the vector: its cosine is key's own, within bf16 rounding.
+  const keyCosine = Number(await analysis.derivation(0).getAttribute('data-cosine'));
+  const movedCosine = Number(await analysis.derivation(3).getAttribute('data-cosine'));
+  expect(keyCosine).toBeGreaterThan(0.8);
+  expect(Math.abs(movedCosine - keyCosine)).toBeLessThan(0.01);
+
+  // An agent of another base (the base's weights in reverse order) is flagged, here and at Merge.
+  const base = demoFile('base', 'model.safetensors');
+  const baseHeader = await readSafetensorsHeader(memorySource('base', base));
+  const reversed = Buffer.from(base);
+  const data = Buffer.from(base.subarray(baseHeader.dataStart));
+  for (let i = 0; i < data.length / 2; i++)
+    reversed.writeUInt16LE(data.readUInt16LE(data.length - 2 - 2 * i), baseHeader.dataStart + 2 * i);
+  await analysis.addAgentFiles([{ name: 'stranger.safetensors', buffer: reversed }]);
+  await expect(analysis.derivationWarning(4)).toContainText('does not look fine-tuned from this base');
+  await expect(analysis.page.getByTestId('merge-lineage-warning')).toContainText('stranger');
   expect(browserErrors.messages).toEqual([]);
 });

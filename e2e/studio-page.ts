@@ -20,10 +20,16 @@ export class StudioPage {
     this.workerProbe = page.getByTestId('worker-probe');
   }
 
-  /** Loads the app and waits until GPU detection and the start-up self-test have finished. */
+  /**
+   * Loads the app, waits until GPU detection and the start-up self-test have finished, and opens the
+   * engine details behind the header's engine chip (where the GPU panel lives).
+   */
   async open(): Promise<GpuState> {
     await this.page.goto('/');
     await expect(this.status).not.toHaveAttribute('data-status', 'probing');
+    const chip = this.page.getByTestId('engine-chip');
+    if ((await chip.getAttribute('aria-expanded')) !== 'true') await chip.click();
+    await expect(this.gpuPanel).toBeVisible();
     return this.gpuState();
   }
 

@@ -169,7 +169,8 @@ test('a corrupt file and a mismatched agent are reported by name and the app sta
 
 test('Cancel stops a running merge and leaves nothing in OPFS', async ({ workflow, page }, testInfo) => {
   await workflow.openDemo();
-  await workflow.setReadDelay(60);
+  // Long enough that the merge (which reuses the cached statistics) outlasts the screenshot below.
+  await workflow.setReadDelay(200);
 
   await workflow.mergeButton.click();
   await expect(page.getByTestId('merge-progress')).toContainText('tensor');

@@ -66,6 +66,18 @@ export class WorkflowPage {
     });
   }
 
+  /** Names of the files in one merge subfolder of OPFS. */
+  opfsFiles(folder: string): Promise<string[]> {
+    return this.page.evaluate(async (name) => {
+      const root = await navigator.storage.getDirectory();
+      const merges = await root.getDirectoryHandle('merges', { create: true });
+      const dir = await merges.getDirectoryHandle(name);
+      const names: string[] = [];
+      for await (const key of dir.keys()) names.push(key);
+      return names.sort();
+    }, folder);
+  }
+
   /**
    * Resolves once the statistics pass for exactly these agents has finished: an earlier pass for
    * fewer agents may still be the settled one right after a model is added.

@@ -1,9 +1,14 @@
 // The derivation sample, over in-memory models (memory sources): where it reads (evenly spread, bounded, no overlaps) and what it counts.
-import { describe, expect, it } from 'vitest';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openModel } from '../format/model.ts';
+import { nodeModelFiles } from '../io/node.ts';
 import { floatTensor, memoryModel, rawTensor, rng } from '../test/fixtures.ts';
 import type { ByteSource } from '../io/source.ts';
 import type { Model } from '../format/model.ts';
-import { DERIVATION_WARN_SHARE, samplePlan, sampleDerivation } from './derivation.ts';
+import { DERIVATION_WARN_SHARE, derivationVerdict, samplePlan, sampleDerivation } from './derivation.ts';
 
 const values = (n: number, seed: number): number[] => {
   const next = rng(seed);
@@ -109,7 +114,11 @@ describe('sampleDerivation', () => {
     expect(unrelated.share).toBeLessThan(DERIVATION_WARN_SHARE);
     expect(unrelated.identical).toBe(0);
     const same = await sampleDerivation(base, base);
-    expect(same).toEqual({ tensors: 1, sampled: 4096, identical: 4096, share: 1 });
+    expect(same).toMatchObject({ tensors: 1, sampled: 4096, identical: 4096, share: 1, relativeDistance: 0 });
+    expect(same.cosine).toBeCloseTo(1, 12);
+    expect(derivationVerdict(same)).toBe('sparse');
+    expect(Math.abs(unrelated.cosine!)).toBeLessThan(0.1);
+    expect(derivationVerdict(unrelated)).toBe('unrelated');
   });
 
   it('skips tensors whose dtype or shape differ and reports an empty sample as share 0', async () => {
@@ -120,6 +129,8 @@ describe('sampleDerivation', () => {
       sampled: 0,
       identical: 0,
       share: 0,
+      cosine: null,
+      relativeDistance: null,
     });
     const retyped = await memoryModel('agent', [floatTensor('w', 'BF16', [4, 4], values(16, 3))]);
     expect((await sampleDerivation(base, retyped)).tensors).toBe(0);
@@ -130,5 +141,79 @@ describe('sampleDerivation', () => {
     const controller = new AbortController();
     controller.abort();
     await expect(sampleDerivation(base, base, { signal: controller.signal })).rejects.toThrow();
+  });
+});
+
+describe('sampleDerivation: cosine and relative distance', () => {
+  it('tells a dense float32 fine-tune (every element moved a little) from an unrelated model', async () => {
+    const n = 2000;
+    const next = rng(77);
+    const base = Array.from({ length: n }, () => next() * 2 - 1);
+    // Every element moves by up to ±0.1: nothing stays bit-identical, the direction barely changes.
+    const tuned = base.map((v) => v + (next() - 0.5) * 0.2);
+    const baseModel = await memoryModel('base', [floatTensor('w', 'F32', [n], base)]);
+    const tunedModel = await memoryModel('tuned', [floatTensor('w', 'F32', [n], tuned)]);
+    const sample = await sampleDerivation(baseModel, tunedModel);
+    // The reference, computed here over the same (f32-rounded) values: the whole tensor is sampled.
+    const a = Float32Array.from(base);
+    const b = Float32Array.from(tuned);
+    let dot = 0;
+    let aa = 0;
+    let bb = 0;
+    let dd = 0;
+    for (let i = 0; i < n; i++) {
+      dot += a[i]! * b[i]!;
+      aa += a[i]! * a[i]!;
+      bb += b[i]! * b[i]!;
+      dd += (b[i]! - a[i]!) ** 2;
+    }
+    expect(sample.sampled).toBe(n);
+    expect(sample.identical).toBe(0);
+    expect(sample.cosine).toBeCloseTo(dot / Math.sqrt(aa * bb), 12);
+    expect(sample.relativeDistance).toBeCloseTo(Math.sqrt(dd / aa), 12);
+    expect(sample.cosine).toBeGreaterThan(0.9);
+    expect(derivationVerdict(sample)).toBe('dense');
+  });
+
+  it('reports no cosine against an all-zero base', async () => {
+    const zeros = await memoryModel('base', [floatTensor('w', 'F32', [64], new Array(64).fill(0))]);
+    const other = await memoryModel('agent', [floatTensor('w', 'F32', [64], values(64, 5))]);
+    const sample = await sampleDerivation(zeros, other);
+    expect(sample).toMatchObject({ cosine: null, relativeDistance: null });
+    expect(derivationVerdict(sample)).toBe('unrelated');
+  });
+});
+
+const sb3 = [
+  process.env.MERGE_STUDIO_CHECKPOINTS,
+  join(dirname(fileURLToPath(import.meta.url)), '../../shared/checkpoints'),
+  join(dirname(fileURLToPath(import.meta.url)), '../../../shared/checkpoints'),
+]
+  .filter((dir): dir is string => dir !== undefined)
+  .map((dir) => join(dir, 'sb3-rl-zoo-policies'))
+  .find((dir) => existsSync(dir));
+
+describe.skipIf(sb3 === undefined)('sampleDerivation on real SB3 policies (float32)', () => {
+  const opened: { close(): Promise<void> }[] = [];
+  const open = async (name: string) => {
+    const files = await nodeModelFiles(join(sb3!, `${name}.safetensors`));
+    opened.push(...files.map((f) => f.source));
+    return openModel(name, files);
+  };
+  afterAll(async () => {
+    await Promise.all(opened.map((source) => source.close()));
+  });
+
+  it('calls two checkpoints of one training run dense and related, and other runs unrelated', async () => {
+    const best = await open('halfcheetah-v3_a2c_best');
+    const final = await open('halfcheetah-v3_a2c_final');
+    const trpo = await open('halfcheetah-v3_trpo_final');
+    const sameRun = await sampleDerivation(best, final);
+    expect(sameRun.sampled).toBeGreaterThan(0);
+    expect(sameRun.share).toBeLessThan(DERIVATION_WARN_SHARE);
+    expect(derivationVerdict(sameRun)).toBe('dense');
+    const otherRun = await sampleDerivation(best, trpo);
+    expect(derivationVerdict(otherRun)).toBe('unrelated');
+    expect(otherRun.cosine ?? 0).toBeLessThan(sameRun.cosine!);
   });
 });

@@ -1,11 +1,17 @@
 // Whether an agent looks fine-tuned from the base: a small, deterministic sample of elements read
-// from both (a few short range reads spread over the float tensors, never whole tensors) and the
-// share of them that is bit-identical. Fine-tuning leaves many elements exactly as they were.
-import { dtypeBits, isMergeableDtype } from '../format/dtype.ts';
+// from both (a few short range reads spread over the float tensors, never whole tensors), the share
+// of them that is bit-identical, and their cosine and relative distance. Sparse fine-tunes leave many
+// elements exactly as they were; dense float32 fine-tunes change nearly all, but stay close.
+import { decodeFloats, dtypeBits, isMergeableDtype, type FloatDtype } from '../format/dtype.ts';
 import type { Model, ModelTensor } from '../format/model.ts';
 
 /** Below this share of bit-identical elements an agent does not look derived from the base. */
 export const DERIVATION_WARN_SHARE = 0.05;
+/**
+ * Unless, although nearly every element changed, the sample stays this aligned with the base: two
+ * SB3 checkpoints of one training run have cosine 0.97, unrelated policies about 0.
+ */
+export const DERIVATION_MIN_COSINE = 0.8;
 
 export interface SampleOptions {
   /** Elements sampled at most (all of them when the float tensors hold fewer). */
@@ -28,6 +34,19 @@ export interface DerivationSample {
   identical: number;
   /** identical / sampled; 0 when nothing could be sampled. */
   share: number;
+  /** cos(agent, base) over the sampled elements; null when either is all zeros or nothing was sampled. */
+  cosine: number | null;
+  /** ‖agent − base‖ / ‖base‖ over the sampled elements; null when the base's sample is all zeros. */
+  relativeDistance: number | null;
+}
+
+/** How the sample reads: many identical elements, a dense but close fine-tune, or not this base. */
+export type DerivationVerdict = 'none' | 'sparse' | 'dense' | 'unrelated';
+
+export function derivationVerdict(sample: DerivationSample): DerivationVerdict {
+  if (sample.sampled === 0) return 'none';
+  if (sample.share >= DERIVATION_WARN_SHARE) return 'sparse';
+  return sample.cosine !== null && sample.cosine >= DERIVATION_MIN_COSINE ? 'dense' : 'unrelated';
 }
 
 const DEFAULT_ELEMENTS = 4096;
@@ -105,6 +124,11 @@ export async function sampleDerivation(
   );
   let sampled = 0;
   let identical = 0;
+  // Sums for the cosine and the distance, in f64; non-finite elements are left out of them.
+  let dot = 0;
+  let baseSquares = 0;
+  let agentSquares = 0;
+  let diffSquares = 0;
   for (const run of plan) {
     options.signal?.throwIfAborted();
     const baseTensor = byName.get(run.tensor)!;
@@ -119,7 +143,26 @@ export async function sampleDerivation(
       for (let b = e * width; b < (e + 1) * width; b++) if (x[b] !== y[b]) same = false;
       if (same) identical++;
     }
+    const dtype = baseTensor.dtype as FloatDtype;
+    const a = decodeFloats(dtype, x, run.count);
+    const c = decodeFloats(dtype, y, run.count);
+    for (let e = 0; e < run.count; e++) {
+      const u = a[e]!;
+      const v = c[e]!;
+      if (!Number.isFinite(u) || !Number.isFinite(v)) continue;
+      dot += u * v;
+      baseSquares += u * u;
+      agentSquares += v * v;
+      diffSquares += (v - u) * (v - u);
+    }
     sampled += run.count;
   }
-  return { tensors: tensors.length, sampled, identical, share: sampled === 0 ? 0 : identical / sampled };
+  return {
+    tensors: tensors.length,
+    sampled,
+    identical,
+    share: sampled === 0 ? 0 : identical / sampled,
+    cosine: baseSquares > 0 && agentSquares > 0 ? dot / Math.sqrt(baseSquares * agentSquares) : null,
+    relativeDistance: baseSquares > 0 ? Math.sqrt(diffSquares / baseSquares) : null,
+  };
 }

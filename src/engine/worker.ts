@@ -5,9 +5,10 @@
 import { evaluate, modelDemoTensors } from '../demo/arena.ts';
 import type { DemoModelConfig } from '../demo/policy.ts';
 import { checkCompatibility, type CompatReport } from '../format/compat.ts';
-import { dtypeBits, type FloatDtype } from '../format/dtype.ts';
+import { decodeFloats, dtypeBits, isMergeableDtype, type FloatDtype } from '../format/dtype.ts';
 import { SafetensorsError } from '../format/errors.ts';
 import { inspectModel, type InspectReport } from '../format/inspect.ts';
+import { ADAPTER_CONFIG, adapterMessage, detectAdapter } from '../format/peft.ts';
 import { openModel, type Model, type ModelFile } from '../format/model.ts';
 import { blobSource, directoryHandleFiles, directoryHandleFolder } from '../io/browser.ts';
 import type { ByteSource } from '../io/source.ts';
@@ -35,6 +36,7 @@ import {
   type MaskViewCall,
   type MaskViewResult,
 } from './inspect.ts';
+import { listLibrary, type LibraryEntry } from './library.ts';
 import { Sha256 } from './sha256.ts';
 import { createGpuEngine, DEFAULT_WINDOW_ELEMENTS } from './gpu-engine.ts';
 import type { MergeEngine } from './types.ts';
@@ -92,6 +94,8 @@ export interface MergeRequest {
   agentLabels: string[];
 }
 
+export type { LibraryEntry };
+
 export interface MergeSummary {
   /** The OPFS subfolder of `merges/`, or the picked folder's name. */
   folder: string;
@@ -104,6 +108,13 @@ export interface MergeSummary {
   outputBytes: number;
   mergedTensors: number;
   copiedTensors: number;
+}
+
+export interface CompareReport {
+  /** Tensors in both with one shape and a float dtype each, in name order. */
+  tensors: { name: string; numel: number; differ: number }[];
+  /** Tensors only one of the two has, or with another shape. */
+  unmatched: string[];
 }
 
 export interface ArenaScores {
@@ -146,6 +157,12 @@ export interface WorkerCalls {
   maskCanvas: { request: { canvas: OffscreenCanvas }; result: null };
   maskView: { request: MaskViewCall; result: MaskViewResult };
   explain: { request: ExplainCall; result: ElementExplanation };
+  /** Per common float tensor of two merged models: how many elements differ in value. */
+  compare: { request: { a: ArenaTarget; b: ArenaTarget }; result: CompareReport };
+  /** Every merge folder in OPFS `merges/`, complete or not. */
+  library: { request: Record<string, never>; result: LibraryEntry[] };
+  /** Removes a merge folder from OPFS `merges/` with everything in it. */
+  deleteMerge: { request: { folder: string }; result: null };
 }
 
 export type WorkerCall = keyof WorkerCalls;
@@ -170,11 +187,16 @@ export type WorkerReply =
   | { kind: 'error'; id: number; error: WorkerErrorInfo };
 
 const models = new Map<string, Model>();
+// The newest open per slot: an older open that finishes later must not replace the newer model.
+const opening = new Map<string, number>();
+let nextOpen = 1;
 const jobs = new Map<number, AbortController>();
 let device: Promise<EngineDevice | { error: string }> | null = null;
 let cachedAnalysis: { key: string; result: AnalysisResult } | null = null;
 let readDelayMs = 0;
 const inspectHost = new InspectHost();
+// OPFS folders a merge is writing now: the library must not delete them under the merge.
+const writing = new Set<string>();
 
 function reply(message: WorkerReply): void {
   postMessage(message);
@@ -191,6 +213,8 @@ function errorInfo(error: unknown): WorkerErrorInfo {
   if (error instanceof MergeError && error.tensor !== undefined) info.tensor = error.tensor;
   if (error instanceof EngineTensorError) info.tensor = error.tensor;
   if (error instanceof CompatibilityError) info.compat = error.report;
+  const named = (error as { file?: unknown }).file;
+  if (typeof named === 'string') info.file ??= named;
   // The driver wraps engine failures; the innermost file or tensor name is the useful one.
   const cause = (error as { cause?: unknown }).cause;
   if (cause instanceof SafetensorsError) {
@@ -230,6 +254,85 @@ async function modelFiles(files: FileRef[]): Promise<ModelFile[]> {
       return { name: ref.name, source: delayed(blobSource(blob, ref.name)) };
     }),
   );
+}
+
+/** A PEFT adapter picked as a model: one error that says what it is and what to load instead. */
+function adapterRefusal(message: string, file: string): Error {
+  const error = refusal('PeftAdapter', message);
+  return Object.assign(error, { file });
+}
+
+/** Opens a model, unless its files are a PEFT adapter (by adapter_config.json or tensor names). */
+async function openAdapterAware(label: string, files: ModelFile[]): Promise<Model> {
+  const configFile = files.find((f) => f.name === ADAPTER_CONFIG);
+  const config = configFile
+    ? {
+        text: new TextDecoder().decode(
+          await configFile.source.read(0, Math.min(configFile.source.size, 1 << 20)),
+        ),
+      }
+    : null;
+  let opened: Model;
+  try {
+    opened = await openModel(label, files);
+  } catch (error) {
+    // An adapter folder often holds several checkpoints' weights: the config alone says what it is.
+    const adapter = config ? detectAdapter(config, []) : null;
+    if (adapter) throw adapterRefusal(adapterMessage(adapter, label), ADAPTER_CONFIG);
+    throw error;
+  }
+  const weights = opened.shards[0]?.file;
+  const adapter = detectAdapter(config, [...opened.tensors.values()], weights);
+  if (adapter) throw adapterRefusal(adapterMessage(adapter, label), adapter.evidence);
+  return opened;
+}
+
+/** A loaded model, a merge in OPFS, or a merge in a picked folder. */
+async function openTarget(target: ArenaTarget): Promise<Model> {
+  if ('slot' in target) return model(target.slot);
+  if ('handle' in target) return openModel(target.handle.name, await directoryHandleFiles(target.handle));
+  const dir = await (await mergesRoot()).getDirectoryHandle(target.folder);
+  return openModel(target.folder, await directoryHandleFiles(dir));
+}
+
+/** Elements compared per read: two windows of at most this many values are held at once. */
+const COMPARE_WINDOW = 1 << 20;
+
+/** Counts, per common tensor, the elements whose values differ (across dtypes, by value). */
+async function compareModels(a: Model, b: Model, signal: AbortSignal): Promise<CompareReport> {
+  const tensors: CompareReport['tensors'] = [];
+  const unmatched: string[] = [];
+  for (const [name, x] of a.tensors) {
+    const y = b.tensors.get(name);
+    const same =
+      y !== undefined &&
+      isMergeableDtype(x.dtype) &&
+      isMergeableDtype(y.dtype) &&
+      x.shape.length === y.shape.length &&
+      x.shape.every((d, i) => d === y.shape[i]);
+    if (!same || !y) {
+      unmatched.push(name);
+      continue;
+    }
+    const numel = x.shape.reduce((p, d) => p * d, 1);
+    const xw = dtypeBits(x.dtype) / 8;
+    const yw = dtypeBits(y.dtype) / 8;
+    let differ = 0;
+    for (let at = 0; at < numel; at += COMPARE_WINDOW) {
+      signal.throwIfAborted();
+      const count = Math.min(COMPARE_WINDOW, numel - at);
+      const [xb, yb] = await Promise.all([
+        a.source(x.file).read(x.offset + at * xw, count * xw),
+        b.source(y.file).read(y.offset + at * yw, count * yw),
+      ]);
+      const xv = decodeFloats(x.dtype as FloatDtype, xb, count);
+      const yv = decodeFloats(y.dtype as FloatDtype, yb, count);
+      for (let i = 0; i < count; i++) if (!Object.is(xv[i], yv[i])) differ++;
+    }
+    tensors.push({ name, numel, differ });
+  }
+  for (const name of b.tensors.keys()) if (!a.tensors.has(name)) unmatched.push(name);
+  return { tensors, unmatched };
 }
 
 function model(slot: string): Model {
@@ -359,13 +462,18 @@ type Handlers = {
 
 const handlers: Handlers = {
   async open({ slot, label, files }) {
+    const mine = nextOpen++;
+    opening.set(slot, mine);
     models.delete(slot);
     cachedAnalysis = null;
-    const opened = await openModel(label, await modelFiles(files));
+    const opened = await openAdapterAware(label, await modelFiles(files));
+    if (opening.get(slot) !== mine)
+      throw refusal('AbortError', `${label} was replaced by a newer choice for the same place.`);
     models.set(slot, opened);
     return inspectModel(opened);
   },
   async close({ slot }) {
+    opening.delete(slot);
     models.delete(slot);
     cachedAnalysis = null;
     return null;
@@ -414,6 +522,7 @@ const handlers: Handlers = {
     if (picked) await checkTarget(picked);
     const root = picked ? null : await mergesRoot();
     const dir = picked ?? (await root!.getDirectoryHandle(request.folder, { create: true }));
+    if (!picked) writing.add(request.folder);
     const out = directoryHandleFolder(dir);
     const engine = await createEngine(request.agents.length);
     const key = analysisKey(request.base, request.agents, request.params.epsilon);
@@ -451,6 +560,7 @@ const handlers: Handlers = {
       await root?.removeEntry(request.folder, { recursive: true }).catch(() => undefined);
       throw error;
     } finally {
+      writing.delete(request.folder);
       engine.destroy();
     }
   },
@@ -521,14 +631,7 @@ const handlers: Handlers = {
     return { files: checked, extra, ok: extra.length === 0 && checked.every((f) => f.ok) };
   },
   async arena({ target, episodes }) {
-    let subject: Model;
-    if ('slot' in target) subject = model(target.slot);
-    else if ('handle' in target)
-      subject = await openModel(target.handle.name, await directoryHandleFiles(target.handle));
-    else {
-      const dir = await (await mergesRoot()).getDirectoryHandle(target.folder);
-      subject = await openModel(target.folder, await directoryHandleFiles(dir));
-    }
+    const subject = await openTarget(target);
     if (subject.config?.model_type !== DEMO_MODEL_TYPE)
       throw new Error(
         `${subject.name} is not of the demo architecture (config.json model_type is not ${DEMO_MODEL_TYPE}), so the arena cannot play it.`,
@@ -539,6 +642,24 @@ const handlers: Handlers = {
       episodes === undefined ? {} : { episodes },
     );
     return { tasks: result.tasks.map((t) => ({ ...t })), mean: result.mean };
+  },
+  async compare({ a, b }, { signal }) {
+    return compareModels(await openTarget(a), await openTarget(b), signal);
+  },
+  async library() {
+    return listLibrary(await mergesRoot());
+  },
+  async deleteMerge({ folder }) {
+    if (writing.has(folder))
+      throw refusal('MergeRunning', `merges/${folder} is being written by a running merge: cancel it first.`);
+    const root = await mergesRoot();
+    try {
+      await root.removeEntry(folder, { recursive: true });
+    } catch (error) {
+      if (error instanceof Error && error.name === 'NotFoundError') return null;
+      throw error;
+    }
+    return null;
   },
   async configure({ readDelayMs: delay }) {
     readDelayMs = Math.max(0, delay);

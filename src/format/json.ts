@@ -134,13 +134,12 @@ class Parser {
       this.skipWhitespace();
       this.expect(COLON, "':'");
       this.skipWhitespace();
-      // defineProperty, because assigning "__proto__" would replace the prototype instead.
-      Object.defineProperty(object, key, {
-        value: this.parseValue(),
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
+      const value = this.parseValue();
+      // Plain assignment is many times faster on a 300k-key header; only "__proto__" needs
+      // defineProperty, as assigning it would replace the prototype instead.
+      if (key === '__proto__')
+        Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
+      else object[key] = value;
       this.skipWhitespace();
       if (this.text.charCodeAt(this.pos) === COMMA) {
         this.pos += 1;

@@ -21,10 +21,19 @@ export interface StudioServices {
   studio?: EngineServices;
 }
 
+const storageManager = globalThis.navigator?.storage as StorageManager | undefined;
+
 const browserStudio: EngineServices = {
   engine: createEngineClient(),
   demo: () => fetchDemoSet(),
   now: () => new Date(),
+  storage: storageManager?.estimate
+    ? {
+        estimate: () => storageManager.estimate(),
+        persisted: () => storageManager.persisted(),
+        persist: () => storageManager.persist(),
+      }
+    : undefined,
 };
 
 export const browserServices: StudioServices = {

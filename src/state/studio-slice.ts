@@ -8,7 +8,9 @@ import type {
   ArenaScores,
   ArenaTarget,
   CheckReport,
+  CompareReport,
   FileRef,
+  LibraryEntry,
   MergeSummary,
   ReadBackReport,
   WorkerErrorInfo,
@@ -17,6 +19,7 @@ import type { FloatDtype } from '../format/dtype.ts';
 import type { InspectReport } from '../format/inspect.ts';
 import { defaultParams, validateParams } from '../methods/defaults.ts';
 import type { MethodName, MethodParams } from '../methods/types.ts';
+import type { SessionRecipe } from './session.ts';
 
 export type ModelRole = 'base' | 'agent';
 export type TaskStatus = 'idle' | 'running' | 'done' | 'cancelled' | 'error';
@@ -68,13 +71,50 @@ export interface StudioData {
   saved: Record<number, string>;
   /** Per merge id written into a picked folder: its files read back and checked against the driver's. */
   readBack: Record<number, TaskState<ReadBackReport>>;
+  /** Every merge folder in OPFS, as last listed. */
+  library: TaskState<LibraryEntry[]>;
+  /** The browser's storage use and quota, and whether it keeps this site's data persistently. */
+  storage: StorageInfo | null;
+  /** The answer to the last request for persistent storage, made before a large merge. */
+  persistAsked: 'granted' | 'denied' | null;
+  /** Per OPFS folder: why deleting it failed. */
+  deleteErrors: Record<string, string>;
+  /** The recipe last applied from a saved session, a link or mergekit YAML, with the models it names. */
+  restored: { from: 'saved' | 'link' | 'yaml'; base: string | null; agents: string[] } | null;
+  /** Why the last recipe offered (a link, a YAML file) could not be used. */
+  recipeProblem: string | null;
+  /** The last comparison of two merges, by merge key (see mergeKey). */
+  comparison: TaskState<CompareReport> & { pair: [string, string] | null };
+}
+
+/** A merge's key in comparisons: its OPFS folder, or the session id of one in a picked folder. */
+export function mergeKey(merge: { location: 'opfs' | 'picked'; folder: string; id?: number }): string {
+  return merge.location === 'opfs' ? `opfs:${merge.folder}` : `picked:${merge.id ?? 0}`;
+}
+
+export interface StorageInfo {
+  usage: number;
+  quota: number;
+  persisted: boolean;
+}
+
+/** The browser's storage manager (navigator.storage), injected so tests can fake it. */
+export interface StorageServices {
+  estimate(): Promise<{ usage?: number; quota?: number }>;
+  persisted(): Promise<boolean>;
+  persist(): Promise<boolean>;
 }
 
 export interface StudioServices {
   engine: EngineClient;
   demo(): Promise<DemoSet>;
   now(): Date;
+  /** Absent where the browser has no storage manager. */
+  storage?: StorageServices;
 }
+
+/** A merge into OPFS whose output is at least this large asks for persistent storage first. */
+export const PERSIST_ABOVE_BYTES = 256 * 1024 ** 2;
 
 export interface StudioSlice {
   studio: StudioData;
@@ -82,7 +122,13 @@ export interface StudioSlice {
   loadDemo(): Promise<void>;
   /** Opens files as the base, as a new agent (slot null) or in place of an agent. */
   loadFiles(role: ModelRole, slot: string | null, label: string, files: FileRef[]): Promise<void>;
+  /** Adds each picked model as its own new agent, all read at once. */
+  loadAgents(picks: { label: string; files: FileRef[] }[]): Promise<void>;
   removeAgent(slot: string): Promise<void>;
+  /** Renames a model; labels stay unique, so an empty or taken name is refused (returns false). */
+  renameModel(slot: string, label: string): boolean;
+  /** Moves an agent up (-1) or down (+1) in the merge order. */
+  moveAgent(slot: string, delta: -1 | 1): Promise<void>;
   setMethod(method: MethodName): void;
   setParams(changes: Partial<Omit<MethodParams, 'method'>>): void;
   setOutDtype(dtype: FloatDtype | null): void;
@@ -101,6 +147,19 @@ export interface StudioSlice {
   /** Scores the base, every agent and every merge of the session (demo architecture only). */
   runArena(episodes?: number): Promise<void>;
   saveMerge(id: number, target: FileSystemDirectoryHandle): Promise<void>;
+  /**
+   * Takes the method, parameters and output dtype of a saved session, a link or mergekit YAML; the
+   * models it names are shown so that they can be picked again (files cannot be reopened by name).
+   */
+  applyRecipe(recipe: SessionRecipe, from: 'saved' | 'link' | 'yaml'): void;
+  /** Says why a recipe offered could not be used (null clears it). */
+  setRecipeProblem(problem: string | null): void;
+  /** Compares two merges (keys from mergeKey) element by element, per tensor. */
+  compareMerges(a: string, b: string): Promise<void>;
+  /** Lists every merge folder in OPFS and reads the storage estimate. */
+  refreshLibrary(): Promise<void>;
+  /** Removes a merge folder from OPFS (and the session's merge record for it). */
+  deleteMerge(folder: string): Promise<void>;
   /** Test aid: makes every read of the worker wait, so a job runs long enough to cancel. */
   setReadDelay(ms: number): Promise<void>;
 }
@@ -126,6 +185,23 @@ export function initialStudioData(): StudioData {
     arena: idleTask(),
     saved: {},
     readBack: {},
+    library: idleTask(),
+    storage: null,
+    persistAsked: null,
+    deleteErrors: {},
+    restored: null,
+    recipeProblem: null,
+    comparison: { ...idleTask<CompareReport>(), pair: null },
+  };
+}
+
+/** The recipe of the studio as it stands: the models' labels and order, method, parameters, dtype. */
+export function sessionRecipe(data: StudioData): SessionRecipe {
+  return {
+    base: data.models.find((m) => m.role === 'base')?.label ?? null,
+    agents: data.models.filter((m) => m.role === 'agent').map((m) => m.label),
+    params: data.params,
+    outDtype: data.outDtype,
   };
 }
 
@@ -196,15 +272,17 @@ export function mergeInputs(
 export function createStudioSlice(services: StudioServices): StateCreator<StudioSlice, [], [], StudioSlice> {
   return (set, get) => {
     const patch = (changes: Partial<StudioData>): void => set({ studio: { ...get().studio, ...changes } });
-    const patchTask = <K extends 'check' | 'analysis' | 'merge' | 'arena'>(
+    const patchTask = <K extends 'check' | 'analysis' | 'merge' | 'arena' | 'comparison'>(
       key: K,
       changes: Partial<StudioData[K]>,
     ): void => patch({ [key]: { ...get().studio[key], ...changes } } as Partial<StudioData>);
     const patchModel = (slot: string, changes: Partial<StudioModel>): void =>
       patch({ models: get().studio.models.map((m) => (m.slot === slot ? { ...m, ...changes } : m)) });
 
-    // Bumped whenever the set of models changes, so answers about an older set are dropped.
+    // Bumped whenever the set of models changes, so checks and statistics of an older set are dropped.
     let generation = 0;
+    // The newest open request per slot: a slot's answer counts only if no newer one was made for it.
+    const requests = new Map<string, number>();
     let nextAgent = 1;
     let nextMerge = 1;
     let analysisJob: EngineJob<AnalysisResult> | null = null;
@@ -252,6 +330,7 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
       plan: MergePlan,
       target?: FileSystemDirectoryHandle,
     ): Promise<MergeRecord | null> {
+      if (!target) await askPersistence(plan);
       const id = nextMerge++;
       const { params } = plan;
       const folder = `${params.method}-${stamp(services.now())}-${id}`;
@@ -295,17 +374,59 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
         mergeJob = null;
       }
       if (target) await get().readBackMerge(id);
+      else await get().refreshLibrary();
       return record;
     }
 
+    /** Before a large merge into OPFS: asks the browser to keep the site's storage (once granted, kept). */
+    async function askPersistence(plan: MergePlan): Promise<void> {
+      const storage = services.storage;
+      const bytes = get().studio.check.result?.memory.outputBytes ?? 0;
+      if (!storage || bytes < PERSIST_ABOVE_BYTES || plan.agents.length === 0) return;
+      try {
+        if (await storage.persisted()) return;
+        patch({ persistAsked: (await storage.persist()) ? 'granted' : 'denied' });
+      } catch {
+        patch({ persistAsked: 'denied' });
+      }
+    }
+
     async function open(slot: string, label: string, files: FileRef[]): Promise<void> {
-      const mine = generation;
+      // Per slot: only the newest request for a slot may answer, whatever other slots do meanwhile.
+      const mine = (requests.get(slot) ?? 0) + 1;
+      requests.set(slot, mine);
+      const current = (): boolean => requests.get(slot) === mine;
       try {
         const report = await services.engine.call('open', { slot, label, files }).promise;
-        if (mine === generation) patchModel(slot, { status: 'ready', report, error: null });
+        if (current()) patchModel(slot, { status: 'ready', report, error: null });
       } catch (error) {
-        if (mine === generation) patchModel(slot, { status: 'error', report: null, error: asInfo(error) });
+        if (current()) patchModel(slot, { status: 'error', report: null, error: asInfo(error) });
       }
+    }
+
+    /** The label itself when no other model has it, else the label with the first free " (n)". */
+    function uniqueLabel(label: string, except?: string): string {
+      const taken = new Set(
+        get()
+          .studio.models.filter((m) => m.slot !== except)
+          .map((m) => m.label),
+      );
+      if (!taken.has(label)) return label;
+      let n = 2;
+      while (taken.has(`${label} (${n})`)) n++;
+      return `${label} (${n})`;
+    }
+
+    /** Puts models into the list (replacing those with the same slot), the base first. */
+    function placeModels(entries: StudioModel[]): void {
+      let next = get().studio.models;
+      for (const entry of entries) {
+        const exists = next.some((m) => m.slot === entry.slot);
+        next = exists ? next.map((m) => (m.slot === entry.slot ? entry : m)) : [...next, entry];
+      }
+      next = [...next].sort((a, b) => (a.role === b.role ? 0 : a.role === 'base' ? -1 : 1));
+      patch({ models: next, source: 'files' });
+      patch({ params: fitParams(get().studio.params, agentCount()) });
     }
 
     /** After any change of models: check compatibility, then run the statistics pass if they match. */
@@ -346,6 +467,16 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
           ...initialStudioData(),
           merges: get().studio.merges,
           readBack: get().studio.readBack,
+          library: get().studio.library,
+          storage: get().studio.storage,
+          persistAsked: get().studio.persistAsked,
+          deleteErrors: get().studio.deleteErrors,
+          restored: get().studio.restored,
+          recipeProblem: get().studio.recipeProblem,
+          comparison: get().studio.comparison,
+          // The recipe stays: a restored or chosen method applies to the demo too.
+          params: get().studio.params,
+          outDtype: get().studio.outDtype,
           source: 'demo',
         });
         await Promise.all(
@@ -381,30 +512,83 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
       async loadFiles(role, slot, label, files) {
         generation++;
         const target = role === 'base' ? 'base' : (slot ?? `agent-${nextAgent++}`);
-        const models = get().studio.models;
         const entry: StudioModel = {
           slot: target,
           role,
-          label,
+          label: uniqueLabel(label, target),
           status: 'loading',
           report: null,
           error: null,
         };
-        const exists = models.some((m) => m.slot === target);
-        const next = exists ? models.map((m) => (m.slot === target ? entry : m)) : [...models, entry];
-        // The base always comes first.
-        next.sort((a, b) => (a.role === b.role ? 0 : a.role === 'base' ? -1 : 1));
-        patch({ models: next, source: 'files' });
-        patch({ params: fitParams(get().studio.params, agentCount()) });
-        await open(target, label, files);
+        placeModels([entry]);
+        await open(target, entry.label, files);
+        await refresh();
+      },
+
+      async loadAgents(picks) {
+        if (picks.length === 0) return;
+        generation++;
+        const entries: StudioModel[] = [];
+        for (const pick of picks) {
+          const entry: StudioModel = {
+            slot: `agent-${nextAgent++}`,
+            role: 'agent',
+            label: uniqueLabel(pick.label),
+            status: 'loading',
+            report: null,
+            error: null,
+          };
+          // Placed one by one, so that two picks of one name get distinct labels.
+          placeModels([entry]);
+          entries.push(entry);
+        }
+        await Promise.all(entries.map((e, i) => open(e.slot, e.label, picks[i]!.files)));
         await refresh();
       },
 
       async removeAgent(slot) {
         generation++;
+        requests.delete(slot);
         patch({ models: get().studio.models.filter((m) => m.slot !== slot) });
         patch({ params: fitParams(get().studio.params, agentCount()) });
         await services.engine.call('close', { slot }).promise.catch(() => null);
+        await refresh();
+      },
+
+      renameModel(slot, label) {
+        const name = label.trim();
+        const models = get().studio.models;
+        if (name === '' || models.some((m) => m.slot !== slot && m.label === name)) return false;
+        const old = models.find((m) => m.slot === slot);
+        if (!old) return false;
+        patch({ models: models.map((m) => (m.slot === slot ? { ...m, label: name } : m)) });
+        // The statistics' labels follow, so their tables keep naming the same agents.
+        patch({ analysisLabels: get().studio.analysisLabels.map((l) => (l === old.label ? name : l)) });
+        return true;
+      },
+
+      async moveAgent(slot, delta) {
+        const models = get().studio.models;
+        const base = models.filter((m) => m.role === 'base');
+        const agents = models.filter((m) => m.role === 'agent');
+        const from = agents.findIndex((m) => m.slot === slot);
+        const to = from + delta;
+        if (from < 0 || to < 0 || to >= agents.length) return;
+        const moved = [...agents];
+        [moved[from], moved[to]] = [moved[to]!, moved[from]!];
+        // Per-agent weights and densities move with their agent.
+        const swap = (values: number[]): number[] => {
+          const next = [...values];
+          [next[from], next[to]] = [next[to]!, next[from]!];
+          return next;
+        };
+        const params = get().studio.params;
+        generation++;
+        patch({
+          models: [...base, ...moved],
+          params: { ...params, weights: swap(params.weights), density: swap(params.density) },
+        });
+        // The statistics' per-agent arrays are in the old order: run them again.
         await refresh();
       },
 
@@ -558,6 +742,95 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
         } catch (error) {
           patch({ saved: { ...get().studio.saved, [id]: `Saving failed: ${asInfo(error).message}` } });
         }
+      },
+
+      applyRecipe(recipe, from) {
+        const agents = agentCount();
+        patch({
+          params: agents > 0 ? fitParams(recipe.params, agents) : recipe.params,
+          outDtype: recipe.outDtype,
+          restored: { from, base: recipe.base, agents: recipe.agents },
+          recipeProblem: null,
+        });
+      },
+
+      setRecipeProblem(problem) {
+        patch({ recipeProblem: problem });
+      },
+
+      async compareMerges(a, b) {
+        const target = (key: string): ArenaTarget | null => {
+          if (key.startsWith('opfs:')) return { folder: key.slice('opfs:'.length) };
+          const handle = pickedFolders.get(Number(key.slice('picked:'.length)));
+          return handle ? { handle } : null;
+        };
+        const [ta, tb] = [target(a), target(b)];
+        const pair: [string, string] = [a, b];
+        if (!ta || !tb) {
+          patch({
+            comparison: {
+              ...idleTask<CompareReport>(),
+              status: 'error',
+              error: { name: 'NotFound', message: 'One of the two merges is no longer available.' },
+              pair,
+            },
+          });
+          return;
+        }
+        patch({ comparison: { ...idleTask<CompareReport>(), status: 'running', pair } });
+        try {
+          const result = await services.engine.call('compare', { a: ta, b: tb }).promise;
+          if (get().studio.comparison.pair === pair) patchTask('comparison', { status: 'done', result });
+        } catch (error) {
+          if (get().studio.comparison.pair === pair)
+            patchTask('comparison', { status: 'error', error: asInfo(error) });
+        }
+      },
+
+      async refreshLibrary() {
+        const previous = get().studio.library.result;
+        patch({ library: { status: 'running', progress: null, error: null, result: previous } });
+        const storage = services.storage;
+        const [listed, estimate, persisted] = await Promise.allSettled([
+          services.engine.call('library', {}).promise,
+          storage?.estimate() ?? Promise.reject(new Error('no storage manager')),
+          storage?.persisted() ?? Promise.resolve(false),
+        ]);
+        if (listed.status === 'fulfilled')
+          patch({ library: { status: 'done', progress: null, error: null, result: listed.value } });
+        else
+          patch({
+            library: { status: 'error', progress: null, error: asInfo(listed.reason), result: previous },
+          });
+        if (estimate.status === 'fulfilled')
+          patch({
+            storage: {
+              usage: estimate.value.usage ?? 0,
+              quota: estimate.value.quota ?? 0,
+              persisted: persisted.status === 'fulfilled' && persisted.value,
+            },
+          });
+      },
+
+      async deleteMerge(folder) {
+        const { [folder]: _dropped, ...others } = get().studio.deleteErrors;
+        patch({ deleteErrors: others });
+        try {
+          await services.engine.call('deleteMerge', { folder }).promise;
+        } catch (error) {
+          patch({ deleteErrors: { ...get().studio.deleteErrors, [folder]: asInfo(error).message } });
+          return;
+        }
+        // The session's record of it goes too: its files are gone.
+        const gone = get().studio.merges.filter((m) => m.location === 'opfs' && m.folder === folder);
+        patch({
+          merges: get().studio.merges.filter((m) => !gone.includes(m)),
+          library: {
+            ...get().studio.library,
+            result: (get().studio.library.result ?? []).filter((e) => e.folder !== folder),
+          },
+        });
+        await get().refreshLibrary();
       },
 
       async setReadDelay(ms) {

@@ -4,11 +4,12 @@
 import { useState } from 'react';
 import { BROWSER_SHARD_BYTES, type WrittenFile } from '../../engine/driver.ts';
 import { mergedFile } from '../../engine/worker-client.ts';
-import type { ReadBackFile, ReadBackReport } from '../../engine/worker.ts';
+import type { LibraryEntry, ReadBackFile, ReadBackReport } from '../../engine/worker.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import type { MergeRecord, TaskState } from '../../state/studio-slice.ts';
 import { formatBytes, formatDuration } from '../format.ts';
 import { ErrorBox, idPart, ProgressBar } from './common.tsx';
+import { ComparePanel } from './ComparePanel.tsx';
 import { directoryPicker } from './LoadPanel.tsx';
 
 /** Chromium cannot hold one Blob much over 2 GiB, so a download above this size may fail. */
@@ -25,7 +26,15 @@ async function download(folder: string, name: string): Promise<void> {
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
-function DownloadCell({ record, file, testId }: { record: MergeRecord; file: WrittenFile; testId: string }) {
+function DownloadCell({
+  folder,
+  file,
+  testId,
+}: {
+  folder: string;
+  file: Pick<WrittenFile, 'file' | 'bytes'>;
+  testId: string;
+}) {
   const pick = directoryPicker();
   const oversize = file.bytes > SAFE_DOWNLOAD_BYTES;
   const noteId = `${testId}-${idPart(file.file)}-oversize`;
@@ -39,11 +48,11 @@ function DownloadCell({ record, file, testId }: { record: MergeRecord; file: Wri
       )}
       <button
         type="button"
-        className="button button--small"
+        className="button button--small button--secondary"
         data-testid="merged-file-download"
         aria-label={`Download ${file.file}`}
         aria-describedby={oversize ? noteId : undefined}
-        onClick={() => void download(record.folder, file.file)}
+        onClick={() => void download(folder, file.file)}
       >
         {oversize ? 'Download anyway' : 'Download'}
       </button>
@@ -108,7 +117,30 @@ function ReadBackSummary({
   );
 }
 
-function MergeCard({ record }: { record: MergeRecord }) {
+/** Deletes an OPFS merge folder; the library lists it until the worker has removed it. */
+function DeleteButton({ folder }: { folder: string }) {
+  const failed = useStudio((s) => s.studio.deleteErrors[folder]);
+  return (
+    <>
+      <button
+        type="button"
+        className="button button--danger"
+        data-testid="merge-delete"
+        aria-label={`Delete merges/${folder} from this browser's storage`}
+        onClick={() => void studioStore.getState().deleteMerge(folder)}
+      >
+        Delete
+      </button>
+      {failed && (
+        <span role="alert" className="studio-help">
+          Not deleted: {failed}
+        </span>
+      )}
+    </>
+  );
+}
+
+function MergeCard({ record, deletable = false }: { record: MergeRecord; deletable?: boolean }) {
   const [copied, setCopied] = useState<string | null>(null);
   const saved = useStudio((s) => s.studio.saved[record.id]);
   const readBack = useStudio((s) => s.studio.readBack[record.id]);
@@ -170,7 +202,7 @@ function MergeCard({ record }: { record: MergeRecord }) {
                 {picked ? (
                   <ReadBackCell found={readBack?.result?.files.find((r) => r.file === f.file)} />
                 ) : (
-                  <DownloadCell record={record} file={f} testId={testId} />
+                  <DownloadCell folder={record.folder} file={f} testId={testId} />
                 )}
               </tr>
             ))}
@@ -217,6 +249,7 @@ function MergeCard({ record }: { record: MergeRecord }) {
         >
           Copy recipe
         </button>
+        {deletable && <DeleteButton folder={record.folder} />}
         {copied && <span role="status">{copied}</span>}
         {saved && (
           <span role="status" data-testid={`${testId}-saved`}>
@@ -248,26 +281,159 @@ function DownloadLimitNotice() {
   );
 }
 
+/** A merge folder found in OPFS that this session did not make (or made before a reload). */
+function LibraryCard({ entry }: { entry: LibraryEntry }) {
+  const testId = `library-${idPart(entry.folder)}`;
+  const complete = entry.status === 'complete';
+  return (
+    <article className="card card--wide" aria-labelledby={`${testId}-title`}>
+      <h3 id={`${testId}-title`}>
+        <code>merges/{entry.folder}</code>{' '}
+        <span className={`badge ${complete ? 'badge--ok' : 'badge--warn'}`}>
+          {complete ? 'complete' : 'incomplete'}
+        </span>
+      </h3>
+      <p className="muted">
+        {entry.files.length} file{entry.files.length === 1 ? '' : 's'}, {formatBytes(entry.bytes)}
+        {entry.modified > 0 ? `; last written ${new Date(entry.modified).toLocaleString()}` : ''}
+      </p>
+      {!complete && (
+        <p className="notice notice--warn" data-testid="merge-card-reason">
+          This merge did not finish ({entry.reason}): its files are not a usable model. Delete it to free the
+          space.
+        </p>
+      )}
+      {entry.files.length > 0 && (
+        <div className="studio-scroll">
+          <table className="studio-table" data-testid="merge-card-files">
+            <thead>
+              <tr>
+                <th scope="col">File</th>
+                <th scope="col">Size</th>
+                <th scope="col">{complete ? <span className="visually-hidden">Download</span> : ''}</th>
+              </tr>
+            </thead>
+            <tbody>
+              {entry.files.map((f) => (
+                <tr key={f.file} data-testid="merge-card-file" data-file={f.file}>
+                  <th scope="row">
+                    <code>{f.file}</code>
+                  </th>
+                  <td>{formatBytes(f.bytes)}</td>
+                  {complete ? <DownloadCell folder={entry.folder} file={f} testId={testId} /> : <td />}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <div className="studio-actions">
+        <DeleteButton folder={entry.folder} />
+      </div>
+      {entry.card && (
+        <details>
+          <summary>Model card (README.md)</summary>
+          <pre className="studio-pre" data-testid="merge-card-readme">
+            {entry.card}
+          </pre>
+        </details>
+      )}
+      {entry.recipe && (
+        <details>
+          <summary>mergekit recipe</summary>
+          <pre className="studio-pre">{entry.recipe}</pre>
+        </details>
+      )}
+    </article>
+  );
+}
+
+/** Storage used and the quota, and whether the browser keeps the merges when space runs short. */
+function StorageLine() {
+  const storage = useStudio((s) => s.studio.storage);
+  const asked = useStudio((s) => s.studio.persistAsked);
+  if (!storage) return null;
+  const share = storage.quota > 0 ? (100 * storage.usage) / storage.quota : 0;
+  return (
+    <p
+      className="studio-storage"
+      data-testid="storage-estimate"
+      data-usage={storage.usage}
+      data-quota={storage.quota}
+    >
+      This site uses {formatBytes(storage.usage)} of {formatBytes(storage.quota)} ({share.toFixed(1)}%) of the
+      browser&apos;s storage;{' '}
+      {storage.persisted
+        ? 'it is kept persistently.'
+        : 'the browser may clear it when the disk runs short (a large merge asks to keep it).'}
+      {asked === 'denied' && ' The browser declined to keep it persistently: save large merges to a folder.'}
+    </p>
+  );
+}
+
+interface Listed {
+  folder: string;
+  status: LibraryEntry['status'];
+  record: MergeRecord | undefined;
+  entry: LibraryEntry | undefined;
+}
+
+/** The library's folders and this session's OPFS merges as one list, newest first. */
+function listed(entries: LibraryEntry[], merges: MergeRecord[]): Listed[] {
+  const opfs = merges.filter((m) => m.location === 'opfs');
+  const rows: Listed[] = entries.map((entry) => ({
+    folder: entry.folder,
+    status: entry.status,
+    entry,
+    record: opfs.find((m) => m.folder === entry.folder),
+  }));
+  // A merge just made is listed before the library has been read again.
+  const fresh = opfs
+    .filter((m) => !entries.some((e) => e.folder === m.folder))
+    .reverse()
+    .map((record) => ({ folder: record.folder, status: 'complete' as const, entry: undefined, record }));
+  return [...fresh, ...rows];
+}
+
 export function ExportPanel() {
   const merges = useStudio((s) => s.studio.merges);
+  const library = useStudio((s) => s.studio.library);
+  const rows = listed(library.result ?? [], merges);
+  const picked = merges.filter((m) => m.location === 'picked');
   return (
     <section className="panel" aria-labelledby="export-heading" data-testid="export-panel">
       <div className="panel__head">
         <h2 id="export-heading">4. Export</h2>
       </div>
       {!directoryPicker() && <DownloadLimitNotice />}
-      {merges.length === 0 ? (
+      <StorageLine />
+      {library.error && <ErrorBox error={library.error} testId="library-error" />}
+      {rows.length === 0 && picked.length === 0 ? (
         <p className="muted">
           Merged models are written to this browser&apos;s private storage (OPFS), or into the folder picked
-          for them, and listed here.
+          for them, and listed here, also after a reload.
         </p>
       ) : (
         <div className="cards">
-          {[...merges].reverse().map((record) => (
-            <MergeCard key={record.id} record={record} />
+          {[...picked].reverse().map((record) => (
+            <MergeCard key={`picked-${record.id}`} record={record} />
+          ))}
+          {rows.map((row) => (
+            <div
+              key={row.folder}
+              className="studio-merge"
+              data-testid="merge-card"
+              data-folder={row.folder}
+              data-status={row.status}
+            >
+              {row.record ? <MergeCard record={row.record} deletable /> : <LibraryCard entry={row.entry!} />}
+            </div>
           ))}
         </div>
       )}
+      <div className="cards">
+        <ComparePanel />
+      </div>
     </section>
   );
 }

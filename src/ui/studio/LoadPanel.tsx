@@ -2,12 +2,16 @@
 // otherwise), each with its header-only preflight and, for an agent, a sampled check that it derives
 // from the base; then the compatibility report and what the merge will need.
 import { useId, useState, type DragEvent } from 'react';
-import { DERIVATION_WARN_SHARE } from '../../engine/derivation.ts';
+import { derivationVerdict } from '../../engine/derivation.ts';
 import type { DerivationReport, FileRef } from '../../engine/worker.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import type { ModelRole, StudioModel } from '../../state/studio-slice.ts';
 import { formatBytes, formatCount } from '../format.ts';
+import type { CompatIssue } from '../../format/compat.ts';
 import { ErrorBox } from './common.tsx';
+import { VirtualTable, type VirtualColumn } from './VirtualTable.tsx';
+import { focusHeading } from './StepBar.tsx';
+import { branchCounts, percent } from './summary.ts';
 
 interface Picked {
   label: string;
@@ -20,68 +24,134 @@ export function directoryPicker(): DirectoryPicker | undefined {
   return (globalThis as { showDirectoryPicker?: DirectoryPicker }).showDirectoryPicker;
 }
 
-async function pickFolder(pick: DirectoryPicker): Promise<Picked> {
-  const dir = await pick({ mode: 'read' });
+const isWeights = (name: string): boolean => name.endsWith('.safetensors');
+const isSwap = (name: string): boolean => name.endsWith('.crswap');
+
+/** Top-level files of a handle's folder, and its subfolders. */
+async function readHandle(
+  dir: FileSystemDirectoryHandle,
+): Promise<{ files: FileRef[]; folders: FileSystemDirectoryHandle[] }> {
   const files: FileRef[] = [];
-  for await (const handle of dir.values())
-    if (handle.kind === 'file' && !handle.name.endsWith('.crswap'))
+  const folders: FileSystemDirectoryHandle[] = [];
+  for await (const handle of dir.values()) {
+    if (handle.kind === 'directory') folders.push(handle as FileSystemDirectoryHandle);
+    else if (!isSwap(handle.name))
       files.push({ name: handle.name, blob: await (handle as FileSystemFileHandle).getFile() });
-  return { label: dir.name, files };
-}
-
-/** Files from an <input>: a folder input keeps its top-level files and names the model after the folder. */
-function fromInput(list: FileList): Picked | null {
-  const all = [...list];
-  if (all.length === 0) return null;
-  const first = all[0]!;
-  const relative = first.webkitRelativePath;
-  if (relative) {
-    const folder = relative.split('/')[0] ?? 'model';
-    const top = all.filter((f) => f.webkitRelativePath.split('/').length === 2);
-    return { label: folder, files: top.map((f) => ({ name: f.name, blob: f })) };
   }
-  const weights = all.find((f) => f.name.endsWith('.safetensors'));
-  const label = (weights ?? first).name.replace(/(-\d{5}-of-\d{5})?\.safetensors$/, '');
-  return { label, files: all.map((f) => ({ name: f.name, blob: f })) };
+  return { files, folders };
 }
 
-function readDirectoryEntry(dir: FileSystemDirectoryEntry): Promise<File[]> {
+/** A model folder, or a folder of model folders (no weights of its own): one pick per model. */
+async function pickFolder(pick: DirectoryPicker): Promise<Picked[]> {
+  const dir = await pick({ mode: 'read' });
+  const top = await readHandle(dir);
+  if (top.files.some((f) => isWeights(f.name)) || top.folders.length === 0)
+    return [{ label: dir.name, files: top.files }];
+  const inner = await Promise.all(
+    top.folders.map(async (folder) => ({ label: folder.name, files: (await readHandle(folder)).files })),
+  );
+  return inner.filter((p) => p.files.some((f) => isWeights(f.name)));
+}
+
+const byLabel = (a: Picked, b: Picked): number => (a.label < b.label ? -1 : a.label > b.label ? 1 : 0);
+
+/**
+ * Files from an <input>: a folder input keeps each model folder's own files and names the model
+ * after it; a folder without weights of its own is read as a folder of model folders.
+ */
+function fromInput(list: FileList): Picked[] {
+  const all = [...list];
+  if (all.length === 0) return [];
+  const first = all[0]!;
+  if (first.webkitRelativePath) {
+    const parts = (f: File): string[] => f.webkitRelativePath.split('/');
+    const folder = parts(first)[0] ?? 'model';
+    const top = all.filter((f) => parts(f).length === 2);
+    if (top.some((f) => isWeights(f.name)))
+      return [{ label: folder, files: top.map((f) => ({ name: f.name, blob: f })) }];
+    const groups = new Map<string, FileRef[]>();
+    for (const f of all.filter((file) => parts(file).length === 3)) {
+      const name = parts(f)[1]!;
+      const group = groups.get(name) ?? [];
+      group.push({ name: f.name, blob: f });
+      groups.set(name, group);
+    }
+    const inner = [...groups]
+      .map(([label, files]) => ({ label, files }))
+      .filter((p) => p.files.some((f) => isWeights(f.name)));
+    return inner.length > 0 ? inner.sort(byLabel) : [{ label: folder, files: [] }];
+  }
+  const weights = all.find((f) => isWeights(f.name));
+  const label = (weights ?? first).name.replace(/(-\d{5}-of-\d{5})?\.safetensors$/, '');
+  return [{ label, files: all.map((f) => ({ name: f.name, blob: f })) }];
+}
+
+/** The files and subfolders of a dropped folder (readEntries answers in batches until an empty one). */
+function readDirectoryEntry(
+  dir: FileSystemDirectoryEntry,
+): Promise<{ files: File[]; folders: FileSystemDirectoryEntry[] }> {
   return new Promise((resolve, reject) => {
     const reader = dir.createReader();
     const files: Promise<File>[] = [];
-    // readEntries returns the folder in batches until an empty one.
+    const folders: FileSystemDirectoryEntry[] = [];
     const next = (): void =>
       reader.readEntries((entries) => {
         if (entries.length === 0) {
-          Promise.all(files).then(resolve, reject);
+          Promise.all(files).then((read) => resolve({ files: read, folders }), reject);
           return;
         }
         for (const entry of entries)
           if (entry.isFile)
             files.push(new Promise((ok, fail) => (entry as FileSystemFileEntry).file(ok, fail)));
+          else if (entry.isDirectory) folders.push(entry as FileSystemDirectoryEntry);
         next();
       }, reject);
     next();
   });
 }
 
-async function fromDrop(event: DragEvent): Promise<Picked | null> {
-  const items = [...event.dataTransfer.items];
-  const dir = items.map((item) => item.webkitGetAsEntry()).find((entry) => entry?.isDirectory);
-  if (dir) {
-    const files = await readDirectoryEntry(dir as FileSystemDirectoryEntry);
-    return { label: dir.name, files: files.map((f) => ({ name: f.name, blob: f })) };
+const refs = (files: File[]): FileRef[] =>
+  files.filter((f) => !isSwap(f.name)).map((f) => ({ name: f.name, blob: f }));
+
+/** Every dropped folder becomes one model, or one per model folder inside it; loose files make one. */
+async function fromDrop(event: DragEvent): Promise<Picked[]> {
+  const entries = [...event.dataTransfer.items].map((item) => item.webkitGetAsEntry());
+  const dirs = entries.filter((entry): entry is FileSystemDirectoryEntry => entry?.isDirectory === true);
+  if (dirs.length === 0) return fromInput(event.dataTransfer.files);
+  const picks: Picked[] = [];
+  for (const dir of dirs) {
+    const top = await readDirectoryEntry(dir);
+    if (top.files.some((f) => isWeights(f.name)) || top.folders.length === 0) {
+      picks.push({ label: dir.name, files: refs(top.files) });
+      continue;
+    }
+    for (const folder of top.folders) {
+      const inner = await readDirectoryEntry(folder);
+      if (inner.files.some((f) => isWeights(f.name)))
+        picks.push({ label: folder.name, files: refs(inner.files) });
+    }
   }
-  return fromInput(event.dataTransfer.files);
+  return picks;
+}
+
+/** Loads picks where they were chosen: the first into the base or agent slot, any others as new agents. */
+function loadPicks(role: ModelRole, slot: string | null, picks: Picked[]): void {
+  const store = studioStore.getState();
+  if (picks.length === 0) return;
+  if (role === 'agent' && slot === null) {
+    void store.loadAgents(picks);
+    return;
+  }
+  const [first, ...rest] = picks;
+  void store.loadFiles(role, slot, first!.label, first!.files);
+  if (rest.length > 0) void store.loadAgents(rest);
 }
 
 function Pickers({ role, slot, testId }: { role: ModelRole; slot: string | null; testId: string }) {
   const id = useId();
   const [over, setOver] = useState(false);
   const pick = directoryPicker();
-  const load = (picked: Picked | null): void => {
-    if (picked) void studioStore.getState().loadFiles(role, slot, picked.label, picked.files);
-  };
+  const load = (picks: Picked[]): void => loadPicks(role, slot, picks);
   const what = role === 'base' ? 'the base model' : slot === null ? 'a new agent' : 'this agent';
   return (
     <div
@@ -134,7 +204,9 @@ function Pickers({ role, slot, testId }: { role: ModelRole; slot: string | null;
         data-testid={`${testId}-files-input`}
         onChange={(event) => load(fromInput(event.currentTarget.files ?? new DataTransfer().files))}
       />
-      <span className="muted">or drop a folder or files here</span>
+      <span className="muted">
+        or drop {slot === null && role === 'agent' ? 'one or more folders' : 'a folder'} or files here
+      </span>
     </div>
   );
 }
@@ -149,10 +221,14 @@ function Derivation({ derivation, testId }: { derivation: DerivationReport; test
         No float tensor matches the base in dtype and shape, so nothing could be compared.
       </p>
     );
-  const low = sample.share < DERIVATION_WARN_SHARE;
+  const verdict = derivationVerdict(sample);
+  const closeness =
+    sample.cosine !== null
+      ? `cosine ${sample.cosine.toFixed(3)}, relative distance ${sample.relativeDistance?.toFixed(3) ?? '—'}`
+      : 'no cosine: the sample is all zeros';
   return (
     <>
-      <dl className="facts studio-facts">
+      <dl className="facts studio-facts studio-facts--single">
         <div className="facts__row">
           <dt>Same as the base</dt>
           <dd
@@ -160,22 +236,142 @@ function Derivation({ derivation, testId }: { derivation: DerivationReport; test
             data-share={sample.share}
             data-identical={sample.identical}
             data-sampled={sample.sampled}
+            data-cosine={sample.cosine ?? undefined}
+            data-distance={sample.relativeDistance ?? undefined}
+            data-verdict={verdict}
           >
-            {(100 * sample.share).toFixed(1)}% bit-identical ({formatCount(sample.sampled)} elements sampled)
+            {(100 * sample.share).toFixed(1)}% bit-identical ({formatCount(sample.sampled)} sampled)
+            {sample.cosine !== null && `, cos ${sample.cosine.toFixed(3)}`}
           </dd>
         </div>
       </dl>
-      {low && (
+      {verdict === 'dense' && (
+        <p className="studio-help" data-testid={`${testId}-derivation-dense`}>
+          Nearly every sampled element changed, but the sample stays close to the base ({closeness}): a dense
+          fine-tune of this base, as float32 training makes.
+        </p>
+      )}
+      {verdict === 'unrelated' && (
         <p className="notice notice--warn" role="alert" data-testid={`${testId}-derivation-warning`}>
-          Only {(100 * sample.share).toFixed(1)}% of the sampled elements equal the base: this agent does not
-          look fine-tuned from this base. Check that it is the right base model.
+          Only {(100 * sample.share).toFixed(1)}% of the sampled elements equal the base and they point
+          elsewhere ({closeness}): this agent does not look fine-tuned from this base. Check that it is the
+          right base model.
         </p>
       )}
     </>
   );
 }
 
-function ModelCard({ model, index }: { model: StudioModel; index: number }) {
+/** Rename for every model; move up / down and remove for an agent. */
+function ModelTools({
+  model,
+  testId,
+  index,
+  count,
+}: {
+  model: StudioModel;
+  testId: string;
+  index: number;
+  count: number;
+}) {
+  const [editing, setEditing] = useState(false);
+  const [refused, setRefused] = useState(false);
+  const inputId = useId();
+  const store = studioStore.getState();
+  if (editing)
+    return (
+      <form
+        className="studio-rename"
+        data-testid={`${testId}-rename-form`}
+        onSubmit={(event) => {
+          event.preventDefault();
+          const value = new FormData(event.currentTarget).get('label');
+          const ok = store.renameModel(model.slot, typeof value === 'string' ? value : '');
+          setRefused(!ok);
+          if (ok) setEditing(false);
+        }}
+      >
+        <label htmlFor={inputId} className="visually-hidden">
+          New name for {model.label}
+        </label>
+        <input
+          id={inputId}
+          name="label"
+          defaultValue={model.label}
+          data-testid={`${testId}-rename-input`}
+          aria-invalid={refused}
+          aria-describedby={refused ? `${inputId}-refused` : undefined}
+          autoFocus
+        />
+        <button type="submit" className="button button--small">
+          Save
+        </button>
+        <button
+          type="button"
+          className="button button--small button--ghost"
+          onClick={() => setEditing(false)}
+        >
+          Cancel
+        </button>
+        {refused && (
+          <span id={`${inputId}-refused`} className="studio-help" role="alert">
+            Choose a name no other model has.
+          </span>
+        )}
+      </form>
+    );
+  return (
+    <div className="studio-model__tools">
+      <button
+        type="button"
+        className="button button--small button--ghost"
+        data-testid={`${testId}-rename`}
+        aria-label={`Rename ${model.label}`}
+        onClick={() => {
+          setRefused(false);
+          setEditing(true);
+        }}
+      >
+        Rename
+      </button>
+      {model.role === 'agent' && (
+        <>
+          <button
+            type="button"
+            className="button button--small button--ghost"
+            data-testid={`${testId}-up`}
+            aria-label={`Move ${model.label} up`}
+            disabled={index === 0}
+            onClick={() => void store.moveAgent(model.slot, -1)}
+          >
+            ↑
+          </button>
+          <button
+            type="button"
+            className="button button--small button--ghost"
+            data-testid={`${testId}-down`}
+            aria-label={`Move ${model.label} down`}
+            disabled={index === count - 1}
+            onClick={() => void store.moveAgent(model.slot, 1)}
+          >
+            ↓
+          </button>
+          <button
+            type="button"
+            className="button button--small button--danger"
+            data-testid={`${testId}-remove`}
+            aria-label={`Remove ${model.label}`}
+            onClick={() => void store.removeAgent(model.slot)}
+          >
+            Remove
+          </button>
+        </>
+      )}
+    </div>
+  );
+}
+
+function ModelCard({ model, index, count }: { model: StudioModel; index: number; count: number }) {
   const testId = model.role === 'base' ? 'model-base' : `model-agent-${index}`;
   const report = model.report;
   const derivation = useStudio((s) => s.studio.check.result?.derivation.find((d) => d.slot === model.slot));
@@ -192,17 +388,8 @@ function ModelCard({ model, index }: { model: StudioModel; index: number }) {
           <span className="muted">{model.role === 'base' ? 'Base' : `Agent ${index + 1}`}:</span>{' '}
           <span data-testid={`${testId}-label`}>{model.label}</span>
         </h3>
-        {model.role === 'agent' && (
-          <button
-            type="button"
-            className="button button--small"
-            data-testid={`${testId}-remove`}
-            onClick={() => void studioStore.getState().removeAgent(model.slot)}
-          >
-            Remove
-          </button>
-        )}
       </div>
+      <ModelTools model={model} testId={testId} index={index} count={count} />
       {model.status === 'loading' && <p className="muted">Reading headers…</p>}
       {model.error && <ErrorBox error={model.error} testId={`${testId}-error`} />}
       {report && (
@@ -216,14 +403,6 @@ function ModelCard({ model, index }: { model: StudioModel; index: number }) {
             <dd data-testid={`${testId}-parameters`}>{formatCount(report.parameters)}</dd>
           </div>
           <div className="facts__row">
-            <dt>Dtypes</dt>
-            <dd data-testid={`${testId}-dtypes`}>
-              {Object.entries(report.dtypes)
-                .map(([dtype, n]) => `${dtype} ${formatCount(n)}`)
-                .join(', ')}
-            </dd>
-          </div>
-          <div className="facts__row">
             <dt>Tensors</dt>
             <dd data-testid={`${testId}-tensors`}>{formatCount(report.tensors.length)}</dd>
           </div>
@@ -232,6 +411,14 @@ function ModelCard({ model, index }: { model: StudioModel; index: number }) {
             <dd data-testid={`${testId}-shards`}>
               {report.files.length}
               {report.sharded ? ' (indexed)' : ''}
+            </dd>
+          </div>
+          <div className="facts__row facts__row--span2">
+            <dt>Dtypes</dt>
+            <dd data-testid={`${testId}-dtypes`}>
+              {Object.entries(report.dtypes)
+                .map(([dtype, n]) => `${dtype} ${formatCount(n)}`)
+                .join(', ')}
             </dd>
           </div>
           <div className="facts__row">
@@ -248,8 +435,59 @@ function ModelCard({ model, index }: { model: StudioModel; index: number }) {
           ))}
         </ul>
       )}
-      <Pickers role={model.role} slot={model.slot} testId={testId} />
+      {/* Other files for a loaded model are a second thought: behind a disclosure, not three more buttons. */}
+      <details className="studio-replace" open={model.status === 'error'}>
+        <summary>Choose other files</summary>
+        <Pickers role={model.role} slot={model.slot} testId={testId} />
+      </details>
     </article>
+  );
+}
+
+const KIND_TEXT: Record<CompatIssue['kind'], string> = {
+  missing: 'missing from an agent',
+  extra: 'only in an agent',
+  shape: 'different shape',
+  dtype: 'different dtype',
+};
+
+const ISSUE_COLUMNS: VirtualColumn<CompatIssue>[] = [
+  { header: 'Model', cell: (issue) => issue.model },
+  { header: 'Tensor', cell: (issue) => <code>{issue.tensor}</code> },
+  { header: 'Detail', cell: (issue) => issue.detail },
+];
+
+/** The differences grouped by kind with counts, each group collapsed, its rows virtualised. */
+function CompatIssues({ issues }: { issues: CompatIssue[] }) {
+  const groups = new Map<CompatIssue['kind'], CompatIssue[]>();
+  for (const issue of issues) {
+    const group = groups.get(issue.kind);
+    if (group) group.push(issue);
+    else groups.set(issue.kind, [issue]);
+  }
+  return (
+    <div className="studio-compat-groups" data-testid="compat-issues">
+      {[...groups].map(([kind, list]) => (
+        <details
+          key={kind}
+          className="studio-compat-group"
+          data-testid={`compat-group-${kind}`}
+          data-count={list.length}
+        >
+          <summary>
+            <strong>{formatCount(list.length)}</strong> {KIND_TEXT[kind]}{' '}
+            <span className="muted">({kind})</span>
+          </summary>
+          <VirtualTable
+            rows={list}
+            columns={ISSUE_COLUMNS}
+            rowKey={(issue, i) => `${i}:${issue.model}:${issue.tensor}`}
+            caption={`${KIND_TEXT[kind]}: ${list.length} tensors`}
+            rowTestId="compat-issue"
+          />
+        </details>
+      ))}
+    </div>
   );
 }
 
@@ -275,30 +513,7 @@ function CompatReportView() {
               {compat.issues.length} difference{compat.issues.length === 1 ? '' : 's'}: these models cannot be
               merged as they are.
             </p>
-            <div className="studio-scroll">
-              <table className="studio-table" data-testid="compat-issues">
-                <thead>
-                  <tr>
-                    <th scope="col">Model</th>
-                    <th scope="col">Tensor</th>
-                    <th scope="col">Kind</th>
-                    <th scope="col">Detail</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {compat.issues.map((issue, i) => (
-                    <tr key={i}>
-                      <td>{issue.model}</td>
-                      <td>
-                        <code>{issue.tensor}</code>
-                      </td>
-                      <td>{issue.kind}</td>
-                      <td>{issue.detail}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <CompatIssues issues={compat.issues} />
           </>
         )}
         {compat.notes.length > 0 && (
@@ -309,8 +524,15 @@ function CompatReportView() {
           </ul>
         )}
       </article>
-      <article className="card" data-testid="engine-card">
-        <h3>Engine and memory</h3>
+      {/* Details on demand: one line says what the merge will need. */}
+      <details className="card card--wide studio-engine" data-testid="engine-card">
+        <summary>
+          <h3>Engine and memory</h3>{' '}
+          <span className="muted">
+            {engine.kind === 'gpu' ? 'WebGPU' : 'CPU reference'}; reads {formatBytes(memory.inputBytes)} per
+            pass, writes {formatBytes(memory.outputBytes)}
+          </span>
+        </summary>
         <dl className="facts">
           <div className="facts__row">
             <dt>Engine</dt>
@@ -352,8 +574,42 @@ function CompatReportView() {
             </dd>
           </div>
         </dl>
-      </article>
+      </details>
     </div>
+  );
+}
+
+/** The statistics' headline where the models are, so the first screen answers "how much did they change". */
+function Headline() {
+  const analysis = useStudio((s) => s.studio.analysis);
+  const labels = useStudio((s) => s.studio.analysisLabels);
+  const totals = analysis.result?.totals;
+  if (analysis.status === 'running')
+    return (
+      <p className="studio-headline muted" data-testid="headline-stats" data-status="running">
+        Statistics: reading the weights…
+      </p>
+    );
+  if (!totals) return null;
+  const branches = branchCounts(totals);
+  const changed = totals.numel - branches.unchanged;
+  return (
+    <p className="studio-headline" data-testid="headline-stats" data-status="done">
+      <strong>{formatCount(totals.numel)}</strong> elements over {labels.length} agent
+      {labels.length === 1 ? '' : 's'}: <strong>{percent(changed, totals.numel)}%</strong> changed,{' '}
+      <strong>{percent(branches.unique, totals.numel)}%</strong> by one agent only,{' '}
+      <strong>{percent(branches.shared, totals.numel)}%</strong> by several,{' '}
+      <strong>{formatCount(totals.signConflicts)}</strong> sign conflicts.{' '}
+      <a
+        href="#stats-heading"
+        onClick={(event) => {
+          event.preventDefault();
+          focusHeading('stats-heading');
+        }}
+      >
+        Details
+      </a>
+    </p>
   );
 }
 
@@ -375,13 +631,13 @@ export function LoadPanel() {
           Load the demo set
         </button>
       </div>
-      <p className="muted">
-        A base model and the agents fine-tuned from it. Only headers are read here; weights stay on this
-        machine.
+      <p className="muted studio-lede">
+        A base model and the agents fine-tuned from it: only headers are read, weights stay on this machine.
       </p>
+      <Headline />
       <div className="studio-models">
         {base ? (
-          <ModelCard model={base} index={0} />
+          <ModelCard model={base} index={0} count={1} />
         ) : (
           <article className="card studio-model" data-testid="model-base" data-status="empty">
             <h3>Base</h3>
@@ -389,7 +645,7 @@ export function LoadPanel() {
           </article>
         )}
         {agents.map((agent, i) => (
-          <ModelCard key={agent.slot} model={agent} index={i} />
+          <ModelCard key={agent.slot} model={agent} index={i} count={agents.length} />
         ))}
         <article className="card studio-model" data-testid="model-new-agent">
           <h3>Add an agent</h3>

@@ -8,9 +8,12 @@ import { ramLambdas, tensorLocalLambdas } from '../../methods/stats.ts';
 import { METHODS, type MethodName, type MethodParams } from '../../methods/types.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import { mergeInputs, type StudioData } from '../../state/studio-slice.ts';
-import { formatBytes, formatCount } from '../format.ts';
+import { derivationVerdict } from '../../engine/derivation.ts';
+import type { MergeSummary } from '../../engine/worker.ts';
+import { formatBytes, formatCount, formatDuration } from '../format.ts';
 import { ErrorBox, idPart, ProgressBar } from './common.tsx';
 import { directoryPicker } from './LoadPanel.tsx';
+import { RecipeTools } from './RecipeTools.tsx';
 import { branchCounts, expectedOutputBytes, percent } from './summary.ts';
 
 const METHOD_TEXT: Record<MethodName, string> = {
@@ -177,6 +180,36 @@ function LambdaPreview({ data, labels }: { data: StudioData; labels: string[] })
   );
 }
 
+/** The lineage check's warning, repeated where the merge is started. */
+function LineageWarning({ data }: { data: StudioData }) {
+  const unrelated = (data.check.result?.derivation ?? [])
+    .filter((d) => d.sample && derivationVerdict(d.sample) === 'unrelated')
+    .map((d) => data.models.find((m) => m.slot === d.slot)?.label)
+    .filter((label): label is string => label !== undefined);
+  if (unrelated.length === 0) return null;
+  return (
+    <p className="notice notice--warn" data-testid="merge-lineage-warning">
+      {unrelated.join(', ')} {unrelated.length === 1 ? 'does' : 'do'} not look fine-tuned from this base (see
+      its card under Models): merging models of different bases gives meaningless weights.
+    </p>
+  );
+}
+
+/** What the merge just wrote and where, said where the Merge button is. */
+function MergeDone({ summary }: { summary: MergeSummary }) {
+  const bytes = summary.files.reduce((sum, f) => sum + f.bytes, 0);
+  const where =
+    summary.location === 'opfs'
+      ? `this browser's storage, merges/${summary.folder}`
+      : `the folder ${summary.folder}`;
+  return (
+    <p className="notice notice--ok" role="status" data-testid="merge-done">
+      Wrote {summary.files.length} files ({formatBytes(bytes)}) to {where} in{' '}
+      {formatDuration(summary.elapsedMs)}. <a href="#export-heading">See it under Export</a>.
+    </p>
+  );
+}
+
 const DTYPES: { value: FloatDtype | ''; text: string }[] = [
   { value: '', text: 'Same as the inputs' },
   { value: 'BF16', text: 'bfloat16' },
@@ -186,7 +219,8 @@ const DTYPES: { value: FloatDtype | ''; text: string }[] = [
 
 export function MergePanel() {
   const data = useStudio((s) => s.studio);
-  const methodId = useId();
+  // A fixed id: the skip link "Skip to the merge recipe" focuses this select.
+  const methodId = 'merge-method';
   const dtypeId = useId();
   const folderHelpId = useId();
   const labels = data.models.filter((m) => m.role === 'agent').map((m) => m.label);
@@ -270,8 +304,6 @@ export function MergePanel() {
           </select>
         </div>
       </div>
-      <LambdaPreview data={data} labels={data.analysisLabels} />
-      <BranchPreview data={data} />
       {problems.length > 0 && labels.length > 0 && (
         <ul className="notice notice--error" data-testid="param-problems">
           {problems.map((p) => (
@@ -279,6 +311,7 @@ export function MergePanel() {
           ))}
         </ul>
       )}
+      <LineageWarning data={data} />
       <div className="studio-actions">
         <button
           type="button"
@@ -320,12 +353,17 @@ export function MergePanel() {
         </p>
       )}
       {running && <ProgressBar progress={merge.progress} testId="merge-progress" label="Merge progress" />}
+      {merge.status === 'done' && merge.result && <MergeDone summary={merge.result} />}
       {merge.status === 'cancelled' && (
         <p data-testid="merge-cancelled" role="status">
           The merge was cancelled; nothing was left in the output folder.
         </p>
       )}
       {merge.error && <ErrorBox error={merge.error} testId="merge-error" />}
+      {/* Previews and the recipe's other forms come after the button, so it is a few Tabs from the method. */}
+      <LambdaPreview data={data} labels={data.analysisLabels} />
+      <BranchPreview data={data} />
+      <RecipeTools />
     </section>
   );
 }

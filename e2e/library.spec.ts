@@ -1,0 +1,65 @@
+// The merges library across reloads, in a persistent profile: a finished merge is listed as complete
+// with its files after a reload and merge-delete removes its folder from OPFS; a merge interrupted by
+// a reload is listed as incomplete.
+import { expect, test } from '@playwright/test';
+import { launchPersistent, type PersistentBrowser } from './persistent.ts';
+import { WorkflowPage } from './workflow-page.ts';
+
+let browser: PersistentBrowser | null = null;
+
+test.afterEach(async () => {
+  await browser?.close();
+  browser = null;
+});
+
+test('a merge is listed as complete after a reload, with its files, and merge-delete removes it', async ({
+  baseURL,
+}, testInfo) => {
+  browser = await launchPersistent(testInfo, baseURL);
+  const { page } = browser;
+  const workflow = new WorkflowPage(page);
+  await workflow.openDemo();
+  await workflow.merge(1);
+  const record = (await workflow.studio()).merges[0]!;
+  // Inline, in the merge panel: what was written and where.
+  await expect(page.getByTestId('merge-done')).toContainText(`merges/${record.folder}`);
+  await expect(page.getByTestId('merge-done')).toContainText(`${record.files.length} files`);
+
+  await page.reload();
+  const card = page.locator(`[data-testid="merge-card"][data-folder="${record.folder}"]`);
+  await expect(card).toHaveAttribute('data-status', 'complete');
+  // The session's record is gone with the reload: these rows come from OPFS itself.
+  expect((await workflow.studio()).merges).toEqual([]);
+  const files = await card
+    .getByTestId('merge-card-file')
+    .evaluateAll((rows) => rows.map((row) => row.getAttribute('data-file')));
+  expect(files.sort()).toEqual(record.files.map((f) => f.file).sort());
+  await expect(card.getByTestId('merge-card-readme')).toContainText(
+    record.files.find((f) => f.sha256)!.sha256!,
+  );
+  await expect(page.getByTestId('storage-estimate')).toHaveAttribute('data-usage', /^[1-9]\d*$/);
+
+  await card.getByTestId('merge-delete').click();
+  await expect(card).toHaveCount(0);
+  expect(await workflow.opfsMerges()).toEqual([]);
+});
+
+test('a merge interrupted by a reload is listed as incomplete', async ({ baseURL }, testInfo) => {
+  browser = await launchPersistent(testInfo, baseURL);
+  const { page } = browser;
+  const workflow = new WorkflowPage(page);
+  await workflow.openDemo();
+  await workflow.setReadDelay(300);
+  await workflow.mergeButton.click();
+  // Wait until the merge has written its first files, then leave the page mid-merge.
+  await expect.poll(() => workflow.opfsMerges()).toHaveLength(1);
+  const [folder] = await workflow.opfsMerges();
+  await expect.poll(() => workflow.opfsFiles(folder!)).toContain('mergekit_config.yml');
+  await page.reload();
+  const card = page.locator(`[data-testid="merge-card"][data-folder="${folder}"]`);
+  await expect(card).toHaveAttribute('data-status', 'incomplete');
+  await expect(card.getByTestId('merge-card-reason')).toContainText('README.md');
+  await card.getByTestId('merge-delete').click();
+  await expect(card).toHaveCount(0);
+  expect(await workflow.opfsMerges()).toEqual([]);
+});

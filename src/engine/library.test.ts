@@ -1,0 +1,68 @@
+// The merges library's completeness rule against folders shaped as the driver leaves them: finished,
+// stopped before the card, stopped mid-shard, and sharded with a shard missing.
+import { describe, expect, it } from 'vitest';
+import { indexJson, planShards } from '../format/sharded.ts';
+import { folderStatus, type LibraryFile } from './library.ts';
+
+const companions: LibraryFile[] = [
+  { file: 'config.json', bytes: 300 },
+  { file: 'mergekit_config.yml', bytes: 200 },
+];
+
+/** A real sharded plan: three 4 KiB tensors in shards of at most 5 KiB. */
+function sharded() {
+  const plan = planShards(
+    ['a', 'b', 'c'].map((name) => ({ name, dtype: 'F32' as const, shape: [1024] })),
+    5 * 1024,
+  );
+  const shards = plan.shards.map((s) => ({ file: s.file, bytes: 4200 }));
+  return { index: indexJson(plan), shards };
+}
+
+describe('folderStatus', () => {
+  it('calls a single-file merge with its card complete', () => {
+    const files = [
+      ...companions,
+      { file: 'model.safetensors', bytes: 9000 },
+      { file: 'README.md', bytes: 900 },
+    ];
+    expect(folderStatus(files, null)).toEqual({ status: 'complete', reason: null });
+  });
+
+  it('calls a folder without the card, written last, incomplete', () => {
+    const files = [...companions, { file: 'model.safetensors', bytes: 9000 }];
+    expect(folderStatus(files, null)).toMatchObject({
+      status: 'incomplete',
+      reason: expect.stringContaining('README.md'),
+    });
+  });
+
+  it('calls a folder with a swap file of an unfinished write incomplete, even with a card', () => {
+    const files = [
+      ...companions,
+      { file: 'README.md', bytes: 900 },
+      { file: 'model.safetensors', bytes: 9000 },
+      { file: 'model.safetensors.crswap', bytes: 10 },
+    ];
+    expect(folderStatus(files, null).status).toBe('incomplete');
+  });
+
+  it('checks every shard the index names', () => {
+    const { index, shards } = sharded();
+    expect(shards.length).toBeGreaterThan(1);
+    const card = { file: 'README.md', bytes: 900 };
+    const indexFile = { file: 'model.safetensors.index.json', bytes: index.length };
+    expect(folderStatus([...companions, ...shards, indexFile, card], index).status).toBe('complete');
+    const missing = shards[1]!.file;
+    const without = [...companions, ...shards.filter((s) => s.file !== missing), indexFile, card];
+    expect(folderStatus(without, index)).toEqual({
+      status: 'incomplete',
+      reason: `shard ${missing} is missing or empty`,
+    });
+    expect(folderStatus([...companions, ...shards, indexFile, card], '{ not json').status).toBe('incomplete');
+  });
+
+  it('calls an empty folder incomplete', () => {
+    expect(folderStatus([], null).status).toBe('incomplete');
+  });
+});

@@ -1,0 +1,98 @@
+// The merges library: every subfolder of OPFS `merges/`, with its files and whether the merge in it
+// finished. The driver writes the model card (README.md) last, after the shards and their index, so a
+// folder is complete only when the card and every weight file the folder claims are there.
+
+export interface LibraryFile {
+  file: string;
+  bytes: number;
+}
+
+export interface LibraryEntry {
+  /** The subfolder of `merges/`. */
+  folder: string;
+  status: 'complete' | 'incomplete';
+  /** Why an incomplete folder is incomplete. */
+  reason: string | null;
+  files: LibraryFile[];
+  bytes: number;
+  /** Newest file change, ms since the epoch (0 for an empty folder). */
+  modified: number;
+  /** The model card (README.md) and recipe (mergekit_config.yml), when present. */
+  card: string | null;
+  recipe: string | null;
+}
+
+const INDEX = 'model.safetensors.index.json';
+const CARD = 'README.md';
+const SINGLE = 'model.safetensors';
+
+/** Whether the files of a merge folder make a finished merge; `index` is the index file's text. */
+export function folderStatus(
+  files: readonly LibraryFile[],
+  index: string | null,
+): { status: LibraryEntry['status']; reason: string | null } {
+  const names = new Map(files.map((f) => [f.file, f.bytes]));
+  const incomplete = (reason: string) => ({ status: 'incomplete' as const, reason });
+  if (files.some((f) => f.file.endsWith('.crswap')))
+    return incomplete('a file was still being written when the merge stopped');
+  if (!names.has(CARD)) return incomplete('the model card (README.md), written last, is missing');
+  if (index === null) {
+    if (!names.get(SINGLE)) return incomplete(`${SINGLE} is missing or empty`);
+    return { status: 'complete', reason: null };
+  }
+  let shards: string[];
+  try {
+    const map = (JSON.parse(index) as { weight_map?: Record<string, string> }).weight_map;
+    if (!map || typeof map !== 'object') return incomplete(`${INDEX} has no weight_map`);
+    shards = [...new Set(Object.values(map))];
+  } catch {
+    return incomplete(`${INDEX} is not valid JSON`);
+  }
+  const missing = shards.filter((s) => !names.get(s));
+  if (missing.length > 0) return incomplete(`shard ${missing[0]} is missing or empty`);
+  return { status: 'complete', reason: null };
+}
+
+/** Text files the library shows are read whole, up to this size. */
+const MAX_TEXT = 256 * 1024;
+
+async function readText(dir: FileSystemDirectoryHandle, name: string): Promise<string | null> {
+  try {
+    const file = await (await dir.getFileHandle(name)).getFile();
+    return file.size > MAX_TEXT ? null : await file.text();
+  } catch {
+    return null;
+  }
+}
+
+/** Every merge folder under `root`, newest first. */
+export async function listLibrary(root: FileSystemDirectoryHandle): Promise<LibraryEntry[]> {
+  const entries: LibraryEntry[] = [];
+  for await (const handle of root.values()) {
+    if (handle.kind !== 'directory') continue;
+    const dir = handle as FileSystemDirectoryHandle;
+    const files: LibraryFile[] = [];
+    let modified = 0;
+    for await (const child of dir.values()) {
+      if (child.kind !== 'file') continue;
+      const file = await (child as FileSystemFileHandle).getFile();
+      files.push({ file: child.name, bytes: file.size });
+      modified = Math.max(modified, file.lastModified);
+    }
+    files.sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
+    const names = new Set(files.map((f) => f.file));
+    const index = names.has(INDEX) ? await readText(dir, INDEX) : null;
+    const { status, reason } = folderStatus(files, names.has(INDEX) ? (index ?? '') : null);
+    entries.push({
+      folder: dir.name,
+      status,
+      reason,
+      files,
+      bytes: files.reduce((sum, f) => sum + f.bytes, 0),
+      modified,
+      card: names.has(CARD) ? await readText(dir, CARD) : null,
+      recipe: names.has('mergekit_config.yml') ? await readText(dir, 'mergekit_config.yml') : null,
+    });
+  }
+  return entries.sort((a, b) => b.modified - a.modified || (a.folder < b.folder ? 1 : -1));
+}

@@ -1,0 +1,132 @@
+// The session's recipe as plain data that outlives the page: model labels and order, method, every
+// parameter, ε and the output dtype, saved in localStorage and shared as a URL fragment. It holds no
+// path and no weight; whatever is read back is checked field by field, as it may come from a link.
+import type { FloatDtype } from '../format/dtype.ts';
+import { defaultParams, isMethod } from '../methods/defaults.ts';
+import type { MethodParams } from '../methods/types.ts';
+
+export interface SessionRecipe {
+  /** The labels of the base and the agents, in merge order (names only: never paths). */
+  base: string | null;
+  agents: string[];
+  params: MethodParams;
+  outDtype: FloatDtype | null;
+}
+
+export const SESSION_STORAGE_KEY = 'merge-studio.recipe.v1';
+const FRAGMENT_KEY = 'recipe';
+const VERSION = 1;
+/** Bounds on what a link may carry, so a crafted one cannot make the page build huge lists. */
+const MAX_AGENTS = 64;
+const MAX_LABEL = 200;
+
+export class SessionRecipeError extends Error {
+  override name = 'SessionRecipeError';
+}
+
+const DTYPES: readonly FloatDtype[] = ['BF16', 'F16', 'F32'];
+
+function finite(value: unknown, what: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value))
+    throw new SessionRecipeError(`${what} must be a finite number, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+function numbers(value: unknown, what: string): number[] {
+  if (!Array.isArray(value) || value.length > MAX_AGENTS)
+    throw new SessionRecipeError(`${what} must be a list of at most ${MAX_AGENTS} numbers`);
+  return value.map((v, i) => finite(v, `${what}[${i}]`));
+}
+
+function label(value: unknown, what: string): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_LABEL)
+    throw new SessionRecipeError(`${what} must be a name of 1 to ${MAX_LABEL} characters`);
+  // A label is a folder or file name, never a path.
+  if (/[/\\]/.test(value)) throw new SessionRecipeError(`${what} must be a name, not a path: ${value}`);
+  return value;
+}
+
+/** Checks a decoded recipe field by field; throws a SessionRecipeError naming the bad field. */
+export function checkSessionRecipe(value: unknown): SessionRecipe {
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new SessionRecipeError('the recipe must be an object');
+  const doc = value as Record<string, unknown>;
+  if (doc.v !== VERSION) throw new SessionRecipeError(`unknown recipe version ${JSON.stringify(doc.v)}`);
+  const p = doc.params as Record<string, unknown> | undefined;
+  if (typeof p !== 'object' || p === null) throw new SessionRecipeError('the recipe has no params');
+  if (typeof p.method !== 'string' || !isMethod(p.method))
+    throw new SessionRecipeError(`unknown method ${JSON.stringify(p.method)}`);
+  if (typeof p.normalize !== 'boolean')
+    throw new SessionRecipeError('params.normalize must be true or false');
+  const seed = finite(p.seed, 'params.seed');
+  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
+    throw new SessionRecipeError(`params.seed must be an integer from 0 to 2^32 - 1, got ${seed}`);
+  const params: MethodParams = {
+    ...defaultParams(p.method, 0),
+    method: p.method,
+    epsilon: finite(p.epsilon, 'params.epsilon'),
+    r: finite(p.r, 'params.r'),
+    alpha: finite(p.alpha, 'params.alpha'),
+    lambda: finite(p.lambda, 'params.lambda'),
+    density: numbers(p.density, 'params.density'),
+    weights: numbers(p.weights, 'params.weights'),
+    normalize: p.normalize,
+    seed,
+  };
+  const outDtype = doc.outDtype ?? null;
+  if (outDtype !== null && !DTYPES.includes(outDtype as FloatDtype))
+    throw new SessionRecipeError(`unknown output dtype ${JSON.stringify(outDtype)}`);
+  if (!Array.isArray(doc.agents) || doc.agents.length > MAX_AGENTS)
+    throw new SessionRecipeError(`agents must be a list of at most ${MAX_AGENTS} names`);
+  return {
+    base: doc.base === null || doc.base === undefined ? null : label(doc.base, 'base'),
+    agents: doc.agents.map((a, i) => label(a, `agents[${i}]`)),
+    params,
+    outDtype: outDtype as FloatDtype | null,
+  };
+}
+
+export function serializeSessionRecipe(recipe: SessionRecipe): string {
+  return JSON.stringify({ v: VERSION, ...recipe });
+}
+
+export function parseSessionRecipe(text: string): SessionRecipe {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new SessionRecipeError('the recipe is not valid JSON');
+  }
+  return checkSessionRecipe(value);
+}
+
+function toBase64Url(text: string): string {
+  const bytes = new TextEncoder().encode(text);
+  let binary = '';
+  for (const b of bytes) binary += String.fromCharCode(b);
+  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+function fromBase64Url(text: string): string {
+  const padded = text.replace(/-/g, '+').replace(/_/g, '/');
+  let binary: string;
+  try {
+    binary = atob(padded + '='.repeat((4 - (padded.length % 4)) % 4));
+  } catch {
+    throw new SessionRecipeError('the link’s recipe is not valid base64url');
+  }
+  return new TextDecoder().decode(Uint8Array.from(binary, (c) => c.charCodeAt(0)));
+}
+
+/** The fragment (without '#') that carries a recipe in a link. */
+export function recipeFragment(recipe: SessionRecipe): string {
+  return `${FRAGMENT_KEY}=${toBase64Url(serializeSessionRecipe(recipe))}`;
+}
+
+/** The recipe in a location hash, null when the hash carries none; throws when it carries a bad one. */
+export function recipeFromFragment(hash: string): SessionRecipe | null {
+  const fields = new URLSearchParams(hash.replace(/^#/, ''));
+  const encoded = fields.get(FRAGMENT_KEY);
+  if (encoded === null) return null;
+  return parseSessionRecipe(fromBase64Url(encoded));
+}

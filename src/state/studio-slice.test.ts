@@ -1,0 +1,166 @@
+// The studio slice's model loading against a fake engine whose answers arrive in an order the test
+// chooses: per-slot requests, several agents at once, unique labels, rename and reorder.
+import { describe, expect, it } from 'vitest';
+import type { EngineClient, EngineJob } from '../engine/worker-client.ts';
+import type { WorkerCall, WorkerCalls } from '../engine/worker.ts';
+import type { InspectReport } from '../format/inspect.ts';
+import { defaultParams } from '../methods/defaults.ts';
+import { createStudioStore } from './store.ts';
+
+interface Held {
+  kind: WorkerCall;
+  request: Record<string, unknown>;
+  resolve(result: unknown): void;
+  reject(error: Error): void;
+}
+
+/** An engine whose open calls wait until the test answers them; other calls answer at once. */
+function fakeEngine() {
+  const held: Held[] = [];
+  const calls: { kind: WorkerCall; request: Record<string, unknown> }[] = [];
+  const engine: EngineClient = {
+    call<K extends WorkerCall>(
+      kind: K,
+      request: WorkerCalls[K]['request'],
+    ): EngineJob<WorkerCalls[K]['result']> {
+      const fields = request as unknown as Record<string, unknown>;
+      calls.push({ kind, request: fields });
+      const promise = new Promise<WorkerCalls[K]['result']>((resolve, reject) => {
+        if (kind === 'open')
+          held.push({ kind, request: fields, resolve: resolve as (r: unknown) => void, reject });
+        else if (kind === 'check')
+          resolve({ compat: { ok: true, issues: [], common: [], notes: [] }, derivation: [] } as never);
+        else if (kind === 'analyze') resolve({ agents: (fields.agents as string[]).length } as never);
+        else resolve(null as never);
+      });
+      return { promise, cancel: () => undefined };
+    },
+    terminate: () => undefined,
+  };
+  /** Answers the held open of this slot (the oldest one still held). */
+  const answer = async (slot: string, label = slot): Promise<void> => {
+    const at = held.findIndex((h) => h.request.slot === slot);
+    if (at < 0) throw new Error(`no open held for ${slot}`);
+    const [call] = held.splice(at, 1);
+    call!.resolve({ label, tensors: [] } as unknown as InspectReport);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  };
+  return { engine, held, calls, answer };
+}
+
+function studioWith(engine: EngineClient) {
+  return createStudioStore({
+    gpu: {
+      environment: () => ({ gpu: undefined, secureContext: true }),
+      inspect: async () => {
+        throw new Error('unused');
+      },
+      probe: async () => {
+        throw new Error('unused');
+      },
+      probeInWorker: async () => {
+        throw new Error('unused');
+      },
+    },
+    studio: {
+      engine,
+      demo: async () => ({ base: { label: 'b', files: [] }, agents: [] }),
+      now: () => new Date(0),
+    },
+  });
+}
+
+const file = (name: string) => [{ name, blob: new Blob([name]) }];
+const flush = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+describe('studio slice: loading models', () => {
+  it('brings four agents added back to back to ready, whatever order their answers come in', async () => {
+    const fake = fakeEngine();
+    const store = studioWith(fake.engine);
+    const { loadFiles } = store.getState();
+    const loads = [loadFiles('base', null, 'base', file('b'))];
+    for (const name of ['a1', 'a2', 'a3', 'a4']) loads.push(loadFiles('agent', null, name, file(name)));
+    const slots = store.getState().studio.models.map((m) => m.slot);
+    expect(slots).toHaveLength(5);
+    // Newest first: with one shared counter, every older answer used to be dropped.
+    for (const slot of [...slots].reverse()) await fake.answer(slot);
+    await Promise.all(loads);
+    const { models, analysis, analysisLabels } = store.getState().studio;
+    expect(models.map((m) => m.status)).toEqual(['ready', 'ready', 'ready', 'ready', 'ready']);
+    expect(analysis.status).toBe('done');
+    expect(analysisLabels).toEqual(['a1', 'a2', 'a3', 'a4']);
+    const analyses = fake.calls.filter((c) => c.kind === 'analyze');
+    expect(analyses.at(-1)?.request.agents).toEqual(slots.slice(1));
+  });
+
+  it('keeps the newest choice for a slot when an older answer arrives later', async () => {
+    const fake = fakeEngine();
+    const store = studioWith(fake.engine);
+    void store.getState().loadFiles('base', null, 'first', file('1'));
+    void store.getState().loadFiles('base', null, 'second', file('2'));
+    expect(fake.held).toHaveLength(2);
+    // The second request answers first; the first, answered afterwards, must not count.
+    const [older, newer] = fake.held.splice(0, 2);
+    newer!.resolve({ label: 'second' });
+    await flush();
+    older!.reject(new Error('stale failure'));
+    await flush();
+    const base = store.getState().studio.models[0]!;
+    expect(base).toMatchObject({ label: 'second', status: 'ready', error: null });
+  });
+
+  it('adds each pick of a multi-folder choice as its own agent, with distinct labels', async () => {
+    const fake = fakeEngine();
+    const store = studioWith(fake.engine);
+    const done = store.getState().loadAgents([
+      { label: 'ppo', files: file('x') },
+      { label: 'ppo', files: file('y') },
+      { label: 'a2c', files: file('z') },
+    ]);
+    const agents = store.getState().studio.models;
+    expect(agents.map((m) => m.label)).toEqual(['ppo', 'ppo (2)', 'a2c']);
+    expect(new Set(agents.map((m) => m.slot)).size).toBe(3);
+    for (const m of agents) await fake.answer(m.slot);
+    await done;
+    expect(store.getState().studio.models.every((m) => m.status === 'ready')).toBe(true);
+    expect(fake.held).toHaveLength(0);
+    expect(store.getState().studio.params.weights).toHaveLength(3);
+  });
+
+  it('renames a model only to a free, non-empty name', async () => {
+    const fake = fakeEngine();
+    const store = studioWith(fake.engine);
+    void store.getState().loadAgents([
+      { label: 'one', files: file('1') },
+      { label: 'two', files: file('2') },
+    ]);
+    const [first] = store.getState().studio.models;
+    expect(store.getState().renameModel(first!.slot, 'two')).toBe(false);
+    expect(store.getState().renameModel(first!.slot, '   ')).toBe(false);
+    expect(store.getState().renameModel(first!.slot, ' uno ')).toBe(true);
+    expect(store.getState().studio.models.map((m) => m.label)).toEqual(['uno', 'two']);
+  });
+
+  it('moves an agent with its own weight and density', async () => {
+    const fake = fakeEngine();
+    const store = studioWith(fake.engine);
+    const done = store.getState().loadAgents([
+      { label: 'p', files: file('p') },
+      { label: 'q', files: file('q') },
+      { label: 'r', files: file('r') },
+    ]);
+    for (const m of store.getState().studio.models) await fake.answer(m.slot);
+    await done;
+    store.getState().setMethod('ties');
+    store.getState().setParams({ weights: [0.1, 0.2, 0.3], density: [0.4, 0.5, 0.6] });
+    await store.getState().moveAgent(store.getState().studio.models[0]!.slot, 1);
+    const { models, params } = store.getState().studio;
+    expect(models.map((m) => m.label)).toEqual(['q', 'p', 'r']);
+    expect(params.weights).toEqual([0.2, 0.1, 0.3]);
+    expect(params.density).toEqual([0.5, 0.4, 0.6]);
+    expect(params.method).toBe(defaultParams('ties', 3).method);
+    // Past either end, nothing moves.
+    await store.getState().moveAgent(models[0]!.slot, -1);
+    expect(store.getState().studio.models.map((m) => m.label)).toEqual(['q', 'p', 'r']);
+  });
+});

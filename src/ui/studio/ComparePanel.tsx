@@ -1,0 +1,266 @@
+// Two merges side by side, from this session or from the library: their parameters, λ, the share of
+// elements that differ per layer (read from both merged models in the worker), and arena scores with
+// their deltas where both were scored.
+import { useId, useState } from 'react';
+import type { LibraryEntry } from '../../engine/worker.ts';
+import { parseMergekitYaml } from '../../methods/recipe.ts';
+import type { MethodParams } from '../../methods/types.ts';
+import { studioStore, useStudio } from '../../state/store.ts';
+import { mergeKey, type MergeRecord, type StudioData } from '../../state/studio-slice.ts';
+import { formatCount } from '../format.ts';
+import { ErrorBox, idPart } from './common.tsx';
+import { layerOf, percent } from './summary.ts';
+
+interface Candidate {
+  key: string;
+  label: string;
+  params: MethodParams | null;
+  lambdas: number[] | null;
+  arenaKey: string | null;
+}
+
+/** Complete merges of the library and of this session, each once. */
+function candidates(data: StudioData): Candidate[] {
+  const records = new Map<string, MergeRecord>(data.merges.map((m) => [mergeKey(m), m]));
+  const fromRecord = (m: MergeRecord): Candidate => ({
+    key: mergeKey(m),
+    label: `merge ${m.id} (${m.params.method}) · ${m.folder}`,
+    params: m.params,
+    lambdas: m.lambdas,
+    arenaKey: `merge-${m.id}`,
+  });
+  const fromEntry = (e: LibraryEntry): Candidate => {
+    let params: MethodParams | null = null;
+    try {
+      params = e.recipe ? parseMergekitYaml(e.recipe, e.folder).params : null;
+    } catch {
+      // A recipe this version cannot read: the parameters are just not shown.
+    }
+    return { key: `opfs:${e.folder}`, label: e.folder, params, lambdas: null, arenaKey: null };
+  };
+  const list: Candidate[] = [...records.values()].map(fromRecord);
+  for (const e of data.library.result ?? [])
+    if (e.status === 'complete' && !records.has(`opfs:${e.folder}`)) list.push(fromEntry(e));
+  return list;
+}
+
+const PARAM_ROWS: (keyof MethodParams)[] = [
+  'method',
+  'epsilon',
+  'r',
+  'alpha',
+  'lambda',
+  'weights',
+  'density',
+  'normalize',
+  'seed',
+];
+
+const show = (value: unknown): string =>
+  value === undefined ? '—' : Array.isArray(value) ? value.join(', ') : String(value);
+
+function Picker({
+  id,
+  label,
+  value,
+  options,
+  onChange,
+  testId,
+}: {
+  id: string;
+  label: string;
+  value: string;
+  options: Candidate[];
+  onChange(value: string): void;
+  testId: string;
+}) {
+  return (
+    <div className="studio-field">
+      <label htmlFor={id}>{label}</label>
+      <select
+        id={id}
+        value={value}
+        data-testid={testId}
+        onChange={(event) => onChange(event.currentTarget.value)}
+      >
+        {options.map((c) => (
+          <option key={c.key} value={c.key}>
+            {c.label}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
+export function ComparePanel() {
+  const data = useStudio((s) => s.studio);
+  const options = candidates(data);
+  const idA = useId();
+  const idB = useId();
+  const [a, setA] = useState<string | null>(null);
+  const [b, setB] = useState<string | null>(null);
+  if (options.length < 2) return null;
+  const keyA = a && options.some((c) => c.key === a) ? a : options[0]!.key;
+  const keyB = b && options.some((c) => c.key === b) ? b : options[1]!.key;
+  const left = options.find((c) => c.key === keyA)!;
+  const right = options.find((c) => c.key === keyB)!;
+  const { comparison } = data;
+  const current = comparison.pair?.[0] === keyA && comparison.pair[1] === keyB;
+  const arena = data.arena.result ?? [];
+  const scoresA = arena.find((r) => r.key === left.arenaKey)?.scores;
+  const scoresB = arena.find((r) => r.key === right.arenaKey)?.scores;
+  return (
+    <section
+      className="card card--wide studio-compare"
+      aria-labelledby="compare-heading"
+      data-testid="compare-panel"
+    >
+      <h3 id="compare-heading">Compare two merges</h3>
+      <div className="studio-compare__pick">
+        <Picker id={idA} label="First" value={keyA} options={options} onChange={setA} testId="compare-a" />
+        <Picker id={idB} label="Second" value={keyB} options={options} onChange={setB} testId="compare-b" />
+        <button
+          type="button"
+          className="button button--secondary"
+          data-testid="compare-run"
+          disabled={keyA === keyB || comparison.status === 'running'}
+          onClick={() => void studioStore.getState().compareMerges(keyA, keyB)}
+        >
+          Compare
+        </button>
+      </div>
+      <table className="studio-table studio-table--compact" data-testid="compare-params">
+        <caption>Parameters</caption>
+        <thead>
+          <tr>
+            <th scope="col">Parameter</th>
+            <th scope="col">First</th>
+            <th scope="col">Second</th>
+          </tr>
+        </thead>
+        <tbody>
+          {PARAM_ROWS.map((name) => {
+            const va = show(left.params?.[name]);
+            const vb = show(right.params?.[name]);
+            return (
+              <tr key={name} data-testid={`compare-param-${name}`} data-differs={String(va !== vb)}>
+                <th scope="row">{name}</th>
+                <td>{va}</td>
+                <td>{vb}</td>
+              </tr>
+            );
+          })}
+          <tr>
+            <th scope="row">λ per agent</th>
+            <td>{left.lambdas?.map((l) => l.toFixed(4)).join(', ') ?? '—'}</td>
+            <td>{right.lambdas?.map((l) => l.toFixed(4)).join(', ') ?? '—'}</td>
+          </tr>
+        </tbody>
+      </table>
+      {scoresA && scoresB && (
+        <table className="studio-table studio-table--compact" data-testid="compare-arena">
+          <caption>Arena scores</caption>
+          <thead>
+            <tr>
+              <th scope="col">Task</th>
+              <th scope="col">First</th>
+              <th scope="col">Second</th>
+              <th scope="col">Δ (second − first)</th>
+            </tr>
+          </thead>
+          <tbody>
+            {[
+              ...scoresA.tasks.map((t) => ({ name: t.name, a: t.score })),
+              { name: 'mean', a: scoresA.mean },
+            ].map((row) => {
+              const other =
+                row.name === 'mean' ? scoresB.mean : scoresB.tasks.find((t) => t.name === row.name)?.score;
+              return (
+                <tr key={row.name} data-testid={`compare-arena-${idPart(row.name)}`}>
+                  <th scope="row">{row.name}</th>
+                  <td>{row.a.toFixed(3)}</td>
+                  <td>{other?.toFixed(3) ?? '—'}</td>
+                  <td>
+                    {other === undefined
+                      ? '—'
+                      : `${other - row.a >= 0 ? '+' : ''}${(other - row.a).toFixed(3)}`}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+      {current && comparison.status === 'running' && <p className="muted">Reading both merges…</p>}
+      {current && comparison.error && <ErrorBox error={comparison.error} testId="compare-error" />}
+      {current && comparison.result && (
+        <LayerDiff tensors={comparison.result.tensors} unmatched={comparison.result.unmatched} />
+      )}
+    </section>
+  );
+}
+
+/** Per layer: the share of elements whose values differ between the two merges. */
+function LayerDiff({
+  tensors,
+  unmatched,
+}: {
+  tensors: { name: string; numel: number; differ: number }[];
+  unmatched: string[];
+}) {
+  const layers = new Map<string, { numel: number; differ: number }>();
+  for (const t of tensors) {
+    const key = layerOf(t.name);
+    const row = layers.get(key) ?? { numel: 0, differ: 0 };
+    row.numel += t.numel;
+    row.differ += t.differ;
+    layers.set(key, row);
+  }
+  const collator = new Intl.Collator('en', { numeric: true });
+  const rows = [...layers].sort(([x], [y]) => collator.compare(x, y));
+  const total = tensors.reduce((s, t) => ({ numel: s.numel + t.numel, differ: s.differ + t.differ }), {
+    numel: 0,
+    differ: 0,
+  });
+  return (
+    <div className="studio-scroll studio-scroll--tall">
+      <table className="studio-table studio-table--compact" data-testid="compare-layers">
+        <caption>Elements that differ, per layer</caption>
+        <thead>
+          <tr>
+            <th scope="col">Layer</th>
+            <th scope="col">Elements</th>
+            <th scope="col">Differ</th>
+            <th scope="col">Share</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map(([layer, row]) => (
+            <tr
+              key={layer}
+              data-testid="compare-layer"
+              data-layer={layer}
+              data-differ={row.differ}
+              data-numel={row.numel}
+            >
+              <th scope="row">{layer}</th>
+              <td>{formatCount(row.numel)}</td>
+              <td>{formatCount(row.differ)}</td>
+              <td>{percent(row.differ, row.numel)}%</td>
+            </tr>
+          ))}
+          <tr data-testid="compare-layer-sum">
+            <th scope="row">Σ</th>
+            <td>{formatCount(total.numel)}</td>
+            <td>{formatCount(total.differ)}</td>
+            <td>{percent(total.differ, total.numel)}%</td>
+          </tr>
+        </tbody>
+      </table>
+      {unmatched.length > 0 && (
+        <p className="muted">Not compared (in one merge only, or another shape): {unmatched.join(', ')}</p>
+      )}
+    </div>
+  );
+}
