@@ -72,7 +72,7 @@ export function TensorTable({ tensors, labels }: { tensors: TensorStats[]; label
                 <code>{t.name}</code>{' '}
                 <button
                   type="button"
-                  className="button button--small button--secondary"
+                  className="button button--small button--ghost"
                   data-testid="tensor-inspect"
                   aria-label={`Show ${t.name} in the tensor view`}
                   onClick={() => showInTensorView(t.name)}
