@@ -4,3 +4,8 @@
 fn merged_pair(p: u32) -> vec2<u32> {
   return load_pair_bits(0u, p);
 }
+
+// The codec alone: no non-finite checks, every value converted as it is.
+fn finish_pair(p: u32, merged: vec2<u32>, valid: vec2<bool>) -> vec2<u32> {
+  return encode_pair(merged);
+}

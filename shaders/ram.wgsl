@@ -3,13 +3,13 @@
 // contributing taus. The variants differ only in the per-agent lambda.
 
 fn merged_pair(p: u32) -> vec2<u32> {
-  let base_bits = load_pair_bits(0u, p);
+  let base_bits = scan_first(0u, p);
   let base = bitcast<vec2<f32>>(base_bits);
   var sum = vec2<f32>(0.0);
   var contributors = vec2<u32>(0u);
   var single = vec2<f32>(0.0);
   for (var t = 0u; t < AGENTS; t++) {
-    let x = load_pair(t + 1u, p) - base;
+    let x = bitcast<vec2<f32>>(scan_next(t + 1u, p)) - base;
     let changed = abs(x) > vec2<f32>(params.epsilon);
     sum += select(vec2<f32>(0.0), x, changed);
     contributors += select(vec2<u32>(0u), vec2<u32>(1u), changed);

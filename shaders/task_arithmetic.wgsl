@@ -5,11 +5,11 @@
 override DARE: bool = false;
 
 fn merged_pair(p: u32) -> vec2<u32> {
-  let base = load_pair(0u, p);
+  let base = bitcast<vec2<f32>>(scan_first(0u, p));
   var sum = vec2<f32>(0.0);
   var weights = 0.0;
   for (var t = 0u; t < AGENTS; t++) {
-    var x = load_pair(t + 1u, p) - base;
+    var x = bitcast<vec2<f32>>(scan_next(t + 1u, p)) - base;
     if (DARE) {
       x = dare_pair(t, p, x);
     }

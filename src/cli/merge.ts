@@ -171,12 +171,10 @@ export async function merge(values: Values): Promise<void> {
           engine,
           epsilon: recipe.params.epsilon,
         }));
-      const json = statsJson(
-        analysis,
-        inputs.modelPaths,
-        recipe.params.r,
-        recipe.params.method === 'ramplus' ? recipe.params.alpha : 2,
-      );
+      const json = statsJson(analysis, inputs.modelPaths, recipe.params.r, recipe.params.alpha, {
+        method: recipe.params.method,
+        lambdas: result.lambdas,
+      });
       await writeFile(values.stats, `${JSON.stringify(json, null, 2)}\n`);
     }
     const seconds = (Date.now() - started) / 1000;

@@ -13,6 +13,7 @@ import { ramLambdas, sumStats, type ModelStats } from '../methods/stats.ts';
 import { toMergekitYaml, dtypeToYaml } from '../methods/recipe.ts';
 import type { MethodParams } from '../methods/types.ts';
 import { Sha256 } from './sha256.ts';
+import { nonFiniteCause, type NonFiniteError } from './errors.ts';
 import type { MergeEngine, TensorInput, TensorStats } from './types.ts';
 
 export const TOOL_NAME = 'merge-studio';
@@ -186,13 +187,31 @@ export async function analyzeModels(input: ModelsInput & { epsilon: number }): P
   return { epsilon, tensors: stats, totals: sumStats(stats, agents.length) };
 }
 
-async function withTensorName<T>(name: string, run: () => Promise<T>): Promise<T> {
+async function withTensorName<T>(name: string, run: () => Promise<T>, labels?: string[]): Promise<T> {
   try {
     return await run();
   } catch (error) {
     if ((error as Error).name === 'AbortError' || error instanceof MergeError) throw error;
+    const bad = nonFiniteCause(error);
+    if (bad && labels) throw new MergeError(nonFiniteMessage(name, bad, labels), name, { cause: error });
     throw new MergeError(`${name}: ${(error as Error).message}`, name, { cause: error });
   }
+}
+
+/** Names the tensor, the models that hold NaN or ±Inf and how many elements (labels: base first). */
+export function nonFiniteMessage(tensor: string, error: NonFiniteError, labels: readonly string[]): string {
+  const holders = error.perModel
+    .map((count, m) => (count > 0 ? `${m === 0 ? 'base' : 'agent'} ${labels[m]} (${count})` : ''))
+    .filter(Boolean);
+  const what =
+    error.nonFinite > 0
+      ? `${error.nonFinite} element${error.nonFinite === 1 ? '' : 's'} where the models differ and ` +
+        `${holders.join(', ')} hold${holders.length === 1 ? 's' : ''} NaN or ±Inf`
+      : `${error.overflow} merged value${error.overflow === 1 ? '' : 's'} overflow to ±Inf in the output dtype`;
+  return (
+    `cannot merge tensor ${tensor}: ${what}. Nothing was written: a NaN or Inf in a merged model ` +
+    `cannot be noticed later (fix the input, or pick another method, weights or --dtype).`
+  );
 }
 
 export interface MergeJob extends ModelsInput {
@@ -346,18 +365,21 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
           const emit = (bytes: Uint8Array) => writer.writeTensorBytes(spec.name, bytes);
           if (mergedNames.has(spec.name)) {
             const before = meter.bytesDone;
-            await withTensorName(spec.name, () =>
-              engine.merge(tensorInput(models, spec.name), {
-                params,
-                lambdas,
-                outDtype: spec.dtype as FloatDtype,
-                signal,
-                emit,
-                onProgress: (done) => {
-                  meter.bytesDone = before + done;
-                  meter.report(spec.name);
-                },
-              }),
+            await withTensorName(
+              spec.name,
+              () =>
+                engine.merge(tensorInput(models, spec.name), {
+                  params,
+                  lambdas,
+                  outDtype: spec.dtype as FloatDtype,
+                  signal,
+                  emit,
+                  onProgress: (done) => {
+                    meter.bytesDone = before + done;
+                    meter.report(spec.name);
+                  },
+                }),
+              [job.baseLabel, ...job.agentLabels],
             );
             meter.bytesDone = before + (source.end - source.begin) * models.length;
           } else {

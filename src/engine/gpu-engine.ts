@@ -13,10 +13,16 @@ import {
   type TopKState,
 } from '../methods/select.ts';
 import { deriveTensorStats, emptyTensorStats, tensorLocalLambdas } from '../methods/stats.ts';
-import { checkMergeOptions, forTensor, throwIfAborted } from './errors.ts';
+import { checkMergeOptions, forTensor, NonFiniteTally, throwIfAborted } from './errors.ts';
 import type { Kernel, KernelIo } from './kernels/kernel.ts';
 import { createLinearKernel } from './kernels/linear.ts';
-import type { MergeVariant } from './kernels/merge-bindings.ts';
+import {
+  FLAG_MODELS,
+  FLAG_NON_FINITE,
+  FLAG_OVERFLOW,
+  flagCount,
+  type MergeVariant,
+} from './kernels/merge-bindings.ts';
 import { createRamKernel } from './kernels/ram.ts';
 import { addStatsCounters, createStatsKernel, statsLayout } from './kernels/stats.ts';
 import { createTaskArithmeticKernel } from './kernels/task_arithmetic.ts';
@@ -82,6 +88,8 @@ interface BufferSet {
   inputs: GPUBuffer;
   output: GPUBuffer;
   counters: GPUBuffer;
+  /** The merge kernels' non-finite counters (shaders/common/finite.wgsl), read back after the output. */
+  flags: GPUBuffer;
   tieCounts: GPUBuffer;
   params: GPUBuffer;
   readback: GPUBuffer;
@@ -102,6 +110,8 @@ interface PassSpec {
   encode(encoder: GPUCommandEncoder, set: BufferSet, w: Window, d: Dispatch): void;
   result?: {
     source: 'output' | 'counters';
+    /** Also read back the flags, at byte bytes(w) of the data consumed. */
+    flags?: boolean;
     bytes(w: Window): number;
     consume(w: Window, bytes: Uint8Array): Promise<void> | void;
   };
@@ -234,6 +244,7 @@ class GpuEngine implements MergeEngine {
     this.scheduler.write(this.agentBuffer, 0, encodeAgents(agents));
     const nameHash = fnv1a32(tensor.name);
     const progressBytes = (this.agents + 1) * job.inBytes;
+    const tally = new NonFiniteTally(this.agents + 1);
     await this.runPass(job, {
       label: params.method,
       withBase: params.method !== 'linear',
@@ -253,17 +264,23 @@ class GpuEngine implements MergeEngine {
           tieBreak.ties.encode(encoder, set.io, d);
           tieBreak.scan.encode(encoder, set.io, { x: 1, y: 1, groups: 1 });
         }
+        encoder.clearBuffer(set.flags);
         kernel.encode(encoder, set.io, d);
       },
       result: {
         source: 'output',
+        flags: true,
         bytes: (w) => pad4(w.count * outBytes),
         consume: async (w, bytes) => {
-          await options.emit(bytes.subarray(0, w.count * outBytes));
+          const flags = new Uint32Array(bytes.buffer, pad4(w.count * outBytes), flagCount(this.agents));
+          tally.add(flags[FLAG_NON_FINITE]!, flags[FLAG_OVERFLOW]!, flags.subarray(FLAG_MODELS));
+          // After a bad window nothing more is emitted; the rest is only counted for the error.
+          if (!tally.bad) await options.emit(bytes.subarray(0, w.count * outBytes));
           options.onProgress?.((w.start + w.count) * progressBytes);
         },
       },
     });
+    tally.throwIfBad();
   }
 
   private mergeKernel(method: MethodName, variant: MergeVariant): Promise<Kernel> {
@@ -361,12 +378,14 @@ class GpuEngine implements MergeEngine {
         this.scheduler.write(set.params, 0, encodeParams(pass.params(w, d)));
         const result = pass.result;
         const bytes = result ? result.bytes(w) : 0;
+        const flagBytes = result?.flags ? set.flags.size : 0;
         this.scheduler.submit(`${pass.label}[${w.index}]`, (encoder) => {
           pass.encode(encoder, set, w, d);
           if (result) encoder.copyBufferToBuffer(set[result.source], 0, set.readback, 0, bytes);
+          if (flagBytes) encoder.copyBufferToBuffer(set.flags, 0, set.readback, bytes, flagBytes);
         });
         if (!result) continue;
-        const reading = this.scheduler.read(set.readback, bytes);
+        const reading = this.scheduler.read(set.readback, bytes + flagBytes);
         reading.catch(noop);
         const previous = chain;
         chain = (async () => {
@@ -480,6 +499,7 @@ class GpuEngine implements MergeEngine {
 
   private createSet(index: number, c: Capacity): BufferSet {
     const counterBytes = statsLayout(this.agents).count * 4;
+    const flagBytes = flagCount(this.agents) * 4;
     const label = (name: string): string => `set${index}.${name}`;
     const inputs = this.buffer(
       label('inputs'),
@@ -496,6 +516,11 @@ class GpuEngine implements MergeEngine {
       counterBytes,
       GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
     );
+    const flags = this.buffer(
+      label('flags'),
+      flagBytes,
+      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+    );
     const tieCounts = this.buffer(label('tieCounts'), c.tieBytes, GPUBufferUsage.STORAGE);
     const params = this.buffer(
       label('params'),
@@ -504,13 +529,14 @@ class GpuEngine implements MergeEngine {
     );
     const readback = this.buffer(
       label('readback'),
-      Math.max(c.outputBytes, counterBytes),
+      Math.max(c.outputBytes + pad4(flagBytes), counterBytes),
       GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
     );
     return {
       inputs,
       output,
       counters,
+      flags,
       tieCounts,
       params,
       readback,
@@ -520,6 +546,7 @@ class GpuEngine implements MergeEngine {
         inputs,
         output,
         counters,
+        flags,
         agents: this.agentBuffer,
         histogram: this.histogram,
         tie_counts: tieCounts,
@@ -532,7 +559,15 @@ class GpuEngine implements MergeEngine {
   }
 
   private destroySet(set: BufferSet): void {
-    for (const b of [set.inputs, set.output, set.counters, set.tieCounts, set.params, set.readback])
+    for (const b of [
+      set.inputs,
+      set.output,
+      set.counters,
+      set.flags,
+      set.tieCounts,
+      set.params,
+      set.readback,
+    ])
       b.destroy();
   }
 
