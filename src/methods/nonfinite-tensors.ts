@@ -33,6 +33,8 @@ export interface Injected extends TestTensor {
   /** Expected non-finite count and, base first, the per-model counts. */
   nonFinite: number;
   perModel: number[];
+  /** The non-finite elements. */
+  differAt: Set<number>;
   /** The kept elements and the special each holds. */
   kept: Map<number, Special>;
 }
@@ -86,6 +88,7 @@ export function injectNonFinite(t: TestTensor, spec: NonFiniteSpec): Injected {
     input: tensorInput(t.values.name, dtype, bytes),
     nonFinite: spec.differ,
     perModel,
+    differAt: new Set(order.slice(0, spec.differ)),
     kept,
   };
 }
