@@ -6,7 +6,7 @@ import { checkCompatibility, type CompatReport } from '../format/compat.ts';
 import { dtypeBits, isMergeableDtype, type FloatDtype } from '../format/dtype.ts';
 import type { Model, ModelTensor } from '../format/model.ts';
 import { readSafetensorsHeader } from '../format/safetensors.ts';
-import { indexJson, planShards } from '../format/sharded.ts';
+import { indexJson, planShards, type ShardPlan } from '../format/sharded.ts';
 import { layoutSafetensors, SafetensorsStreamWriter, type TensorSpec } from '../format/write.ts';
 import type { FolderSink } from '../io/sink.ts';
 import { ramLambdas, sumStats, type ModelStats } from '../methods/stats.ts';
@@ -296,13 +296,46 @@ function dominantDtype(tensors: ModelTensor[]): FloatDtype | undefined {
 
 const TORCH_DTYPE: Record<FloatDtype, string> = { BF16: 'bfloat16', F16: 'float16', F32: 'float32' };
 
+/** What a merge will write: the merged tensors, every output tensor's spec and the shard plan. */
+export function planOutput(
+  base: Model,
+  agents: Model[],
+  outDtype?: FloatDtype,
+  shardBytes?: number,
+): { merged: ModelTensor[]; mergedNames: Set<string>; specs: TensorSpec[]; plan: ShardPlan } {
+  const merged = mergeableTensors(base, compatible(base, agents));
+  const mergedNames = new Set(merged.map((t) => t.name));
+  const specs: TensorSpec[] = [...base.tensors.values()].map((tensor) =>
+    mergedNames.has(tensor.name)
+      ? { name: tensor.name, dtype: outDtype ?? (tensor.dtype as FloatDtype), shape: tensor.shape }
+      : tensor,
+  );
+  return { merged, mergedNames, specs, plan: planShards(specs, shardBytes ?? DEFAULT_SHARD_BYTES) };
+}
+
+/**
+ * Bytes the output folder will take, for a free-space check before the work: the tensors, the base's
+ * companion files, and a margin for headers, the index, the model card and the recipe.
+ */
+export function predictOutputBytes(
+  base: Model,
+  agents: Model[],
+  outDtype?: FloatDtype,
+  shardBytes?: number,
+): number {
+  const { plan } = planOutput(base, agents, outDtype, shardBytes);
+  const companions = base.files
+    .filter((f) => isCompanionFile(f.name) || f.name === 'config.json')
+    .reduce((sum, f) => sum + f.source.size, 0);
+  const headers = plan.shards.reduce((sum, shard) => sum + 8 + 200 * (shard.tensors.length + 1), 0);
+  return plan.totalSize + companions + headers + (1 << 20);
+}
+
 export async function mergeModels(job: MergeJob): Promise<MergeResult> {
   const { base, agents, engine, params, signal, out } = job;
   if (agents.length !== engine.agents)
     throw new MergeError(`the engine was made for ${engine.agents} agents, not ${agents.length}`);
-  const report = compatible(base, agents);
-  const merged = mergeableTensors(base, report);
-  const mergedNames = new Set(merged.map((t) => t.name));
+  const { merged, mergedNames, specs, plan } = planOutput(base, agents, job.outDtype, job.shardBytes);
   const models = [base, ...agents];
 
   let analysis = job.analysis;
@@ -312,13 +345,6 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
     ? ramLambdas(analysis!.totals, params.method, params.r, params.alpha)
     : agents.map(() => 1);
 
-  const outDtypeOf = (tensor: ModelTensor): FloatDtype => job.outDtype ?? (tensor.dtype as FloatDtype);
-  const specs: TensorSpec[] = [...base.tensors.values()].map((tensor) =>
-    mergedNames.has(tensor.name)
-      ? { name: tensor.name, dtype: outDtypeOf(tensor), shape: tensor.shape }
-      : tensor,
-  );
-  const plan = planShards(specs, job.shardBytes ?? DEFAULT_SHARD_BYTES);
   const outputBytes = plan.totalSize;
   const copiedBytes = specs
     .filter((s) => !mergedNames.has(s.name))

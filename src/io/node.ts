@@ -202,3 +202,38 @@ function isMissing(error: unknown): boolean {
 function ignoreMissing(error: unknown): void {
   if (!isMissing(error)) throw error;
 }
+
+/** A file as it was when opened: a later size or mtime that differs means it was rewritten. */
+export interface FileIdentity {
+  path: string;
+  size: number;
+  mtimeNs: bigint;
+}
+
+export async function fileIdentity(path: string): Promise<FileIdentity> {
+  try {
+    const info = await stat(path, { bigint: true });
+    return { path, size: Number(info.size), mtimeNs: info.mtimeNs };
+  } catch (error) {
+    throw asReadFailed(path, error, 'the file');
+  }
+}
+
+/** Throws, naming the file, if any file's size or mtime is no longer what it was when opened. */
+export async function checkUnchanged(files: readonly FileIdentity[]): Promise<void> {
+  for (const before of files) {
+    const now = await fileIdentity(before.path).catch(() => undefined);
+    if (now && now.size === before.size && now.mtimeNs === before.mtimeNs) continue;
+    const what = !now
+      ? 'was removed'
+      : now.size !== before.size
+        ? `changed size from ${before.size} to ${now.size} bytes`
+        : 'was modified';
+    throw new SafetensorsError(
+      'ReadFailed',
+      before.path,
+      `${what} during the merge, so the output would match neither its old nor its new contents; ` +
+        'nothing was published. Run the merge again once the file is final.',
+    );
+  }
+}
