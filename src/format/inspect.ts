@@ -86,7 +86,6 @@ export function formatBytes(bytes: number): string {
   return unit === 0 ? `${bytes} B` : `${value.toFixed(2)} ${units[unit]}`;
 }
 
-/** The human table the CLI prints: one row per tensor, then totals and config facts. */
 /**
  * Makes text safe to print on a terminal: control characters (C0 but the newline and tab, DEL, C1)
  * from file names, tensor names or config.json strings are shown as \xNN instead of acting as escapes.
@@ -101,6 +100,7 @@ export function escapeTerminal(text: string): string {
   return out;
 }
 
+/** The human table the CLI prints: one row per tensor, then totals and config facts. */
 export function formatInspect(report: InspectReport): string {
   const header = ['name', 'dtype', 'shape', 'shard', 'bytes'];
   const rows = report.tensors.map((t) => [

@@ -26,56 +26,104 @@ export async function nodeFileSource(path: string): Promise<NodeFileSource> {
     throw asReadFailed(path, error, 'the file');
   }
   return handleSource(
-    basename(path),
+    path,
     size,
-    async () => handle,
+    (use) => use(handle),
     async () => handle.close(),
   );
 }
 
+/**
+ * Most files the lazy sources hold open at once. A sharded base and agents can be hundreds of files
+ * (3 × 120 shards passed `ulimit -n 300`): past this, the least recently used idle handle is closed
+ * and reopened when read again.
+ */
+export const MAX_OPEN_FILES = 32;
+
+interface PooledFile {
+  path: string;
+  opening?: Promise<FileHandle>;
+  /** Reads in flight: a busy handle is never closed. */
+  busy: number;
+}
+
+/** Open pooled files, least recently used first (a Map keeps insertion order). */
+const openFiles = new Map<PooledFile, true>();
+
+async function closePooled(entry: PooledFile): Promise<void> {
+  openFiles.delete(entry);
+  const pending = entry.opening;
+  entry.opening = undefined;
+  if (pending) await (await pending).close().catch(() => undefined);
+}
+
+async function withPooled<T>(entry: PooledFile, use: (file: FileHandle) => Promise<T>): Promise<T> {
+  entry.busy++;
+  try {
+    // Set synchronously, so concurrent reads of one file share one open.
+    entry.opening ??= (async () => {
+      while (openFiles.size >= MAX_OPEN_FILES) {
+        const idle = [...openFiles.keys()].find((e) => e.busy === 0 && e !== entry);
+        if (!idle) break;
+        await closePooled(idle);
+      }
+      return open(entry.path, constants.O_RDONLY);
+    })();
+    const opening = entry.opening;
+    opening.catch(() => {
+      if (entry.opening === opening) entry.opening = undefined;
+      openFiles.delete(entry);
+    });
+    openFiles.delete(entry);
+    openFiles.set(entry, true);
+    return await use(await opening);
+  } finally {
+    entry.busy--;
+  }
+}
+
 /** A source that opens its file on first read, so listing a folder holds no handles. */
 function lazyFileSource(path: string, size: number): NodeFileSource {
-  let opening: Promise<FileHandle> | undefined;
+  const entry: PooledFile = { path, busy: 0 };
   return handleSource(
-    basename(path),
+    path,
     size,
-    () => (opening ??= open(path, constants.O_RDONLY)),
-    async () => {
-      const pending = opening;
-      opening = undefined;
-      if (pending) await (await pending).close();
-    },
+    (use) => withPooled(entry, use),
+    () => closePooled(entry),
   );
 }
 
+/** `path` names the file in errors (a bare shard name is the same in the base and every agent). */
 function handleSource(
-  name: string,
+  path: string,
   size: number,
-  handle: () => Promise<FileHandle>,
+  withFile: <T>(use: (file: FileHandle) => Promise<T>) => Promise<T>,
   close: () => Promise<void>,
 ): NodeFileSource {
+  const name = basename(path);
   return {
     name,
     size,
     async read(offset, length, into) {
-      const target = readTarget(name, size, offset, length, into);
+      const target = readTarget(path, size, offset, length, into);
       try {
-        const file = await handle();
-        let done = 0;
-        while (done < length) {
-          const want = Math.min(length - done, MAX_READ);
-          const { bytesRead } = await file.read(target, done, want, offset + done);
-          if (bytesRead === 0) {
-            throw new SafetensorsError(
-              'ReadFailed',
-              name,
-              `the file ended at byte ${offset + done}, before the ${size} bytes it had when opened: it changed while being read. Open it again.`,
-            );
+        await withFile(async (file) => {
+          let done = 0;
+          while (done < length) {
+            const want = Math.min(length - done, MAX_READ);
+            const { bytesRead } = await file.read(target, done, want, offset + done);
+            if (bytesRead === 0) {
+              throw new SafetensorsError(
+                'ReadFailed',
+                path,
+                `the file ended at byte ${offset + done}, before the ${size} bytes it had when opened: it changed while being read. Open it again.`,
+              );
+            }
+            done += bytesRead;
           }
-          done += bytesRead;
-        }
+        });
       } catch (error) {
-        throw asReadFailed(name, error, `bytes ${offset}..${offset + length}`);
+        throw asReadFailed(path, error, `bytes ${offset}..${offset + length}`);
       }
       return target;
     },
