@@ -49,36 +49,62 @@ interface PooledFile {
 
 /** Open pooled files, least recently used first (a Map keeps insertion order). */
 const openFiles = new Map<PooledFile, true>();
+/** Pooled files open or being opened: never more than MAX_OPEN_FILES. */
+let slots = 0;
+/** Opens waiting for a slot; woken to look again whenever a file closes or goes idle. */
+let waiting: (() => void)[] = [];
+
+function wake(): void {
+  const woken = waiting;
+  waiting = [];
+  for (const resume of woken) resume();
+}
 
 async function closePooled(entry: PooledFile): Promise<void> {
-  openFiles.delete(entry);
   const pending = entry.opening;
+  if (!pending) return;
   entry.opening = undefined;
-  if (pending) await (await pending).close().catch(() => undefined);
+  openFiles.delete(entry);
+  const file = await pending.catch(() => undefined);
+  if (!file) return;
+  slots--;
+  wake();
+  await file.close().catch(() => undefined);
+}
+
+async function openPooled(entry: PooledFile): Promise<FileHandle> {
+  while (slots >= MAX_OPEN_FILES) {
+    const idle = [...openFiles.keys()].find((e) => e.busy === 0);
+    if (idle) await closePooled(idle);
+    // Every open file is being read: wait until one is done with.
+    else await new Promise<void>((resolve) => waiting.push(resolve));
+  }
+  slots++;
+  try {
+    const file = await open(entry.path, constants.O_RDONLY);
+    openFiles.set(entry, true);
+    return file;
+  } catch (error) {
+    slots--;
+    wake();
+    throw error;
+  }
 }
 
 async function withPooled<T>(entry: PooledFile, use: (file: FileHandle) => Promise<T>): Promise<T> {
   entry.busy++;
   try {
     // Set synchronously, so concurrent reads of one file share one open.
-    entry.opening ??= (async () => {
-      while (openFiles.size >= MAX_OPEN_FILES) {
-        const idle = [...openFiles.keys()].find((e) => e.busy === 0 && e !== entry);
-        if (!idle) break;
-        await closePooled(idle);
-      }
-      return open(entry.path, constants.O_RDONLY);
-    })();
-    const opening = entry.opening;
+    const opening = (entry.opening ??= openPooled(entry));
     opening.catch(() => {
       if (entry.opening === opening) entry.opening = undefined;
-      openFiles.delete(entry);
     });
-    openFiles.delete(entry);
-    openFiles.set(entry, true);
-    return await use(await opening);
+    const file = await opening;
+    if (openFiles.delete(entry)) openFiles.set(entry, true);
+    return await use(file);
   } finally {
     entry.busy--;
+    if (entry.busy === 0) wake();
   }
 }
 
