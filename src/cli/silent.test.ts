@@ -186,15 +186,20 @@ describe('inputs must not change during a merge', () => {
 describe('output that the process prints', () => {
   it('writes all of inspect --json through a pipe (more than 64 KiB)', async () => {
     const folder = join(dir, 'many-tensors');
-    const names = Array.from({ length: 600 }, (_, i) => `model.layers.${i}.self_attn.q_proj.weight`);
+    const names = Array.from({ length: 3000 }, (_, i) => `model.layers.${i}.self_attn.q_proj.weight`);
     await writeModelFolder(
       folder,
       names.map((name) => floatTensor(name, 'F32', [1], [1])),
     );
-    const result = await runCli(['inspect', folder, '--json']);
-    expect(result.code, result.stderr).toBe(0);
-    expect(result.stdout.length).toBeGreaterThan(65_536);
-    const report = JSON.parse(result.stdout) as { tensors: { name: string }[] };
+    // A reader that starts late: the pipe (64 KiB) fills long before the command is done writing.
+    const child = spawnSync(
+      'sh',
+      ['-c', `'${process.execPath}' '${BIN}' inspect '${folder}' --json | (sleep 1; cat)`],
+      { encoding: 'utf8', timeout: 30_000, maxBuffer: 1 << 26 },
+    );
+    expect(child.status, child.stderr).toBe(0);
+    expect(child.stdout.length).toBeGreaterThan(4 * 65_536);
+    const report = JSON.parse(child.stdout) as { tensors: { name: string }[] };
     expect(report.tensors.map((t) => t.name).sort()).toEqual(names.sort());
   }, 30_000);
 
