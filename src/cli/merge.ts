@@ -2,11 +2,11 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import type { Model } from '../format/model.ts';
-import { checkUnchanged, fileIdentity, nodeFolder } from '../io/node.ts';
+import { checkUnchanged, fileIdentity, nodeFolder, sha256File } from '../io/node.ts';
 import { defaultParams, isMethod, validateParams } from '../methods/defaults.ts';
 import { parseMergekitYaml, type Recipe } from '../methods/recipe.ts';
 import { METHODS, type MethodParams } from '../methods/types.ts';
-import { analyzeModels, mergeModels, predictOutputBytes } from '../engine/driver.ts';
+import { analyzeModels, mergeModels, predictOutputBytes, type InputFile } from '../engine/driver.ts';
 import { statsJson } from '../engine/stats-json.ts';
 import type { MergeEngine } from '../engine/types.ts';
 import { DTYPE_FLAGS, loadModel, num, perAgent, UsageError, type Values } from './args.ts';
@@ -155,11 +155,14 @@ export async function merge(values: Values): Promise<void> {
     throw new UsageError('--shard-size must be at least 1 byte');
   const windows = windowElements(values);
   // Preflight, before any weights are read: inputs as opened, --out claimed, free space and --stats.
-  const opened = await Promise.all(
-    [inputs.basePath, ...inputs.modelPaths].flatMap((path, m) =>
-      modelFilePaths(path, m === 0 ? inputs.base : inputs.agents[m - 1]!).map(fileIdentity),
-    ),
+  const labels = [inputs.basePath, ...inputs.modelPaths].map((p) => basename(resolve(p)));
+  const files = [inputs.basePath, ...inputs.modelPaths].flatMap((path, m) =>
+    modelFilePaths(path, m === 0 ? inputs.base : inputs.agents[m - 1]!).map((file) => ({
+      model: labels[m]!,
+      file,
+    })),
   );
+  const opened = await Promise.all(files.map((f) => fileIdentity(f.file)));
   const claim = await claimOutput(
     outDir,
     predictOutputBytes(inputs.base, inputs.agents, recipe.outDtype, shardBytes),
@@ -174,7 +177,21 @@ export async function merge(values: Values): Promise<void> {
     process.stderr.write(`Engine: ${engine.description}\n`);
     const progress = new ProgressPrinter(process.stderr);
     const started = Date.now();
+    // Hashed one file at a time beside the merge, for the model card.
+    const hashing = (async (): Promise<InputFile[]> => {
+      const hashed: InputFile[] = [];
+      for (const [i, f] of files.entries())
+        hashed.push({
+          ...f,
+          file: basename(f.file),
+          bytes: opened[i]!.size,
+          sha256: await sha256File(f.file),
+        });
+      return hashed;
+    })();
+    hashing.catch(() => undefined);
     const result = await mergeModels({
+      inputFiles: () => hashing,
       base: inputs.base,
       agents: inputs.agents,
       engine,
@@ -182,8 +199,8 @@ export async function merge(values: Values): Promise<void> {
       outDtype: recipe.outDtype,
       shardBytes,
       out: nodeFolder(claim.staging),
-      baseLabel: basename(resolve(inputs.basePath)),
-      agentLabels: inputs.modelPaths.map((p) => basename(resolve(p))),
+      baseLabel: labels[0]!,
+      agentLabels: labels.slice(1),
       signal: controller.signal,
       onProgress: (p) => progress.update(p),
     });

@@ -82,7 +82,9 @@ async function expectWhole(out: string): Promise<string> {
   const files = await readdir(out);
   for (const f of ['config.json', 'mergekit_config.yml', 'README.md']) expect(files).toContain(f);
   const card = await readFile(join(out, 'README.md'), 'utf8');
-  const rows = [...card.matchAll(/\| (model(?:-\d{5}-of-\d{5})?\.safetensors) \| \d+ \| ([0-9a-f]{64}) \|/g)];
+  const rows = [
+    ...card.matchAll(/^\| (model(?:-\d{5}-of-\d{5})?\.safetensors) \| \d+ \| ([0-9a-f]{64}) \|$/gm),
+  ];
   expect(rows.length).toBeGreaterThan(0);
   if (rows.length > 1) {
     const index = JSON.parse(await readFile(join(out, 'model.safetensors.index.json'), 'utf8')) as {
@@ -231,7 +233,19 @@ describe('limits of the machine', () => {
     );
     expect(child.status, child.stderr).toBe(0);
     expect((await readdir(join(set, 'base'))).length).toBeGreaterThan(36);
-    await expectWhole(out);
+    const card = await expectWhole(out);
+    // The card names the tool's version from package.json and every input file with its sha256.
+    const { version } = JSON.parse(await readFile('package.json', 'utf8')) as { version: string };
+    expect(card).toContain(`Made with merge-studio ${version} `);
+    for (const model of ['base', 'agent-0', 'agent-1']) {
+      const shard = (await readdir(join(set, model))).sort()[5]!;
+      const sha = createHash('sha256')
+        .update(await readFile(join(set, model, shard)))
+        .digest('hex');
+      expect(card).toMatch(
+        new RegExp(`\\| ${model} \\| ${shard.replace(/\./g, '\\.')} \\| \\d+ \\| ${sha} \\|`),
+      );
+    }
   }, 60_000);
 
   // A private mount namespace gives a tiny or read-only tmpfs without touching the machine.

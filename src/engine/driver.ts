@@ -2,6 +2,7 @@
 // then streams every tensor through the engine (or copies it raw) into safetensors shards, writes
 // the Hugging Face folder around them, and re-reads what it wrote. Platform-free: it sees models
 // through ByteSources and writes through a FolderSink.
+import { version } from '../../package.json';
 import { checkCompatibility, type CompatReport } from '../format/compat.ts';
 import { dtypeBits, isMergeableDtype, type FloatDtype } from '../format/dtype.ts';
 import type { Model, ModelTensor } from '../format/model.ts';
@@ -17,7 +18,8 @@ import { nonFiniteCause, type NonFiniteError } from './errors.ts';
 import type { MergeEngine, TensorInput, TensorStats } from './types.ts';
 
 export const TOOL_NAME = 'merge-studio';
-export const TOOL_VERSION = '0.1.0';
+/** From package.json, so the model card names the version that actually wrote it. */
+export const TOOL_VERSION: string = version;
 export const DEFAULT_SHARD_BYTES = 5_000_000_000;
 /** The studio's shard size: under the ~2 GiB a browser can hold as one downloadable file. */
 export const BROWSER_SHARD_BYTES = 2_000_000_000;
@@ -225,6 +227,16 @@ export interface MergeJob extends ModelsInput {
   agentLabels: string[];
   /** Statistics from an earlier pass with the same ε (the studio caches them); computed when needed and absent. */
   analysis?: AnalysisResult;
+  /** The input files with their sha256, for the model card; awaited after the shards are written. */
+  inputFiles?: () => Promise<InputFile[]>;
+}
+
+export interface InputFile {
+  /** The model's label (baseLabel or one of agentLabels). */
+  model: string;
+  file: string;
+  bytes: number;
+  sha256: string;
 }
 
 export interface WrittenFile {
@@ -430,11 +442,13 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
     );
     if (plan.shards.length > 1)
       await writeText(out, 'model.safetensors.index.json', indexJson(plan), written);
+    const inputFiles = await job.inputFiles?.();
     await writeText(
       out,
       'README.md',
       modelCard({
         job,
+        inputFiles,
         lambdas,
         analysis,
         outDtype,
@@ -499,6 +513,7 @@ export async function verifyShards(
 
 function modelCard(input: {
   job: MergeJob;
+  inputFiles?: InputFile[];
   lambdas: number[];
   analysis?: AnalysisResult;
   outDtype?: FloatDtype;
@@ -548,6 +563,10 @@ function modelCard(input: {
         `| ${label} | ${totals.changed[t]} | ${totals.unique[t]} | ${totals.shared[t]} | ${Number.isFinite(rho) ? rho.toFixed(4) : '∞'} |`,
       );
     });
+  }
+  if (input.inputFiles?.length) {
+    lines.push('', '## Input files', '', '| model | file | bytes | sha256 |', '|---|---|---|---|');
+    for (const f of input.inputFiles) lines.push(`| ${f.model} | ${f.file} | ${f.bytes} | ${f.sha256} |`);
   }
   lines.push('', '## Files', '', '| file | bytes | sha256 |', '|---|---|---|');
   for (const shard of shards) lines.push(`| ${shard.file} | ${shard.bytes} | ${shard.sha256} |`);

@@ -4,6 +4,7 @@
 import { constants } from 'node:fs';
 import { mkdir, open, readdir, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, join } from 'node:path';
+import { Sha256 } from '../engine/sha256.ts';
 import { asReadFailed, SafetensorsError } from '../format/errors.ts';
 import type { ModelFile } from '../format/model.ts';
 import { checkFileName, sinkClosed, type ByteSink, type FolderSink } from './sink.ts';
@@ -310,4 +311,23 @@ export async function checkUnchanged(files: readonly FileIdentity[]): Promise<vo
         'nothing was published. Run the merge again once the file is final.',
     );
   }
+}
+
+/** Streaming sha256 of a whole file, one chunk in memory at a time. */
+export async function sha256File(path: string): Promise<string> {
+  const hash = new Sha256();
+  const handle = await open(path, constants.O_RDONLY).catch((error: unknown) => {
+    throw asReadFailed(path, error, 'the file');
+  });
+  try {
+    const chunk = new Uint8Array(8 << 20);
+    for (;;) {
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
+      if (bytesRead === 0) break;
+      hash.update(chunk.subarray(0, bytesRead));
+    }
+  } finally {
+    await handle.close();
+  }
+  return hash.hex();
 }
