@@ -6,6 +6,7 @@ import { ArenaPanel } from './ArenaPanel.tsx';
 import { ExportPanel } from './ExportPanel.tsx';
 import { LoadPanel } from './LoadPanel.tsx';
 import { MergePanel } from './MergePanel.tsx';
+import { NonFinite } from './NonFinite.tsx';
 import { StatsPanel } from './StatsPanel.tsx';
 import './studio.css';
 
@@ -18,6 +19,7 @@ export function Studio() {
     <div className="studio" data-testid="studio">
       <LoadPanel />
       <StatsPanel />
+      <NonFinite />
       <MergePanel />
       <ExportPanel />
       <ArenaPanel />
