@@ -94,12 +94,12 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
   if (lanes == 0u) {
     return;
   }
-  scan_inputs(0u, p);
+  let scan = scan_inputs(0u, p);
   var merged = vec2<u32>(merged_bits(e, 2u * lid, group), 0u);
   if (lanes == 2u) {
     merged.y = merged_bits(e + 1u, 2u * lid + 1u, group);
   }
-  let out = finish_pair(p, merged, vec2<bool>(true, lanes == 2u));
+  let out = finish_pair(p, merged, scan, vec2<bool>(true, lanes == 2u));
   if (OUT_DTYPE == DTYPE_F32) {
     output[e] = out.x;
     if (lanes == 2u) {

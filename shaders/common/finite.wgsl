@@ -15,48 +15,53 @@ const FLAG_NON_FINITE: u32 = 0u;
 const FLAG_OVERFLOW: u32 = 1u;
 const FLAG_MODELS: u32 = 2u;
 
-// Per element of the pair being merged: the inputs' reference bits (the base, or agent 0 for linear),
-// whether any input is NaN or ±Inf, and whether any input's bits differ from the reference.
-var<private> first_slot: u32;
-var<private> reference_bits: vec2<u32>;
-var<private> any_special: vec2<bool>;
-var<private> differs: vec2<bool>;
+const EXPONENT: u32 = 0x7f800000u;
+
+// What the inputs of one element pair hold, kept as plain values (not private variables, which
+// SwiftShader keeps in memory): the reference bits (the base, or agent 0 for linear), the least of
+// the inputs' missing exponent bits (0 where some input is NaN or ±Inf), and the OR of every input's
+// difference from the reference (0 where all hold the same bits).
+struct Scan {
+  first: u32,
+  reference: vec2<u32>,
+  least: vec2<u32>,
+  diff: vec2<u32>,
+}
+
+// What an element-wise merge kernel's merged_pair returns.
+struct Merged {
+  bits: vec2<u32>,
+  scan: Scan,
+}
 
 fn special(bits: vec2<u32>) -> vec2<bool> {
-  return (bits & vec2<u32>(0x7f800000u)) == vec2<u32>(0x7f800000u);
+  return (bits & vec2<u32>(EXPONENT)) == vec2<u32>(EXPONENT);
 }
 
-// Starts the scan of pair p at input slot `slot` (0 = base); returns that slot's f32 bits.
-fn scan_first(slot: u32, p: u32) -> vec2<u32> {
-  let bits = load_pair_bits(slot, p);
-  first_slot = slot;
-  reference_bits = bits;
-  any_special = special(bits);
-  differs = vec2<bool>(false);
-  return bits;
+// Starts the scan of a pair at input slot `slot` (0 = base) with that slot's f32 bits.
+fn scan_start(slot: u32, bits: vec2<u32>) -> Scan {
+  return Scan(slot, bits, ~bits & vec2<u32>(EXPONENT), vec2<u32>(0u));
 }
 
-// Adds input slot `slot` to the scan of pair p; returns its f32 bits.
-fn scan_next(slot: u32, p: u32) -> vec2<u32> {
-  let bits = load_pair_bits(slot, p);
-  any_special = any_special | special(bits);
-  differs = differs | (bits != reference_bits);
-  return bits;
+// Adds one more input's f32 bits to the scan.
+fn scan_add(s: Scan, bits: vec2<u32>) -> Scan {
+  return Scan(s.first, s.reference, min(s.least, ~bits & vec2<u32>(EXPONENT)), s.diff | (bits ^ s.reference));
 }
 
 // The whole scan of pair p, for kernels that load their inputs per element.
-fn scan_inputs(slot: u32, p: u32) {
-  _ = scan_first(slot, p);
+fn scan_inputs(slot: u32, p: u32) -> Scan {
+  var s = scan_start(slot, load_pair_bits(slot, p));
   for (var t = slot; t < AGENTS; t++) {
-    _ = scan_next(t + 1u, p);
+    s = scan_add(s, load_pair_bits(t + 1u, p));
   }
+  return s;
 }
 
 // Rare path: counts the bad lanes of pair p, per model for the non-finite ones.
-fn count_bad(p: u32, non_finite: vec2<bool>, overflow: vec2<bool>) {
+fn count_bad(p: u32, first: u32, non_finite: vec2<bool>, overflow: vec2<bool>) {
   atomicAdd(&flags[FLAG_NON_FINITE], countOneBits(select(0u, 1u, non_finite.x) | select(0u, 2u, non_finite.y)));
   atomicAdd(&flags[FLAG_OVERFLOW], countOneBits(select(0u, 1u, overflow.x) | select(0u, 2u, overflow.y)));
-  for (var m = first_slot; m <= AGENTS; m++) {
+  for (var m = first; m <= AGENTS; m++) {
     let hit = non_finite & special(load_pair_bits(m, p));
     let n = countOneBits(select(0u, 1u, hit.x) | select(0u, 2u, hit.y));
     if (n != 0u) {
@@ -68,8 +73,10 @@ fn count_bad(p: u32, non_finite: vec2<bool>, overflow: vec2<bool>) {
 // The output bits of pair p in OUT_DTYPE (16-bit values in the low half of each lane) from the
 // kernel's merged f32 bits: elements whose inputs all hold the same non-finite bits are kept, and
 // bad lanes among `valid` are counted.
-fn finish_pair(p: u32, merged: vec2<u32>, valid: vec2<bool>) -> vec2<u32> {
-  let bits = select(merged, reference_bits, any_special & !differs);
+fn finish_pair(p: u32, merged: vec2<u32>, s: Scan, valid: vec2<bool>) -> vec2<u32> {
+  let any_special = s.least == vec2<u32>(0u);
+  let differs = s.diff != vec2<u32>(0u);
+  let bits = select(merged, s.reference, any_special & !differs);
   let out = encode_pair(bits);
   var out_special = special(bits);
   if (OUT_DTYPE == DTYPE_BF16) {
@@ -80,7 +87,7 @@ fn finish_pair(p: u32, merged: vec2<u32>, valid: vec2<bool>) -> vec2<u32> {
   let non_finite = valid & any_special & differs;
   let overflow = valid & out_special & !any_special;
   if (any(non_finite | overflow)) {
-    count_bad(p, non_finite, overflow);
+    count_bad(p, s.first, non_finite, overflow);
   }
   return out;
 }
