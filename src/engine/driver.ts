@@ -2,7 +2,7 @@
 // then streams every tensor through the engine (or copies it raw) into safetensors shards, writes
 // the Hugging Face folder around them, and re-reads what it wrote. Platform-free: it sees models
 // through ByteSources and writes through a FolderSink.
-import { version } from '../../package.json';
+import packageJson from '../../package.json' with { type: 'json' };
 import { checkCompatibility, type CompatReport } from '../format/compat.ts';
 import { dtypeBits, isMergeableDtype, type FloatDtype } from '../format/dtype.ts';
 import type { Model, ModelTensor } from '../format/model.ts';
@@ -19,7 +19,7 @@ import type { MergeEngine, TensorInput, TensorStats } from './types.ts';
 
 export const TOOL_NAME = 'merge-studio';
 /** From package.json, so the model card names the version that actually wrote it. */
-export const TOOL_VERSION: string = version;
+export const TOOL_VERSION: string = packageJson.version;
 export const DEFAULT_SHARD_BYTES = 5_000_000_000;
 /** The studio's shard size: under the ~2 GiB a browser can hold as one downloadable file. */
 export const BROWSER_SHARD_BYTES = 2_000_000_000;
