@@ -284,3 +284,66 @@ describe('limits of the machine', () => {
     60_000,
   );
 });
+
+describe('NaN and ±Inf in the inputs', () => {
+  it('analyze --json counts them per model and tensor; merge stops naming the model and tensor', async () => {
+    const root = join(dir, 'nan');
+    const base = Array.from({ length: 12 }, (_, i) => i / 16);
+    const agent = base.map((x, i) => (i % 2 ? x + 0.25 : x));
+    agent[3] = NaN;
+    agent[5] = Infinity;
+    await writeModelFolder(join(root, 'base'), [floatTensor('w', 'F32', [12], base)]);
+    await writeModelFolder(join(root, 'sick'), [floatTensor('w', 'F32', [12], agent)]);
+    await writeModelFolder(join(root, 'fine'), [
+      floatTensor(
+        'w',
+        'F32',
+        [12],
+        base.map((x) => x - 0.5),
+      ),
+    ]);
+    const models = ['--model', join(root, 'sick'), '--model', join(root, 'fine')];
+    const json = join(root, 'stats.json');
+    const analyzed = await runCli([
+      'analyze',
+      '--base',
+      join(root, 'base'),
+      ...models,
+      '--cpu',
+      '--json',
+      json,
+    ]);
+    expect(analyzed.code, analyzed.stderr).toBe(0);
+    const stats = JSON.parse(await readFile(json, 'utf8')) as {
+      nonFinite: number;
+      base: { nonFinite: number };
+      models: { nonFinite: number }[];
+      tensors: { counts: number[]; nonFinite: number; nonFiniteModels: number[] }[];
+    };
+    expect([stats.nonFinite, stats.base.nonFinite, stats.models.map((m) => m.nonFinite)]).toEqual([
+      2,
+      0,
+      [2, 0],
+    ]);
+    expect(stats.tensors[0]).toMatchObject({ nonFinite: 2, nonFiniteModels: [0, 2, 0] });
+    expect(stats.tensors[0]!.counts.reduce((a, b) => a + b, 0)).toBe(10);
+
+    const out = join(root, 'out');
+    const merged = await runCli([
+      'merge',
+      '--base',
+      join(root, 'base'),
+      ...models,
+      '--method',
+      'ram',
+      '--cpu',
+      '--out',
+      out,
+    ]);
+    expect(merged.code).toBe(1);
+    expect(merged.stderr).toContain(
+      'cannot merge tensor w: 2 elements where the models differ and agent sick (2)',
+    );
+    expect((await readdir(root)).sort()).toEqual(['base', 'fine', 'sick', 'stats.json']);
+  }, 30_000);
+});
