@@ -1,5 +1,6 @@
 // Vite serves and builds the studio; Vitest (configured here too) runs unit tests and, in a
 // separate project one file at a time, the real-WebGPU tests on dawn.node.
+import { readFileSync } from 'node:fs';
 import { defineConfig } from 'vitest/config';
 import type { Plugin } from 'vite';
 import react from '@vitejs/plugin-react';
@@ -25,8 +26,23 @@ const devInlineScripts: Plugin = {
   transformIndexHtml: (html) => html.replace("script-src 'self'", "script-src 'self' 'unsafe-inline'"),
 };
 
+// public/_headers (Netlify and Cloudflare Pages read it) carries the same policy to static hosts, for
+// the worker too: a meta tag does not apply to workers. A build with a drifted copy fails.
+const staticHostHeaders: Plugin = {
+  name: 'merge-studio:static-host-headers',
+  apply: 'build',
+  buildStart() {
+    const file = new URL('./public/_headers', import.meta.url);
+    const policy = /^\s+Content-Security-Policy: (.+)$/m.exec(readFileSync(file, 'utf8'))?.[1];
+    if (policy !== contentSecurityPolicy)
+      this.error(
+        `public/_headers must carry the Content-Security-Policy of vite.config.ts:\n  ${contentSecurityPolicy}`,
+      );
+  },
+};
+
 export default defineConfig({
-  plugins: [react(), devInlineScripts],
+  plugins: [react(), devInlineScripts, staticHostHeaders],
   preview: { headers: { 'Content-Security-Policy': contentSecurityPolicy } },
   worker: { format: 'es' },
   build: { target: 'es2022', sourcemap: true },

@@ -1,16 +1,24 @@
 // Linear merge (mergekit `linear`): sum_t w_t theta_t, divided by sum_t w_t when normalising (a zero
-// weight sum is left undivided). The base is not an input of this method.
+// weight sum is left undivided). The base is not an input of this method, so agent 0's bits are the
+// reference of the non-finite checks.
 
-fn merged_pair(p: u32) -> vec2<u32> {
+fn merged_pair(p: u32) -> Merged {
   var sum = vec2<f32>(0.0);
   var weights = 0.0;
+  let first = load_pair_bits(1u, p);
+  var scan = scan_start(1u, first);
   for (var t = 0u; t < AGENTS; t++) {
     let w = agents[t].weight;
-    sum += w * load_pair(t + 1u, p);
+    var x = first;
+    if (t > 0u) {
+      x = load_pair_bits(t + 1u, p);
+      scan = scan_add(scan, x);
+    }
+    sum += w * bitcast<vec2<f32>>(x);
     weights += w;
   }
   if (params.normalize != 0u && weights != 0.0) {
     sum = sum / weights;
   }
-  return bitcast<vec2<u32>>(sum);
+  return Merged(bitcast<vec2<u32>>(sum), scan);
 }

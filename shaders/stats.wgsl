@@ -13,6 +13,8 @@
 //   SIGN                             signConflicts
 //   MAGNITUDE + t * BINS + b         magnitude[t][b], b = clamp(floor(log2 |tau|), MIN_EXP, MAX_EXP) - MIN_EXP
 //   ULP + t                          oneUlp[t]
+//   NONFINITE                        nonFinite: elements whose bits differ and hold NaN or ±Inf
+//   NONFINITE + 1 + m                nonFiniteModels[m]: of those, where model m (0 = base) holds one
 //   PAIRWISE + t * N + u, t < u      pairs[t][u] (AGENTS <= 8 only: global, never in workgroup memory)
 
 // Element pairs per invocation: 128 elements (STATS_ITEMS in src/engine/plumbing.ts), 32768 per
@@ -26,7 +28,8 @@ override OVERLAP: u32 = AGENTS + 1u;
 override SIGN: u32 = OVERLAP + AGENTS * AGENTS;
 override MAGNITUDE: u32 = SIGN + 1u;
 override ULP: u32 = MAGNITUDE + AGENTS * BINS;
-override COUNTERS: u32 = ULP + AGENTS;
+override NONFINITE: u32 = ULP + AGENTS;
+override COUNTERS: u32 = NONFINITE + AGENTS + 2u;
 // AGENTS <= 8: a changed element adds 1 to the workgroup counter of its set of changing agents (at
 // LOCAL_SETS + set), and the flush derives counts, overlap and pairs from those 2^N counters. More
 // agents count into counts and overlap directly, and pairs are not counted. (min: a shift by 32 or more is a pipeline error.)
@@ -79,35 +82,87 @@ fn count_changes(changed: u32, positive: u32) -> u32 {
   return select(0u, 1u, c >= 2u && positive != 0u && positive != changed);
 }
 
+fn special(bits: vec2<u32>) -> vec2<bool> {
+  return (bits & vec2<u32>(0x7f800000u)) == vec2<u32>(0x7f800000u);
+}
+
+fn bump(i: u32, undo: bool) {
+  if (undo) {
+    atomicSub(&local[i], 1u);
+  } else {
+    atomicAdd(&local[i], 1u);
+  }
+}
+
+// Adds (or, to undo, subtracts) agent t's |tau| bin and one-ulp counts for the lanes in `ch`.
+fn tally(t: u32, x: vec2<f32>, ulp: vec2<u32>, ch: vec2<bool>, undo: bool) {
+  let key = bitcast<vec2<u32>>(x) & vec2<u32>(0x7fffffffu);
+  let exponent = vec2<i32>(key >> vec2<u32>(23u)) - 127;
+  let bin = vec2<u32>(clamp(exponent, vec2<i32>(MIN_EXP), vec2<i32>(MAX_EXP)) - MIN_EXP);
+  let one = ch & (key <= ulp);
+  if (ch.x) {
+    bump(MAGNITUDE + t * BINS + bin.x, undo);
+    if (one.x) {
+      bump(ULP + t, undo);
+    }
+  }
+  if (ch.y) {
+    bump(MAGNITUDE + t * BINS + bin.y, undo);
+    if (one.y) {
+      bump(ULP + t, undo);
+    }
+  }
+}
+
+// Rare path, for the lanes of pair p that turned out non-finite (SPEC.md "Non-finite values"): they
+// are counted as nonFinite, per model, and the |tau| counts already made for them are taken back.
+fn count_non_finite(p: u32, non_finite: vec2<bool>, changed: vec2<u32>) {
+  let base_bits = load_pair_bits(0u, p);
+  let base = bitcast<vec2<f32>>(base_bits);
+  let ulp = ulp_bits(base_bits);
+  atomicAdd(&local[NONFINITE], countOneBits(select(0u, 1u, non_finite.x) | select(0u, 2u, non_finite.y)));
+  for (var m = 0u; m <= AGENTS; m++) {
+    let bits = load_pair_bits(m, p);
+    let hit = non_finite & special(bits);
+    let n = countOneBits(select(0u, 1u, hit.x) | select(0u, 2u, hit.y));
+    if (n != 0u) {
+      atomicAdd(&local[NONFINITE + 1u + m], n);
+    }
+    if (m > 0u) {
+      let bit = vec2<u32>(1u << (m - 1u));
+      tally(m - 1u, bitcast<vec2<f32>>(bits) - base, ulp, non_finite & ((changed & bit) != vec2<u32>(0u)), true);
+    }
+  }
+}
+
 // Counts elements 2p and 2p+1 where `valid` says they lie in the window; returns their sign conflicts.
+// Special values are told on bit patterns: an agent's change counts only where it and the base are
+// finite, and an element whose bits differ somewhere and hold NaN or ±Inf is not classified at all.
 fn count_pair(p: u32, valid: vec2<bool>) -> u32 {
   let base_bits = load_pair_bits(0u, p);
   let base = bitcast<vec2<f32>>(base_bits);
   let ulp = ulp_bits(base_bits);
+  let base_finite = !special(base_bits);
+  var any_special = !base_finite;
+  var differs = vec2<bool>(false);
   var changed = vec2<u32>(0u);
   var positive = vec2<u32>(0u);
   for (var t = 0u; t < AGENTS; t++) {
     let bit = vec2<u32>(1u << t);
-    let x = load_pair(t + 1u, p) - base;
-    let ch = valid & (abs(x) > vec2<f32>(params.epsilon));
+    let bits = load_pair_bits(t + 1u, p);
+    let finite = !special(bits);
+    any_special = any_special | !finite;
+    differs = differs | (bits != base_bits);
+    let x = bitcast<vec2<f32>>(bits) - base;
+    let ch = valid & base_finite & finite & (abs(x) > vec2<f32>(params.epsilon));
     changed |= select(vec2<u32>(0u), bit, ch);
     positive |= select(vec2<u32>(0u), bit, ch & (x > vec2<f32>(0.0)));
-    let key = bitcast<vec2<u32>>(x) & vec2<u32>(0x7fffffffu);
-    let exponent = vec2<i32>(key >> vec2<u32>(23u)) - 127;
-    let bin = vec2<u32>(clamp(exponent, vec2<i32>(MIN_EXP), vec2<i32>(MAX_EXP)) - MIN_EXP);
-    let one = select(vec2<u32>(0u), vec2<u32>(1u), ch & (key <= ulp));
-    if (ch.x) {
-      atomicAdd(&local[MAGNITUDE + t * BINS + bin.x], 1u);
-      if (one.x != 0u) {
-        atomicAdd(&local[ULP + t], 1u);
-      }
-    }
-    if (ch.y) {
-      atomicAdd(&local[MAGNITUDE + t * BINS + bin.y], 1u);
-      if (one.y != 0u) {
-        atomicAdd(&local[ULP + t], 1u);
-      }
-    }
+    tally(t, x, ulp, ch, false);
+  }
+  let non_finite = valid & any_special & differs;
+  if (any(non_finite)) {
+    count_non_finite(p, non_finite, changed);
+    changed = select(changed, vec2<u32>(0u), non_finite);
   }
   return count_changes(changed.x, positive.x) + count_changes(changed.y, positive.y);
 }

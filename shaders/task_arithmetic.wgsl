@@ -4,12 +4,16 @@
 
 override DARE: bool = false;
 
-fn merged_pair(p: u32) -> vec2<u32> {
-  let base = load_pair(0u, p);
+fn merged_pair(p: u32) -> Merged {
+  let base_bits = load_pair_bits(0u, p);
+  let base = bitcast<vec2<f32>>(base_bits);
+  var scan = scan_start(0u, base_bits);
   var sum = vec2<f32>(0.0);
   var weights = 0.0;
   for (var t = 0u; t < AGENTS; t++) {
-    var x = load_pair(t + 1u, p) - base;
+    let bits = load_pair_bits(t + 1u, p);
+    scan = scan_add(scan, bits);
+    var x = bitcast<vec2<f32>>(bits) - base;
     if (DARE) {
       x = dare_pair(t, p, x);
     }
@@ -20,5 +24,5 @@ fn merged_pair(p: u32) -> vec2<u32> {
   if (params.normalize != 0u && abs(weights) >= 1e-8) {
     sum = sum / weights;
   }
-  return bitcast<vec2<u32>>(base + params.scale * sum);
+  return Merged(bitcast<vec2<u32>>(base + params.scale * sum), scan);
 }

@@ -30,7 +30,7 @@ fn sparsified(t: u32, e: u32, local: u32, group: u32, base: f32) -> f32 {
     return dare_tau(t, e, x);
   }
   let a = agents[t];
-  let key = magnitude_key(x);
+  let key = tau_key(t + 1u, e);
   if (key > a.threshold) {
     return x;
   }
@@ -79,11 +79,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
     }
     workgroupBarrier();
     if (lanes > 0u) {
-      let base = load_pair(0u, p);
       for (var t = 0u; t < AGENTS; t++) {
-        let x = load_pair(t + 1u, p) - base;
+        let keys = tau_keys(t + 1u, p);
         for (var lane = 0u; lane < lanes; lane++) {
-          if (magnitude_key(x[lane]) == agents[t].threshold) {
+          if (keys[lane] == agents[t].threshold) {
             let local = 2u * lid + lane;
             atomicOr(&tie_bits[t * MASK_WORDS + (local >> 5u)], 1u << (local & 31u));
           }
@@ -95,17 +94,18 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
   if (lanes == 0u) {
     return;
   }
-  let lo = merged_bits(e, 2u * lid, group);
+  let scan = scan_inputs(0u, p);
+  var merged = vec2<u32>(merged_bits(e, 2u * lid, group), 0u);
+  if (lanes == 2u) {
+    merged.y = merged_bits(e + 1u, 2u * lid + 1u, group);
+  }
+  let out = finish_pair(p, merged, scan, vec2<bool>(true, lanes == 2u));
   if (OUT_DTYPE == DTYPE_F32) {
-    output[e] = lo;
+    output[e] = out.x;
     if (lanes == 2u) {
-      output[e + 1u] = merged_bits(e + 1u, 2u * lid + 1u, group);
+      output[e + 1u] = out.y;
     }
     return;
   }
-  var hi = 0u;
-  if (lanes == 2u) {
-    hi = encode16(OUT_DTYPE, merged_bits(e + 1u, 2u * lid + 1u, group));
-  }
-  output[p] = encode16(OUT_DTYPE, lo) | (hi << 16u);
+  output[p] = out.x | (select(0u, out.y, lanes == 2u) << 16u);
 }

@@ -29,10 +29,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
       for (var j = 0u; j < PAIRS; j++) {
         let p = first + j * WORKGROUP;
         if (2u * p < params.count) {
-          let x = load_pair(t + 1u, p) - load_pair(0u, p);
+          let keys = tau_keys(t + 1u, p);
           let lanes = min(params.count - 2u * p, 2u);
           for (var lane = 0u; lane < lanes; lane++) {
-            let key = magnitude_key(x[lane]);
+            let key = keys[lane];
             if (key != 0u && (key >> high) == (a.prefix >> high)) {
               atomicAdd(&local[(key >> params.digit_shift) & (bins - 1u)], 1u);
             }

@@ -18,11 +18,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
   let p = group * WORKGROUP + lid;
   if (2u * p < params.count) {
     let lanes = min(params.count - 2u * p, 2u);
-    let base = load_pair(0u, p);
     for (var t = 0u; t < AGENTS; t++) {
-      let x = load_pair(t + 1u, p) - base;
+      let keys = tau_keys(t + 1u, p);
       for (var lane = 0u; lane < lanes; lane++) {
-        if (magnitude_key(x[lane]) == agents[t].threshold) {
+        if (keys[lane] == agents[t].threshold) {
           atomicAdd(&local[t], 1u);
         }
       }

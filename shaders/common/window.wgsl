@@ -82,3 +82,26 @@ fn tau(t: u32, e: u32, base: f32) -> f32 {
 fn magnitude_key(x: f32) -> u32 {
   return bitcast<u32>(x) & 0x7fffffffu;
 }
+
+// The TIES select's |tau| bits of input `slot` at elements 2p, 2p+1: 0 wherever the agent holds the
+// base's bits, so an element every model stores as the same NaN or ±Inf is unchanged (SPEC.md).
+fn tau_keys(slot: u32, p: u32) -> vec2<u32> {
+  let a = load_pair_bits(slot, p);
+  let b = load_pair_bits(0u, p);
+  let x = bitcast<vec2<f32>>(a) - bitcast<vec2<f32>>(b);
+  return select(bitcast<vec2<u32>>(x) & vec2<u32>(0x7fffffffu), vec2<u32>(0u), a == b);
+}
+
+fn tau_key(slot: u32, e: u32) -> u32 {
+  let a = load_bits(slot, e);
+  let b = load_bits(0u, e);
+  return select(magnitude_key(bitcast<f32>(a) - bitcast<f32>(b)), 0u, a == b);
+}
+
+// f32 bits of a pair in OUT_DTYPE: unchanged for f32, else each lane's 16-bit value in its low half.
+fn encode_pair(bits: vec2<u32>) -> vec2<u32> {
+  if (OUT_DTYPE == DTYPE_F32) {
+    return bits;
+  }
+  return vec2<u32>(encode16(OUT_DTYPE, bits.x), encode16(OUT_DTYPE, bits.y));
+}

@@ -65,9 +65,15 @@ export function perAgent(
   return numbers;
 }
 
+/** Loads a model's headers; a failure names the model's path as well as the file. */
 export async function loadModel(path: string): Promise<Model> {
-  const files = await nodeModelFiles(path);
-  return openModel(path, files);
+  try {
+    return await openModel(path, await nodeModelFiles(path));
+  } catch (error) {
+    const message = (error as Error).message;
+    if (message.includes(path)) throw error;
+    throw new Error(`model ${path}: ${message}`, { cause: error });
+  }
 }
 
 export async function emptyOrMissing(dir: string): Promise<void> {

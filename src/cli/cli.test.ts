@@ -118,6 +118,8 @@ describe('merge-studio analyze --cpu', () => {
         changed: [4, 4, 4],
         unique: [1, 1, 1],
         signConflicts: 0,
+        nonFinite: 0,
+        nonFiniteModels: [0, 0, 0, 0],
       },
     ]);
     json.models.forEach((model, t) => {
@@ -204,7 +206,8 @@ describe('merge-studio merge --cpu', () => {
       };
       for (const model of json.models) {
         expect(model).toMatchObject({ changed: 4, unique: 1, shared: 3, rho: 3, overlap: [1, 0, 3] });
-        expect(model.lambda).toBeCloseTo(1.2, 12);
+        // The λ the merge applied: RAM+'s 1 + 0.1·min(ρ, 2), and 1 for RAM.
+        expect(model.lambda).toBeCloseTo(method === 'ram' ? 1 : 1.2, 12);
       }
       expect(json.tensors[0]!.counts).toEqual([3, 3, 0, 3]);
     }

@@ -1,7 +1,7 @@
 // The `merge-studio` command line: inspect, analyze, merge and arena, on the same engine as the studio.
 import { parseArgs } from 'node:util';
 import { writeFile } from 'node:fs/promises';
-import { inspectModel, formatInspect } from '../format/inspect.ts';
+import { escapeTerminal, inspectModel, formatInspect } from '../format/inspect.ts';
 import { METHODS } from '../methods/types.ts';
 import { loadModel, num, OPTIONS, UsageError, type Values } from './args.ts';
 
@@ -76,19 +76,28 @@ export async function main(argv: string[]): Promise<number> {
   } catch (error) {
     const e = error as Error;
     if (e instanceof UsageError) {
-      process.stderr.write(`merge-studio: ${e.message}\n\n${USAGE}\n`);
+      process.stderr.write(`merge-studio: ${escapeTerminal(e.message)}\n\n${USAGE}\n`);
       return 2;
     }
     if (e.name === 'AbortError') {
+      const { exitSignal } = await import('./merge.ts');
+      const { SIGNAL_EXIT } = await import('./output.ts');
       process.stderr.write('merge-studio: cancelled; nothing was left in the output folder.\n');
-      return 130;
+      return SIGNAL_EXIT[exitSignal ?? 'SIGINT'] ?? 130;
     }
-    process.stderr.write(`merge-studio: ${e.message}\n`);
+    process.stderr.write(`merge-studio: ${escapeTerminal(e.message)}\n`);
     if (process.env.MERGE_STUDIO_DEBUG) process.stderr.write(`${e.stack}\n`);
     return 1;
   }
 }
 
+/** Resolves once everything written to `stream` so far has been handed to the OS (pipes included). */
+function drained(stream: NodeJS.WriteStream): Promise<void> {
+  return new Promise((resolve) => stream.write('', () => resolve()));
+}
+
 const code = await main(process.argv.slice(2));
+// process.exit drops what a pipe has not taken yet (a reader stops at 64 KiB): flush first.
+await Promise.all([drained(process.stdout), drained(process.stderr)]);
 // dawn.node keeps the process alive while its instance is referenced; the work is done.
 process.exit(code);

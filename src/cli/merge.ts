@@ -1,16 +1,17 @@
 // The analyze and merge commands: models from paths, the engine (WebGPU or --cpu), progress on stderr.
 import { writeFile } from 'node:fs/promises';
-import { basename, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import type { Model } from '../format/model.ts';
-import { nodeFolder } from '../io/node.ts';
+import { checkUnchanged, fileIdentity, nodeFolder, sha256File } from '../io/node.ts';
 import { defaultParams, isMethod, validateParams } from '../methods/defaults.ts';
 import { RecipeError, shorten, type Recipe } from '../methods/recipe.ts';
 import { recipeResolver } from '../methods/resolve.ts';
 import { METHODS, type DareRescale, type MethodParams } from '../methods/types.ts';
-import { analyzeModels, mergeModels } from '../engine/driver.ts';
+import { analyzeModels, mergeModels, predictOutputBytes, type InputFile } from '../engine/driver.ts';
 import { statsJson } from '../engine/stats-json.ts';
 import type { MergeEngine } from '../engine/types.ts';
-import { DTYPE_FLAGS, emptyOrMissing, loadModel, num, perAgent, UsageError, type Values } from './args.ts';
+import { DTYPE_FLAGS, loadModel, num, perAgent, UsageError, type Values } from './args.ts';
+import { claimOutput, handleSignals, type RunStage } from './output.ts';
 import { ProgressPrinter } from './progress.ts';
 import { formatBytes } from '../format/inspect.ts';
 import { runRecipeFile } from './recipe-run.ts';
@@ -51,13 +52,21 @@ async function loadInputs(basePath: string | undefined, modelPaths: string[] | u
   return { basePath, modelPaths, base, agents };
 }
 
-function cancellation(): AbortController {
+function cancellation(): { signal: AbortSignal; received: () => string | undefined; dispose(): void } {
   const controller = new AbortController();
-  process.once('SIGINT', () => {
-    process.stderr.write('\nCancelling…\n');
-    controller.abort();
-  });
-  return controller;
+  const handler = handleSignals(
+    controller,
+    () => 'working',
+    () => undefined,
+  );
+  return { signal: controller.signal, received: handler.signal, dispose: handler.dispose };
+}
+
+/** Every file of the model at `path` (the file itself, or the folder's files the model lists). */
+function modelFilePaths(path: string, model: Model): string[] {
+  return model.files.length === 1 && model.files[0]!.name === basename(path)
+    ? [path]
+    : model.files.map((f) => join(path, f.name));
 }
 
 function windowElements(values: Values): number | undefined {
@@ -74,13 +83,14 @@ export async function analyze(values: Values): Promise<void> {
   const engine = await makeEngine(values.cpu, inputs.agents.length, windowElements(values));
   process.stderr.write(`Engine: ${engine.description}\n`);
   const progress = new ProgressPrinter(process.stderr);
+  const cancel = cancellation();
   try {
     const analysis = await analyzeModels({
       base: inputs.base,
       agents: inputs.agents,
       engine,
       epsilon,
-      signal: cancellation().signal,
+      signal: cancel.signal,
       onProgress: (p) => progress.update(p),
     });
     progress.done();
@@ -94,6 +104,8 @@ export async function analyze(values: Values): Promise<void> {
     process.stderr.write(`Wrote ${values.json}\n`);
   } finally {
     engine.destroy();
+    cancel.dispose();
+    exitSignal = cancel.received();
   }
 }
 
@@ -163,23 +175,54 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
   const shardBytes = num(values['shard-size'], 'shard-size');
   if (shardBytes !== undefined && !(shardBytes >= 1))
     throw new UsageError('--shard-size must be at least 1 byte');
-  await emptyOrMissing(outDir);
-
-  const engine = await makeEngine(values.cpu, inputs.agents.length, windowElements(values));
-  process.stderr.write(`Engine: ${engine.description}\n`);
-  const progress = new ProgressPrinter(process.stderr);
-  const started = Date.now();
+  const windows = windowElements(values);
+  // Preflight, before any weights are read: inputs as opened, --out claimed, free space and --stats.
+  const labels = [inputs.basePath, ...inputs.modelPaths].map((p) => basename(resolve(p)));
+  const files = [inputs.basePath, ...inputs.modelPaths].flatMap((path, m) =>
+    modelFilePaths(path, m === 0 ? inputs.base : inputs.agents[m - 1]!).map((file) => ({
+      model: labels[m]!,
+      file,
+    })),
+  );
+  const opened = await Promise.all(files.map((f) => fileIdentity(f.file)));
+  const claim = await claimOutput(
+    outDir,
+    predictOutputBytes(inputs.base, inputs.agents, recipe.outDtype, shardBytes),
+    values.stats,
+  );
+  let stage: RunStage = 'working';
+  const controller = new AbortController();
+  const signals = handleSignals(controller, () => stage, claim.discardSync, claim.out);
+  let engine: MergeEngine | undefined;
   try {
+    engine = await makeEngine(values.cpu, inputs.agents.length, windows);
+    process.stderr.write(`Engine: ${engine.description}\n`);
+    const progress = new ProgressPrinter(process.stderr);
+    const started = Date.now();
+    // Hashed one file at a time beside the merge, for the model card.
+    const hashing = (async (): Promise<InputFile[]> => {
+      const hashed: InputFile[] = [];
+      for (const [i, f] of files.entries())
+        hashed.push({
+          ...f,
+          file: basename(f.file),
+          bytes: opened[i]!.size,
+          sha256: await sha256File(f.file),
+        });
+      return hashed;
+    })();
+    hashing.catch(() => undefined);
     const result = await mergeModels({
+      inputFiles: () => hashing,
       base: inputs.base,
       agents: inputs.agents,
       engine,
       params: recipe.params,
       outDtype: recipe.outDtype,
       shardBytes,
-      out: nodeFolder(outDir),
-      baseLabel: basename(resolve(inputs.basePath)),
-      agentLabels: inputs.modelPaths.map((p) => basename(resolve(p))),
+      out: nodeFolder(claim.staging),
+      baseLabel: labels[0]!,
+      agentLabels: labels.slice(1),
       // Full paths, so mergekit_config.yml runs as it is (mergekit takes a bare name for a Hub repo).
       recipe: {
         ...recipe,
@@ -187,7 +230,7 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
         models: recipe.models.map((m) => resolve(m)),
       },
       perTensor,
-      signal: cancellation().signal,
+      signal: controller.signal,
       onProgress: (p) => progress.update(p),
     });
     progress.done();
@@ -199,22 +242,41 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
           agents: inputs.agents,
           engine,
           epsilon: recipe.params.epsilon,
+          signal: controller.signal,
         }));
-      const json = statsJson(
-        analysis,
-        inputs.modelPaths,
-        recipe.params.r,
-        recipe.params.method === 'ramplus' ? recipe.params.alpha : 2,
-      );
-      await writeFile(values.stats, `${JSON.stringify(json, null, 2)}\n`);
+      const json = statsJson(analysis, inputs.modelPaths, recipe.params.r, recipe.params.alpha, {
+        method: recipe.params.method,
+        lambdas: result.lambdas,
+      });
+      await claim.writeStats(`${JSON.stringify(json, null, 2)}\n`);
     }
+    await checkUnchanged(opened);
+    // The last moment a cancel can take effect: past it, the model is published whole.
+    if (controller.signal.aborted) throw cancelled();
+    stage = 'publishing';
+    await claim.publish();
+    stage = 'published';
     const seconds = (Date.now() - started) / 1000;
     process.stderr.write(
       `Merged ${result.mergedTensors} tensors (${result.copiedTensors} copied) with ${recipe.params.method} ` +
         `into ${outDir} in ${seconds.toFixed(1)} s; λ = [${result.lambdas.map((l) => l.toFixed(4)).join(', ')}]; ` +
         `peak memory ${formatBytes(process.resourceUsage().maxRSS * 1024)}\n`,
     );
+  } catch (error) {
+    if (stage !== 'published') await claim.discard();
+    throw error;
   } finally {
-    engine.destroy();
+    engine?.destroy();
+    signals.dispose();
+    exitSignal = signals.signal();
   }
 }
+
+function cancelled(): Error {
+  const error = new Error('The merge was cancelled.');
+  error.name = 'AbortError';
+  return error;
+}
+
+/** The signal that cancelled the last run, for its exit status. */
+export let exitSignal: string | undefined;

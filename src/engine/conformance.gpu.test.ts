@@ -9,10 +9,11 @@ import { defaultParams } from '../methods/defaults.ts';
 import { ulpOf } from '../methods/float32.ts';
 import { referenceMerge, referenceStats, type TensorValues } from '../methods/reference.ts';
 import { ramLambdas, sumStats } from '../methods/stats.ts';
+import { injectNonFinite, type Injected } from '../methods/nonfinite-tensors.ts';
 import { randomTensor, tensorInput, testParams } from '../methods/test-tensors.ts';
 import { METHODS, type MethodName, type MethodParams } from '../methods/types.ts';
 import { GpuDeviceError } from './device.ts';
-import { EngineTensorError } from './errors.ts';
+import { EngineTensorError, nonFiniteCause } from './errors.ts';
 import { createGpuEngine } from './gpu-engine.ts';
 import { openGpuHarness } from './test-harness.ts';
 import type { MergeEngine, TensorInput } from './types.ts';
@@ -370,5 +371,143 @@ describe.skipIf(!harness)('GPU engine lifecycle and failures', () => {
     engine.destroy();
     expect(harness!.liveBuffers()).toEqual([]);
     await expect(engine.analyze(t.input, 1e-5)).rejects.toThrow(/destroyed/);
+  });
+});
+
+// SPEC.md "Non-finite values" on the GPU: NaN (two payloads) and ±Inf in the base or agents are
+// counted, never merged; elements every model holds alike are kept; finite values overflowing the
+// output dtype are an error. Counts are known from how the inputs were built.
+describe.skipIf(!harness)('GPU engine on NaN, ±Inf and overflow', () => {
+  const rows: Config[] = [
+    { dtype: 'BF16', out: 'BF16', agents: 3, numel: 257, window: 64 },
+    { dtype: 'F16', out: 'F32', agents: 4, numel: 513 },
+    { dtype: 'F32', out: 'F16', agents: 2, numel: 1025, window: 300 },
+  ];
+  rows.forEach((config, c) => {
+    describe(`${config.dtype}→${config.out}, N=${config.agents}`, () => {
+      let gpu: MergeEngine;
+      const cpu = createCpuEngine({ agents: config.agents, maxWindowElements: config.window });
+      beforeAll(() => {
+        gpu = createGpuEngine(harness!.device, {
+          agents: config.agents,
+          adapterDescription: harness!.adapterDescription,
+          maxWindowElements: config.window,
+          poisonOutput: true,
+        });
+      });
+      afterAll(() => gpu.destroy());
+      const all = Array.from({ length: config.agents + 1 }, (_, m) => m);
+      const make = (seed: number, differ: number, kept: number, models = all): Injected =>
+        injectNonFinite(randomTensor({ name: `nf.${c}.${seed}`, ...config, seed }), {
+          differ,
+          kept,
+          models,
+          seed,
+        });
+
+      it('counts nonFinite per model exactly and classifies everything else as the reference does', async () => {
+        const t = make(1, 11, 6);
+        const stats = await harness!.run(() => gpu.analyze(t.input, 1e-5));
+        expect(stats.nonFinite).toBe(11);
+        expect(stats.nonFiniteModels).toEqual(t.perModel);
+        expect(stats.counts.reduce((a, b) => a + b, 0)).toBe(config.numel - 11);
+        expect(stats).toEqual(referenceStats(t.values, 1e-5));
+      });
+
+      it.each(METHODS.map((m, k) => [m, k] as const))(
+        '%s fails on differing NaN / ±Inf',
+        async (method, k) => {
+          const t = make(10 + k, 4, 3, method === 'linear' ? all.slice(1) : all);
+          const params = paramsFor(method, config.agents);
+          for (const engine of [gpu, cpu]) {
+            const error = await harness!
+              .run(() => run(engine, t.input, params, config.out))
+              .catch((e: unknown) => e);
+            const cause = nonFiniteCause(error);
+            expect(cause, `${engine.kind}: ${String(error)}`).toBeDefined();
+            expect([cause!.nonFinite, cause!.perModel]).toEqual([4, t.perModel]);
+          }
+        },
+      );
+
+      it.each(METHODS.map((m, k) => [m, k] as const))('%s keeps identical NaN / ±Inf', async (method, k) => {
+        const t = make(30 + k, 0, 5);
+        const params = paramsFor(method, config.agents);
+        const got = await harness!.run(() => run(gpu, t.input, params, config.out));
+        const values = decodeFloats(config.out, got, config.numel);
+        for (const [i, special] of t.kept) {
+          expect(values[i], `[${i}] ${special}`).toBe(
+            special.startsWith('nan') ? NaN : special === 'inf' ? Infinity : -Infinity,
+          );
+        }
+        // Elsewhere the usual tolerance against the reference, with the kept elements zeroed.
+        const zero = (a: Float64Array): Float64Array => a.map((x, i) => (t.kept.has(i) ? 0 : x));
+        const want = zero(referenceMerge(t.values, params, LAMBDAS.slice(0, config.agents)));
+        const finite: TensorValues = {
+          ...t.values,
+          base: zero(t.values.base),
+          agents: t.values.agents.map(zero),
+        };
+        expectWithinTolerance(
+          method,
+          encodeFloats(config.out, zero(values)),
+          want,
+          finite,
+          params,
+          config.out,
+        );
+      });
+    });
+  });
+
+  it.each(METHODS.filter((m) => !m.startsWith('dare')))(
+    '%s: finite values that overflow the f16 output are an error, like the CPU engine',
+    async (method) => {
+      const numel = 600;
+      const big = [0, 7, 255, 256, 599];
+      const t = randomTensor({ name: `overflow.${method}`, dtype: 'F32', numel, agents: 3, seed: 5 });
+      const bytes = t.bytes.map((b, m) => {
+        const values = decodeFloats('F32', b, numel);
+        for (const i of big) values[i] = m === 0 ? 0 : 1e6;
+        return encodeFloats('F32', values);
+      });
+      const input = tensorInput(`overflow.${method}`, 'F32', bytes);
+      const gpu = createGpuEngine(harness!.device, {
+        agents: 3,
+        adapterDescription: 'test',
+        maxWindowElements: 256,
+      });
+      try {
+        const params = paramsFor(method, 3);
+        for (const engine of [gpu, createCpuEngine({ agents: 3 })]) {
+          const error = await harness!.run(() => run(engine, input, params, 'F16')).catch((e: unknown) => e);
+          expect(nonFiniteCause(error)?.overflow, `${engine.kind}: ${String(error)}`).toBe(big.length);
+        }
+        // f32 holds them.
+        expect((await harness!.run(() => run(gpu, input, params, 'F32'))).byteLength).toBe(numel * 4);
+      } finally {
+        gpu.destroy();
+      }
+    },
+  );
+
+  it('takes |τ| = fround(1e-3) as a change at ε = 1e-3 (the largest f32 ≤ ε), like the reference', async () => {
+    const f = Math.fround(1e-3);
+    const bytes = [
+      [0, 0, 0, 0, 0],
+      [f, -f, 0.0009, 0, f],
+      [0, 0, 0, -f, f],
+    ].map((r) => encodeFloats('F32', r));
+    const input = tensorInput('eps', 'F32', bytes);
+    const gpu = createGpuEngine(harness!.device, { agents: 2, adapterDescription: 'test' });
+    try {
+      const stats = await harness!.run(() => gpu.analyze(input, 1e-3));
+      expect(stats.counts).toEqual([1, 3, 1]);
+      const params = { ...defaultParams('ram', 2), epsilon: 1e-3 };
+      const merged = decodeFloats('F32', await harness!.run(() => run(gpu, input, params, 'F32')), 5);
+      expect(Array.from(merged)).toEqual([f, -f, 0, -f, f]);
+    } finally {
+      gpu.destroy();
+    }
   });
 });

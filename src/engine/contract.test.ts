@@ -151,8 +151,9 @@ describe('constants shared by WGSL and TypeScript', () => {
       sign: n + 1 + n * n,
       magnitude: n + 2 + n * n,
       ulp: n + 2 + n * n + n * bins,
-      pairs: n + 2 + n * n + n * bins + n,
-      count: n + 2 + n * n + n * bins + n + n * n,
+      nonFinite: n + 2 + n * n + n * bins + n,
+      pairs: n + 2 + n * n + n * bins + n + n + 2,
+      count: n + 2 + n * n + n * bins + n + n + 2 + n * n,
     });
     // Past 8 agents there are no per-set counters and so no pair region.
     const wide = statsLayout(9);
@@ -161,7 +162,8 @@ describe('constants shared by WGSL and TypeScript', () => {
     expect(stats).toContain('override SIGN: u32 = OVERLAP + AGENTS * AGENTS;');
     expect(stats).toContain('override MAGNITUDE: u32 = SIGN + 1u;');
     expect(stats).toContain('override ULP: u32 = MAGNITUDE + AGENTS * BINS;');
-    expect(stats).toContain('override COUNTERS: u32 = ULP + AGENTS;');
+    expect(stats).toContain('override NONFINITE: u32 = ULP + AGENTS;');
+    expect(stats).toContain('override COUNTERS: u32 = NONFINITE + AGENTS + 2u;');
     expect(stats).toContain('override PAIRWISE: u32 = COUNTERS;');
     expect(constant(stats, 'SETS_CAP')).toBe(PAIRS_MAX_AGENTS);
   });

@@ -2,11 +2,12 @@
 // then streams every tensor through the engine (or copies it raw) into safetensors shards, writes
 // the Hugging Face folder around them, and re-reads what it wrote. Platform-free: it sees models
 // through ByteSources and writes through a FolderSink.
+import packageJson from '../../package.json' with { type: 'json' };
 import { checkCompatibility, type CompatReport } from '../format/compat.ts';
 import { dtypeBits, isMergeableDtype, type FloatDtype } from '../format/dtype.ts';
 import type { Model, ModelTensor } from '../format/model.ts';
 import { readSafetensorsHeader } from '../format/safetensors.ts';
-import { indexJson, planShards } from '../format/sharded.ts';
+import { indexJson, planShards, type ShardPlan } from '../format/sharded.ts';
 import { layoutSafetensors, SafetensorsStreamWriter, type TensorSpec } from '../format/write.ts';
 import type { FolderSink } from '../io/sink.ts';
 import { ramLambdas, sumStats, type ModelStats } from '../methods/stats.ts';
@@ -14,10 +15,12 @@ import { toMergekitYaml, dtypeToYaml, TIES_TIE_RULE, type Recipe } from '../meth
 import { paramsForTensor } from '../methods/resolve.ts';
 import type { MethodParams } from '../methods/types.ts';
 import { Sha256 } from './sha256.ts';
+import { nonFiniteCause, type NonFiniteError } from './errors.ts';
 import type { MergeEngine, TensorInput, TensorStats } from './types.ts';
 
 export const TOOL_NAME = 'merge-studio';
-export const TOOL_VERSION = '0.1.0';
+/** From package.json, so the model card names the version that actually wrote it. */
+export const TOOL_VERSION: string = packageJson.version;
 export const DEFAULT_SHARD_BYTES = 5_000_000_000;
 /** The studio's shard size: under the ~2 GiB a browser can hold as one downloadable file. */
 export const BROWSER_SHARD_BYTES = 2_000_000_000;
@@ -187,13 +190,31 @@ export async function analyzeModels(input: ModelsInput & { epsilon: number }): P
   return { epsilon, tensors: stats, totals: sumStats(stats, agents.length) };
 }
 
-async function withTensorName<T>(name: string, run: () => Promise<T>): Promise<T> {
+async function withTensorName<T>(name: string, run: () => Promise<T>, labels?: string[]): Promise<T> {
   try {
     return await run();
   } catch (error) {
     if ((error as Error).name === 'AbortError' || error instanceof MergeError) throw error;
+    const bad = nonFiniteCause(error);
+    if (bad && labels) throw new MergeError(nonFiniteMessage(name, bad, labels), name, { cause: error });
     throw new MergeError(`${name}: ${(error as Error).message}`, name, { cause: error });
   }
+}
+
+/** Names the tensor, the models that hold NaN or ±Inf and how many elements (labels: base first). */
+export function nonFiniteMessage(tensor: string, error: NonFiniteError, labels: readonly string[]): string {
+  const holders = error.perModel
+    .map((count, m) => (count > 0 ? `${m === 0 ? 'base' : 'agent'} ${labels[m]} (${count})` : ''))
+    .filter(Boolean);
+  const what =
+    error.nonFinite > 0
+      ? `${error.nonFinite} element${error.nonFinite === 1 ? '' : 's'} where the models differ and ` +
+        `${holders.join(', ')} hold${holders.length === 1 ? 's' : ''} NaN or ±Inf`
+      : `${error.overflow} merged value${error.overflow === 1 ? '' : 's'} overflow to ±Inf in the output dtype`;
+  return (
+    `cannot merge tensor ${tensor}: ${what}. Nothing was written: a NaN or Inf in a merged model ` +
+    `cannot be noticed later (fix the input, or pick another method, weights or --dtype).`
+  );
 }
 
 export interface MergeJob extends ModelsInput {
@@ -211,6 +232,16 @@ export interface MergeJob extends ModelsInput {
   recipe?: Recipe;
   /** Per-tensor parameters (a recipe's gradients and filters); absent: `params` for every tensor. */
   perTensor?: (name: string) => MethodParams;
+  /** The input files with their sha256, for the model card; awaited after the shards are written. */
+  inputFiles?: () => Promise<InputFile[]>;
+}
+
+export interface InputFile {
+  /** The model's label (baseLabel or one of agentLabels). */
+  model: string;
+  file: string;
+  bytes: number;
+  sha256: string;
 }
 
 export interface WrittenFile {
@@ -282,13 +313,46 @@ function dominantDtype(tensors: ModelTensor[]): FloatDtype | undefined {
 
 const TORCH_DTYPE: Record<FloatDtype, string> = { BF16: 'bfloat16', F16: 'float16', F32: 'float32' };
 
+/** What a merge will write: the merged tensors, every output tensor's spec and the shard plan. */
+export function planOutput(
+  base: Model,
+  agents: Model[],
+  outDtype?: FloatDtype,
+  shardBytes?: number,
+): { merged: ModelTensor[]; mergedNames: Set<string>; specs: TensorSpec[]; plan: ShardPlan } {
+  const merged = mergeableTensors(base, compatible(base, agents));
+  const mergedNames = new Set(merged.map((t) => t.name));
+  const specs: TensorSpec[] = [...base.tensors.values()].map((tensor) =>
+    mergedNames.has(tensor.name)
+      ? { name: tensor.name, dtype: outDtype ?? (tensor.dtype as FloatDtype), shape: tensor.shape }
+      : tensor,
+  );
+  return { merged, mergedNames, specs, plan: planShards(specs, shardBytes ?? DEFAULT_SHARD_BYTES) };
+}
+
+/**
+ * Bytes the output folder will take, for a free-space check before the work: the tensors, the base's
+ * companion files, and a margin for headers, the index, the model card and the recipe.
+ */
+export function predictOutputBytes(
+  base: Model,
+  agents: Model[],
+  outDtype?: FloatDtype,
+  shardBytes?: number,
+): number {
+  const { plan } = planOutput(base, agents, outDtype, shardBytes);
+  const companions = base.files
+    .filter((f) => isCompanionFile(f.name) || f.name === 'config.json')
+    .reduce((sum, f) => sum + f.source.size, 0);
+  const headers = plan.shards.reduce((sum, shard) => sum + 8 + 200 * (shard.tensors.length + 1), 0);
+  return plan.totalSize + companions + headers + (1 << 20);
+}
+
 export async function mergeModels(job: MergeJob): Promise<MergeResult> {
   const { base, agents, engine, params, signal, out } = job;
   if (agents.length !== engine.agents)
     throw new MergeError(`the engine was made for ${engine.agents} agents, not ${agents.length}`);
-  const report = compatible(base, agents);
-  const merged = mergeableTensors(base, report);
-  const mergedNames = new Set(merged.map((t) => t.name));
+  const { merged, mergedNames, specs, plan } = planOutput(base, agents, job.outDtype, job.shardBytes);
   const models = [base, ...agents];
 
   let analysis = job.analysis;
@@ -298,13 +362,6 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
     ? ramLambdas(analysis!.totals, params.method, params.r, params.alpha)
     : agents.map(() => 1);
 
-  const outDtypeOf = (tensor: ModelTensor): FloatDtype => job.outDtype ?? (tensor.dtype as FloatDtype);
-  const specs: TensorSpec[] = [...base.tensors.values()].map((tensor) =>
-    mergedNames.has(tensor.name)
-      ? { name: tensor.name, dtype: outDtypeOf(tensor), shape: tensor.shape }
-      : tensor,
-  );
-  const plan = planShards(specs, job.shardBytes ?? DEFAULT_SHARD_BYTES);
   const outputBytes = plan.totalSize;
   const copiedBytes = specs
     .filter((s) => !mergedNames.has(s.name))
@@ -351,22 +408,25 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
           const emit = (bytes: Uint8Array) => writer.writeTensorBytes(spec.name, bytes);
           if (mergedNames.has(spec.name)) {
             const before = meter.bytesDone;
-            await withTensorName(spec.name, async () => {
-              const input = tensorInput(models, spec.name);
-              const tensorParams = paramsForTensor(params, job.perTensor, spec.name);
-              used.set(spec.name, tensorParams);
-              await engine.merge(input, {
-                params: tensorParams,
-                lambdas,
-                outDtype: spec.dtype as FloatDtype,
-                signal,
-                emit,
-                onProgress: (done) => {
-                  meter.bytesDone = before + done;
-                  meter.report(spec.name);
-                },
-              });
-            });
+            await withTensorName(
+              spec.name,
+              async () => {
+                const tensorParams = paramsForTensor(params, job.perTensor, spec.name);
+                used.set(spec.name, tensorParams);
+                await engine.merge(tensorInput(models, spec.name), {
+                  params: tensorParams,
+                  lambdas,
+                  outDtype: spec.dtype as FloatDtype,
+                  signal,
+                  emit,
+                  onProgress: (done) => {
+                    meter.bytesDone = before + done;
+                    meter.report(spec.name);
+                  },
+                });
+              },
+              [job.baseLabel, ...job.agentLabels],
+            );
             meter.bytesDone = before + (source.end - source.begin) * models.length;
           } else {
             await copyTensorBytes(base, source, emit, signal);
@@ -390,11 +450,13 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
     );
     if (plan.shards.length > 1)
       await writeText(out, 'model.safetensors.index.json', indexJson(plan), written);
+    const inputFiles = await job.inputFiles?.();
     await writeText(
       out,
       'README.md',
       modelCard({
         job,
+        inputFiles,
         lambdas,
         analysis,
         outDtype,
@@ -494,6 +556,7 @@ function perTensorLines(used: Map<string, MethodParams>, labels: string[]): stri
 
 function modelCard(input: {
   job: MergeJob;
+  inputFiles?: InputFile[];
   lambdas: number[];
   analysis?: AnalysisResult;
   outDtype?: FloatDtype;
@@ -562,6 +625,10 @@ function modelCard(input: {
         `| ${label} | ${totals.changed[t]} | ${totals.unique[t]} | ${totals.shared[t]} | ${Number.isFinite(rho) ? rho.toFixed(4) : '∞'} |`,
       );
     });
+  }
+  if (input.inputFiles?.length) {
+    lines.push('', '## Input files', '', '| model | file | bytes | sha256 |', '|---|---|---|---|');
+    for (const f of input.inputFiles) lines.push(`| ${f.model} | ${f.file} | ${f.bytes} | ${f.sha256} |`);
   }
   lines.push('', '## Files', '', '| file | bytes | sha256 |', '|---|---|---|');
   for (const shard of shards) lines.push(`| ${shard.file} | ${shard.bytes} | ${shard.sha256} |`);

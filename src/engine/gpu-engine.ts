@@ -15,10 +15,16 @@ import {
 import { deriveTensorStats, emptyTensorStats, tensorLocalLambdas } from '../methods/stats.ts';
 import { dareScalePlan, emptyDareNorms, l1Scales } from '../methods/dare-norms.ts';
 import { addDareNorms, createDareNormsKernel, dareNormsBytes, NORM_GROUPS } from './kernels/dare_norms.ts';
-import { checkMergeOptions, forTensor, throwIfAborted } from './errors.ts';
+import { checkMergeOptions, forTensor, NonFiniteTally, throwIfAborted } from './errors.ts';
 import type { Kernel, KernelIo } from './kernels/kernel.ts';
 import { createLinearKernel } from './kernels/linear.ts';
-import type { MergeVariant } from './kernels/merge-bindings.ts';
+import {
+  FLAG_MODELS,
+  FLAG_NON_FINITE,
+  FLAG_OVERFLOW,
+  flagCount,
+  type MergeVariant,
+} from './kernels/merge-bindings.ts';
 import { createRamKernel } from './kernels/ram.ts';
 import { addStatsCounters, createStatsKernel, statsLayout } from './kernels/stats.ts';
 import { createTaskArithmeticKernel } from './kernels/task_arithmetic.ts';
@@ -85,6 +91,8 @@ interface BufferSet {
   output: GPUBuffer;
   counters: GPUBuffer;
   norms: GPUBuffer;
+  /** The merge kernels' non-finite counters (shaders/common/finite.wgsl), read back after the output. */
+  flags: GPUBuffer;
   tieCounts: GPUBuffer;
   params: GPUBuffer;
   readback: GPUBuffer;
@@ -105,6 +113,8 @@ interface PassSpec {
   encode(encoder: GPUCommandEncoder, set: BufferSet, w: Window, d: Dispatch): void;
   result?: {
     source: 'output' | 'counters' | 'norms';
+    /** Also read back the flags, at byte bytes(w) of the data consumed. */
+    flags?: boolean;
     bytes(w: Window): number;
     consume(w: Window, bytes: Uint8Array): Promise<void> | void;
   };
@@ -239,6 +249,7 @@ class GpuEngine implements MergeEngine {
     this.scheduler.write(this.agentBuffer, 0, encodeAgents(agents));
     const nameHash = fnv1a32(tensor.name);
     const progressBytes = (this.agents + 1) * job.inBytes;
+    const tally = new NonFiniteTally(this.agents + 1);
     await this.runPass(job, {
       label: params.method,
       withBase: params.method !== 'linear',
@@ -258,17 +269,23 @@ class GpuEngine implements MergeEngine {
           tieBreak.ties.encode(encoder, set.io, d);
           tieBreak.scan.encode(encoder, set.io, { x: 1, y: 1, groups: 1 });
         }
+        encoder.clearBuffer(set.flags);
         kernel.encode(encoder, set.io, d);
       },
       result: {
         source: 'output',
+        flags: true,
         bytes: (w) => pad4(w.count * outBytes),
         consume: async (w, bytes) => {
-          await options.emit(bytes.subarray(0, w.count * outBytes));
+          const flags = new Uint32Array(bytes.buffer, pad4(w.count * outBytes), flagCount(this.agents));
+          tally.add(flags[FLAG_NON_FINITE]!, flags[FLAG_OVERFLOW]!, flags.subarray(FLAG_MODELS));
+          // After a bad window nothing more is emitted; the rest is only counted for the error.
+          if (!tally.bad) await options.emit(bytes.subarray(0, w.count * outBytes));
           options.onProgress?.((w.start + w.count) * progressBytes);
         },
       },
     });
+    tally.throwIfBad();
   }
 
   private mergeKernel(method: MethodName, variant: MergeVariant): Promise<Kernel> {
@@ -395,12 +412,14 @@ class GpuEngine implements MergeEngine {
         this.scheduler.write(set.params, 0, encodeParams(pass.params(w, d)));
         const result = pass.result;
         const bytes = result ? result.bytes(w) : 0;
+        const flagBytes = result?.flags ? set.flags.size : 0;
         this.scheduler.submit(`${pass.label}[${w.index}]`, (encoder) => {
           pass.encode(encoder, set, w, d);
           if (result) encoder.copyBufferToBuffer(set[result.source], 0, set.readback, 0, bytes);
+          if (flagBytes) encoder.copyBufferToBuffer(set.flags, 0, set.readback, bytes, flagBytes);
         });
         if (!result) continue;
-        const reading = this.scheduler.read(set.readback, bytes);
+        const reading = this.scheduler.read(set.readback, bytes + flagBytes);
         reading.catch(noop);
         const previous = chain;
         chain = (async () => {
@@ -514,6 +533,7 @@ class GpuEngine implements MergeEngine {
 
   private createSet(index: number, c: Capacity): BufferSet {
     const counterBytes = statsLayout(this.agents).count * 4;
+    const flagBytes = flagCount(this.agents) * 4;
     const label = (name: string): string => `set${index}.${name}`;
     const inputs = this.buffer(
       label('inputs'),
@@ -532,6 +552,11 @@ class GpuEngine implements MergeEngine {
     );
     const normBytes = dareNormsBytes(this.agents);
     const norms = this.buffer(label('norms'), normBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC);
+    const flags = this.buffer(
+      label('flags'),
+      flagBytes,
+      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+    );
     const tieCounts = this.buffer(label('tieCounts'), c.tieBytes, GPUBufferUsage.STORAGE);
     const params = this.buffer(
       label('params'),
@@ -540,7 +565,7 @@ class GpuEngine implements MergeEngine {
     );
     const readback = this.buffer(
       label('readback'),
-      Math.max(c.outputBytes, counterBytes, normBytes),
+      Math.max(c.outputBytes + pad4(flagBytes), counterBytes, normBytes),
       GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
     );
     return {
@@ -548,6 +573,7 @@ class GpuEngine implements MergeEngine {
       output,
       counters,
       norms,
+      flags,
       tieCounts,
       params,
       readback,
@@ -558,6 +584,7 @@ class GpuEngine implements MergeEngine {
         output,
         counters,
         norms,
+        flags,
         agents: this.agentBuffer,
         histogram: this.histogram,
         tie_counts: tieCounts,
@@ -575,6 +602,7 @@ class GpuEngine implements MergeEngine {
       set.output,
       set.counters,
       set.norms,
+      set.flags,
       set.tieCounts,
       set.params,
       set.readback,

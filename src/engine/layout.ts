@@ -1,6 +1,8 @@
 // Byte layouts of the structs the host writes for the kernels (Params, Agent in
 // shaders/common/window.wgsl); the unit tests check them against the WGSL by reflection.
 
+import { epsilonF32 } from '../methods/float32.ts';
+
 export type ScalarType = 'u32' | 'f32';
 
 /** Params members in declaration order; every member is one 4-byte scalar. */
@@ -77,7 +79,7 @@ export function encodeParams(p: WindowParams): Uint8Array {
     start_hi: Math.floor(p.start / 2 ** 32),
     groups_x: p.groupsX,
     groups: p.groups,
-    epsilon: p.epsilon ?? 0,
+    epsilon: epsilonF32(p.epsilon ?? 0),
     scale: p.scale ?? 1,
     name_hash: p.nameHash ?? 0,
     seed: p.seed ?? 0,

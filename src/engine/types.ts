@@ -21,8 +21,12 @@ export interface TensorStats {
   name: string;
   dtype: FloatDtype;
   numel: number;
-  /** counts[c] = elements changed by exactly c agents, c = 0..N. */
+  /** counts[c] = elements changed by exactly c agents, c = 0..N; Σ counts = numel − nonFinite. */
   counts: number[];
+  /** Elements whose bits differ between the models and where one of them holds NaN or ±Inf (not classified). */
+  nonFinite: number;
+  /** nonFiniteModels[m]: of those, the elements where model m (0 = base, t + 1 = agent t) holds NaN or ±Inf. */
+  nonFiniteModels: number[];
   /** overlap[t][k] = elements changed by agent t and exactly k other agents, k = 0..N-1. */
   overlap: number[][];
   /** Σ_k overlap[t][k]. */

@@ -2,6 +2,7 @@
 // URLs, owns the GPU device (or the CPU reference when there is none), runs statistics, merges into
 // OPFS or straight into a folder the user picked, reads merged files back, runs the arena, and posts
 // plain data and throttled progress back. No GPU object and no weight byte ever reaches the page.
+import { lockDownNetwork } from './network-lockdown.ts';
 import { evaluate, modelDemoTensors } from '../demo/arena.ts';
 import type { DemoModelConfig } from '../demo/policy.ts';
 import { checkCompatibility, type CompatReport } from '../format/compat.ts';
@@ -41,6 +42,9 @@ import { Sha256 } from './sha256.ts';
 import { createGpuEngine, DEFAULT_WINDOW_ELEMENTS } from './gpu-engine.ts';
 import type { MergeEngine } from './types.ts';
 import { DEMO_MODEL_TYPE, MERGES_FOLDER } from './worker-client.ts';
+
+// First: no network primitive stays usable in this worker (src/engine/network-lockdown.ts).
+const ownOriginFetch = lockDownNetwork(self as unknown as Parameters<typeof lockDownNetwork>[0]);
 
 /** Model folders of the demo are fetched by the worker itself, from the app's own origin. */
 export type FileRef = { name: string; blob: Blob } | { name: string; url: string };
@@ -242,7 +246,7 @@ async function modelFiles(files: FileRef[]): Promise<ModelFile[]> {
       let blob: Blob;
       if ('blob' in ref) blob = ref.blob;
       else {
-        const response = await fetch(ref.url);
+        const response = await ownOriginFetch(ref.url);
         if (!response.ok)
           throw new SafetensorsError(
             'ReadFailed',

@@ -86,6 +86,20 @@ export function formatBytes(bytes: number): string {
   return unit === 0 ? `${bytes} B` : `${value.toFixed(2)} ${units[unit]}`;
 }
 
+/**
+ * Makes text safe to print on a terminal: control characters (C0 but the newline and tab, DEL, C1)
+ * from file names, tensor names or config.json strings are shown as \xNN instead of acting as escapes.
+ */
+export function escapeTerminal(text: string): string {
+  let out = '';
+  for (const c of text) {
+    const code = c.charCodeAt(0);
+    const control = (code < 0x20 && c !== '\n' && c !== '\t') || (code >= 0x7f && code <= 0x9f);
+    out += control ? `\\x${code.toString(16).padStart(2, '0')}` : c;
+  }
+  return out;
+}
+
 /** The human table the CLI prints: one row per tensor, then totals and config facts. */
 export function formatInspect(report: InspectReport): string {
   const header = ['name', 'dtype', 'shape', 'shard', 'bytes'];
@@ -127,5 +141,5 @@ export function formatInspect(report: InspectReport): string {
     out.push(`config: ${facts.length > 0 ? facts.join(', ') : '(no known fields)'}`);
   }
   for (const warning of report.warnings) out.push(`warning: ${warning}`);
-  return `${out.join('\n')}\n`;
+  return `${escapeTerminal(out.join('\n'))}\n`;
 }

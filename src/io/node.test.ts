@@ -27,7 +27,11 @@ describe('nodeFileSource', () => {
       const view = await source.read(10, 50, into);
       expect(view.buffer).toBe(into.buffer);
       expect(view).toEqual(BYTES.subarray(10, 60));
-      await expect(source.read(299, 2)).rejects.toMatchObject({ code: 'ReadFailed', file: 'w.safetensors' });
+      // The full path: a bare shard name is the same in the base and every agent.
+      await expect(source.read(299, 2)).rejects.toMatchObject({
+        code: 'ReadFailed',
+        file: join(dir, 'w.safetensors'),
+      });
     } finally {
       await source.close();
     }

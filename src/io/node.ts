@@ -4,6 +4,7 @@
 import { constants } from 'node:fs';
 import { mkdir, open, readdir, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, join } from 'node:path';
+import { Sha256 } from '../engine/sha256.ts';
 import { asReadFailed, SafetensorsError } from '../format/errors.ts';
 import type { ModelFile } from '../format/model.ts';
 import { checkFileName, sinkClosed, type ByteSink, type FolderSink } from './sink.ts';
@@ -26,56 +27,130 @@ export async function nodeFileSource(path: string): Promise<NodeFileSource> {
     throw asReadFailed(path, error, 'the file');
   }
   return handleSource(
-    basename(path),
+    path,
     size,
-    async () => handle,
+    (use) => use(handle),
     async () => handle.close(),
   );
 }
 
+/**
+ * Most files the lazy sources hold open at once. A sharded base and agents can be hundreds of files
+ * (3 × 120 shards passed `ulimit -n 300`): past this, the least recently used idle handle is closed
+ * and reopened when read again.
+ */
+export const MAX_OPEN_FILES = 32;
+
+interface PooledFile {
+  path: string;
+  opening?: Promise<FileHandle>;
+  /** Reads in flight: a busy handle is never closed. */
+  busy: number;
+}
+
+/** Open pooled files, least recently used first (a Map keeps insertion order). */
+const openFiles = new Map<PooledFile, true>();
+/** Pooled files open or being opened: never more than MAX_OPEN_FILES. */
+let slots = 0;
+/** Opens waiting for a slot; woken to look again whenever a file closes or goes idle. */
+let waiting: (() => void)[] = [];
+
+function wake(): void {
+  const woken = waiting;
+  waiting = [];
+  for (const resume of woken) resume();
+}
+
+async function closePooled(entry: PooledFile): Promise<void> {
+  const pending = entry.opening;
+  if (!pending) return;
+  entry.opening = undefined;
+  openFiles.delete(entry);
+  const file = await pending.catch(() => undefined);
+  if (!file) return;
+  slots--;
+  wake();
+  await file.close().catch(() => undefined);
+}
+
+async function openPooled(entry: PooledFile): Promise<FileHandle> {
+  while (slots >= MAX_OPEN_FILES) {
+    const idle = [...openFiles.keys()].find((e) => e.busy === 0);
+    if (idle) await closePooled(idle);
+    // Every open file is being read: wait until one is done with.
+    else await new Promise<void>((resolve) => waiting.push(resolve));
+  }
+  slots++;
+  try {
+    const file = await open(entry.path, constants.O_RDONLY);
+    openFiles.set(entry, true);
+    return file;
+  } catch (error) {
+    slots--;
+    wake();
+    throw error;
+  }
+}
+
+async function withPooled<T>(entry: PooledFile, use: (file: FileHandle) => Promise<T>): Promise<T> {
+  entry.busy++;
+  try {
+    // Set synchronously, so concurrent reads of one file share one open.
+    const opening = (entry.opening ??= openPooled(entry));
+    opening.catch(() => {
+      if (entry.opening === opening) entry.opening = undefined;
+    });
+    const file = await opening;
+    if (openFiles.delete(entry)) openFiles.set(entry, true);
+    return await use(file);
+  } finally {
+    entry.busy--;
+    if (entry.busy === 0) wake();
+  }
+}
+
 /** A source that opens its file on first read, so listing a folder holds no handles. */
 function lazyFileSource(path: string, size: number): NodeFileSource {
-  let opening: Promise<FileHandle> | undefined;
+  const entry: PooledFile = { path, busy: 0 };
   return handleSource(
-    basename(path),
+    path,
     size,
-    () => (opening ??= open(path, constants.O_RDONLY)),
-    async () => {
-      const pending = opening;
-      opening = undefined;
-      if (pending) await (await pending).close();
-    },
+    (use) => withPooled(entry, use),
+    () => closePooled(entry),
   );
 }
 
+/** `path` names the file in errors (a bare shard name is the same in the base and every agent). */
 function handleSource(
-  name: string,
+  path: string,
   size: number,
-  handle: () => Promise<FileHandle>,
+  withFile: <T>(use: (file: FileHandle) => Promise<T>) => Promise<T>,
   close: () => Promise<void>,
 ): NodeFileSource {
+  const name = basename(path);
   return {
     name,
     size,
     async read(offset, length, into) {
-      const target = readTarget(name, size, offset, length, into);
+      const target = readTarget(path, size, offset, length, into);
       try {
-        const file = await handle();
-        let done = 0;
-        while (done < length) {
-          const want = Math.min(length - done, MAX_READ);
-          const { bytesRead } = await file.read(target, done, want, offset + done);
-          if (bytesRead === 0) {
-            throw new SafetensorsError(
-              'ReadFailed',
-              name,
-              `the file ended at byte ${offset + done}, before the ${size} bytes it had when opened: it changed while being read. Open it again.`,
-            );
+        await withFile(async (file) => {
+          let done = 0;
+          while (done < length) {
+            const want = Math.min(length - done, MAX_READ);
+            const { bytesRead } = await file.read(target, done, want, offset + done);
+            if (bytesRead === 0) {
+              throw new SafetensorsError(
+                'ReadFailed',
+                path,
+                `the file ended at byte ${offset + done}, before the ${size} bytes it had when opened: it changed while being read. Open it again.`,
+              );
+            }
+            done += bytesRead;
           }
-          done += bytesRead;
-        }
+        });
       } catch (error) {
-        throw asReadFailed(name, error, `bytes ${offset}..${offset + length}`);
+        throw asReadFailed(path, error, `bytes ${offset}..${offset + length}`);
       }
       return target;
     },
@@ -201,4 +276,58 @@ function isMissing(error: unknown): boolean {
 
 function ignoreMissing(error: unknown): void {
   if (!isMissing(error)) throw error;
+}
+
+/** A file as it was when opened: a later size or mtime that differs means it was rewritten. */
+export interface FileIdentity {
+  path: string;
+  size: number;
+  mtimeNs: bigint;
+}
+
+export async function fileIdentity(path: string): Promise<FileIdentity> {
+  try {
+    const info = await stat(path, { bigint: true });
+    return { path, size: Number(info.size), mtimeNs: info.mtimeNs };
+  } catch (error) {
+    throw asReadFailed(path, error, 'the file');
+  }
+}
+
+/** Throws, naming the file, if any file's size or mtime is no longer what it was when opened. */
+export async function checkUnchanged(files: readonly FileIdentity[]): Promise<void> {
+  for (const before of files) {
+    const now = await fileIdentity(before.path).catch(() => undefined);
+    if (now && now.size === before.size && now.mtimeNs === before.mtimeNs) continue;
+    const what = !now
+      ? 'was removed'
+      : now.size !== before.size
+        ? `changed size from ${before.size} to ${now.size} bytes`
+        : 'was modified';
+    throw new SafetensorsError(
+      'ReadFailed',
+      before.path,
+      `${what} during the merge, so the output would match neither its old nor its new contents; ` +
+        'nothing was published. Run the merge again once the file is final.',
+    );
+  }
+}
+
+/** Streaming sha256 of a whole file, one chunk in memory at a time. */
+export async function sha256File(path: string): Promise<string> {
+  const hash = new Sha256();
+  const handle = await open(path, constants.O_RDONLY).catch((error: unknown) => {
+    throw asReadFailed(path, error, 'the file');
+  });
+  try {
+    const chunk = new Uint8Array(8 << 20);
+    for (;;) {
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
+      if (bytesRead === 0) break;
+      hash.update(chunk.subarray(0, bytesRead));
+    }
+  } finally {
+    await handle.close();
+  }
+  return hash.hex();
 }

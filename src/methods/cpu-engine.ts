@@ -2,15 +2,17 @@
 // top-k by the same radix select as the GPU, over windows), for machines with no usable adapter.
 
 import { decodeFloats, dtypeBits, encodeFloats } from '../format/dtype.ts';
-import { checkMergeOptions, forTensor, throwIfAborted } from '../engine/errors.ts';
+import { checkMergeOptions, forTensor, NonFiniteTally, throwIfAborted } from '../engine/errors.ts';
 import type { MergeEngine, MergeOptions, TensorInput, TensorStats } from '../engine/types.ts';
-import { magnitudeKey, taskVector } from './float32.ts';
+import { tauKey } from './float32.ts';
 import {
   accumulateStats,
   dareTaus,
   denseTaus,
+  keepUnchanged,
   linearCombine,
   ramCombine,
+  scanNonFinite,
   taskArithmeticCombine,
   tiesCombine,
   type SparseTaus,
@@ -37,15 +39,19 @@ export function createCpuEngine(options: CpuEngineOptions): MergeEngine {
     withBase = true,
   ): Promise<TensorValues> {
     const bytes = dtypeBits(tensor.dtype) / 8;
-    const slots = await Promise.all(
+    const raws = await Promise.all(
       Array.from({ length: n + 1 }, async (_, k) => {
-        if (k === 0 && !withBase) return new Float64Array(count);
         const raw = new Uint8Array(count * bytes);
-        await tensor.read(k, start, count, raw);
-        return decodeFloats(tensor.dtype, raw, count);
+        if (k > 0 || withBase) await tensor.read(k, start, count, raw);
+        return raw;
       }),
     );
-    return { name: tensor.name, dtype: tensor.dtype, base: slots[0]!, agents: slots.slice(1) };
+    const slots = raws.map((raw) => decodeFloats(tensor.dtype, raw, count));
+    // The stored bits too: the non-finite rule compares bit patterns, NaN payloads included.
+    const bits = raws.map((raw) =>
+      bytes === 2 ? new Uint16Array(raw.buffer, 0, count) : new Uint32Array(raw.buffer, 0, count),
+    );
+    return { name: tensor.name, dtype: tensor.dtype, base: slots[0]!, agents: slots.slice(1), bits };
   }
 
   async function* windows(
@@ -83,7 +89,7 @@ export function createCpuEngine(options: CpuEngineOptions): MergeEngine {
           const agent = values.agents[t]!;
           const histogram = histograms[t]!;
           for (let i = 0; i < agent.length; i++) {
-            const key = magnitudeKey(taskVector(agent[i]!, values.base[i]!));
+            const key = tauKey(agent[i]!, values.base[i]!);
             // Shifts by 31 are fine in JS; the prefix match selects keys under the chosen high digits.
             if (key !== 0 && key >>> high === state.prefix >>> high)
               histogram[(key >>> shift) & ((1 << bits) - 1)]!++;
@@ -100,7 +106,7 @@ export function createCpuEngine(options: CpuEngineOptions): MergeEngine {
     taus.votes.forEach((tau, t) => {
       const state = states[t]!;
       for (let i = 0; i < tau.length; i++) {
-        const key = magnitudeKey(tau[i]!);
+        const key = tauKey(values.agents[t]![i]!, values.base[i]!);
         const rank = key === state.threshold ? tieRanks[t]!++ : 0;
         if (topKKept(state, key, rank)) continue;
         tau[i] = 0;
@@ -158,10 +164,24 @@ export function createCpuEngine(options: CpuEngineOptions): MergeEngine {
         break;
     }
     const inputBytes = ((n + 1) * dtypeBits(tensor.dtype)) / 8;
-    for await (const { start, values } of windows(tensor, signal, params.method !== 'linear')) {
-      await options.emit(encodeFloats(options.outDtype, combine(values, start)));
+    const withBase = params.method !== 'linear';
+    const tally = new NonFiniteTally(n + 1);
+    for await (const { start, values } of windows(tensor, signal, withBase)) {
+      const scan = scanNonFinite(values, withBase);
+      const out = combine(values, start);
+      keepUnchanged(out, values, scan, withBase);
+      const encoded = encodeFloats(options.outDtype, out);
+      // Overflow is judged on the stored output: f16 overflows long before f64 does.
+      const stored = decodeFloats(options.outDtype, encoded, out.length);
+      let overflow = 0;
+      for (let i = 0; i < out.length; i++)
+        if (!scan.nonFinite[i] && !scan.kept[i] && !Number.isFinite(stored[i]!)) overflow++;
+      tally.add(scan.count, overflow, scan.perModel);
+      // After a bad window nothing more is emitted; the rest is only counted for the error.
+      if (!tally.bad) await options.emit(encoded);
       options.onProgress?.((start + values.base.length) * inputBytes);
     }
+    tally.throwIfBad();
   }
 
   return {

@@ -45,3 +45,22 @@ export function ulpOf(value: number, dtype: FloatDtype): number {
   const exponent = Math.max(((f32Bits(Math.abs(value)) >>> 23) & 0xff) - 127, minExponent);
   return 2 ** (exponent - mantissaBits);
 }
+
+/**
+ * The f32 threshold that decides |τ| > ε exactly as the real ε does (SPEC.md "Precision facts"): the
+ * largest f32 ≤ ε. The nearest f32 can lie above ε (1e-3 does) and would drop |τ| = fround(ε).
+ */
+export function epsilonF32(epsilon: number): number {
+  const nearest = Math.fround(epsilon);
+  if (!(nearest > epsilon)) return nearest;
+  // A positive f32's next smaller f32 is one bit pattern down (0 has no smaller one that is ≥ 0).
+  return nearest === 0 ? 0 : f32FromBits(f32Bits(nearest) - 1);
+}
+
+/**
+ * The TIES select's key of τ: 0 where the agent holds the base's value, so an element that every
+ * model stores as the same ±Inf or NaN is unchanged (SPEC.md "Non-finite values") rather than huge.
+ */
+export function tauKey(agent: number, base: number): number {
+  return Object.is(agent, base) ? 0 : magnitudeKey(taskVector(agent, base));
+}

@@ -135,17 +135,24 @@ describe('reference details that fix the contract', () => {
     expect(merged[5]).toBe(-0.25);
   });
 
-  it('compares |τ| with ε rounded to f32 and |τ| itself in f32', () => {
-    // ε just below an f32: in f64 that f32 would exceed ε, rounded to f32 it equals ε (unchanged).
+  it('compares the f32 |τ| with the real ε (SPEC: the largest f32 ≤ ε), never with the nearest f32', () => {
+    // ε just below an f32: the nearest f32 to ε equals |τ| and would drop it, but |τ| > ε exactly.
     const at = Math.fround(1e-5);
     const eps = at * (1 - 2 ** -30);
     const v: TensorValues = {
       name: 'e',
       dtype: 'F32',
-      base: new Float64Array(2),
-      agents: [Float64Array.from([at, -at * 1.5])],
+      base: new Float64Array(3),
+      agents: [Float64Array.from([at, -at * 1.5, at / 2])],
     };
-    expect(referenceStats(v, eps).counts).toEqual([1, 1]);
+    expect(referenceStats(v, eps).counts).toEqual([1, 2]);
+    // ε = 1e-3 lies below its nearest f32: an element at exactly fround(1e-3) is a change.
+    const f = Math.fround(1e-3);
+    expect(f).toBeGreaterThan(1e-3);
+    const w: TensorValues = { ...v, agents: [Float64Array.from([f, -f, 1e-3 / 2])] };
+    expect(referenceStats(w, 1e-3).counts).toEqual([1, 2]);
+    // ε that is an f32 itself stays strict: |τ| = ε is no change.
+    expect(referenceStats({ ...v, agents: [Float64Array.from([at, -at, 0])] }, at).counts).toEqual([3, 0]);
     expect(magnitudeKey(-2)).toBe(magnitudeKey(2));
   });
 });

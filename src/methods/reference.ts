@@ -6,7 +6,7 @@
 import type { FloatDtype } from '../format/dtype.ts';
 import type { TensorStats } from '../engine/types.ts';
 import type { MethodParams } from './types.ts';
-import { magnitudeKey, taskVector, ulpOf } from './float32.ts';
+import { epsilonF32, f32Bits, taskVector, tauKey, ulpOf } from './float32.ts';
 import { dareHash, dareKeepBelow, dareKept, dareScale, fnv1a32 } from './rng.ts';
 import { deriveTensorStats, emptyTensorStats, magnitudeBin, tensorLocalLambdas } from './stats.ts';
 import { topKCount } from './select.ts';
@@ -18,6 +18,68 @@ export interface TensorValues {
   dtype: FloatDtype;
   base: Float64Array;
   agents: readonly Float64Array[];
+  /**
+   * The stored bit patterns, base first (u16 for 16-bit dtypes): they tell NaN payloads apart. Without
+   * them the f32 bits of the values are compared.
+   */
+  bits?: readonly ArrayLike<number>[];
+}
+
+/** A window's elements under SPEC.md "Non-finite values". */
+export interface NonFiniteScan {
+  /** 1 where the models' bits differ and one of them is NaN or ±Inf: not classified, not mergeable. */
+  nonFinite: Uint8Array;
+  /** 1 where every model holds the same NaN or ±Inf bits: unchanged, kept as it is. */
+  kept: Uint8Array;
+  count: number;
+  /** Per model, base first: the non-finite elements where it holds NaN or ±Inf. */
+  perModel: number[];
+}
+
+/**
+ * Classifies every element of `v`. Without the base (linear merges agents only) agent 0's bits are the
+ * reference and the base is not looked at.
+ */
+export function scanNonFinite(v: TensorValues, withBase = true): NonFiniteScan {
+  const slots = [v.base, ...v.agents];
+  const first = withBase ? 0 : 1;
+  const bitsOf = (m: number, i: number): number => v.bits?.[m]?.[i] ?? f32Bits(slots[m]![i]!);
+  const n = v.base.length;
+  const scan: NonFiniteScan = {
+    nonFinite: new Uint8Array(n),
+    kept: new Uint8Array(n),
+    count: 0,
+    perModel: new Array<number>(slots.length).fill(0),
+  };
+  for (let i = 0; i < n; i++) {
+    let special = false;
+    let differs = false;
+    const reference = bitsOf(first, i);
+    for (let m = first; m < slots.length; m++) {
+      if (!Number.isFinite(slots[m]![i]!)) special = true;
+      if (bitsOf(m, i) !== reference) differs = true;
+    }
+    if (!special) continue;
+    if (!differs) {
+      scan.kept[i] = 1;
+      continue;
+    }
+    scan.nonFinite[i] = 1;
+    scan.count++;
+    for (let m = first; m < slots.length; m++) if (!Number.isFinite(slots[m]![i]!)) scan.perModel[m]!++;
+  }
+  return scan;
+}
+
+/** Puts back the inputs' own value where every model holds the same NaN or ±Inf. */
+export function keepUnchanged(
+  out: Float64Array,
+  v: TensorValues,
+  scan: NonFiniteScan,
+  withBase = true,
+): void {
+  const reference = withBase ? v.base : v.agents[0]!;
+  for (let i = 0; i < out.length; i++) if (scan.kept[i]) out[i] = reference[i]!;
 }
 
 /** Per agent, the sparsified τ̂ as merged (f64) and as the GPU holds it for the sign vote (f32). */
@@ -28,10 +90,18 @@ export interface SparseTaus {
 
 /** Adds the statistics of `v` (a whole tensor or a window) into `into`; call deriveTensorStats after. */
 export function accumulateStats(into: TensorStats, v: TensorValues, epsilon: number): void {
-  const eps = Math.fround(epsilon);
+  const eps = epsilonF32(epsilon);
   const n = v.agents.length;
   const changed: number[] = [];
+  const scan = scanNonFinite(v);
+  into.nonFinite += scan.count;
+  scan.perModel.forEach((count, m) => (into.nonFiniteModels[m]! += count));
   for (let i = 0; i < v.base.length; i++) {
+    if (scan.nonFinite[i]) continue;
+    if (scan.kept[i]) {
+      into.counts[0]!++;
+      continue;
+    }
     const base = v.base[i]!;
     const ulp = ulpOf(base, v.dtype);
     changed.length = 0;
@@ -65,7 +135,7 @@ export function referenceStats(v: TensorValues, epsilon: number): TensorStats {
 
 /** RAM family: c = 0 keeps the base, c = 1 adds λ_t τ_t, c ≥ 2 adds the mean of the contributing τ. */
 export function ramCombine(v: TensorValues, lambdas: readonly number[], epsilon: number): Float64Array {
-  const eps = Math.fround(epsilon);
+  const eps = epsilonF32(epsilon);
   const out = new Float64Array(v.base.length);
   for (let i = 0; i < out.length; i++) {
     const base = v.base[i]!;
@@ -139,7 +209,7 @@ export function topKTaus(v: TensorValues, densities: readonly number[]): SparseT
   const n = v.base.length;
   dense.votes.forEach((tau, t) => {
     const k = topKCount(densities[t]!, n);
-    const keys = Uint32Array.from(tau, (x) => magnitudeKey(x));
+    const keys = Uint32Array.from(tau, (_, i) => tauKey(v.agents[t]![i]!, v.base[i]!));
     const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => keys[b]! - keys[a]! || a - b);
     const keep = new Uint8Array(n);
     for (const i of order.slice(0, k)) keep[i] = 1;
@@ -216,13 +286,22 @@ function wholeTensorDareScales(v: TensorValues, params: MethodParams): number[] 
 
 /**
  * The merged tensor in f64 (before rounding to the output dtype). `lambdas` are the global λ of
- * `ramplus` / `ramplus_soft`; `ram` uses 1 and `ramplus_tl` its own per-tensor λ.
+ * `ramplus` / `ramplus_soft`; `ram` uses 1 and `ramplus_tl` its own per-tensor λ. Elements that every
+ * model holds as the same NaN or ±Inf are kept; a merge with non-finite elements (scanNonFinite) fails
+ * in the engines, so its values here are not a result.
  */
 export function referenceMerge(
   v: TensorValues,
   params: MethodParams,
   lambdas: readonly number[],
 ): Float64Array {
+  const withBase = params.method !== 'linear';
+  const out = combineTensor(v, params, lambdas);
+  keepUnchanged(out, v, scanNonFinite(v, withBase), withBase);
+  return out;
+}
+
+function combineTensor(v: TensorValues, params: MethodParams, lambdas: readonly number[]): Float64Array {
   const n = v.agents.length;
   if ((params.method === 'dare_linear' || params.method === 'dare_ties') && !params.dareScales)
     params = { ...params, dareScales: wholeTensorDareScales(v, params) };

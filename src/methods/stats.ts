@@ -59,6 +59,8 @@ export function emptyTensorStats(
     dtype,
     numel,
     counts: new Array<number>(agents + 1).fill(0),
+    nonFinite: 0,
+    nonFiniteModels: new Array<number>(agents + 1).fill(0),
     overlap: perAgent(agents),
     changed: new Array<number>(agents).fill(0),
     unique: new Array<number>(agents).fill(0),
@@ -83,6 +85,10 @@ export interface ModelStats {
   numel: number;
   /** counts[c]: elements changed by exactly c agents. */
   counts: number[];
+  /** Elements not classified because their bits differ and hold NaN or ±Inf (TensorStats.nonFinite). */
+  nonFinite: number;
+  /** Per model, base first: of those, the elements where it holds NaN or ±Inf. */
+  nonFiniteModels: number[];
   changed: number[];
   unique: number[];
   /** changed − unique. */
@@ -108,6 +114,8 @@ export function sumStats(
     tensors: tensors.length,
     numel: 0,
     counts: zeros(agents + 1),
+    nonFinite: 0,
+    nonFiniteModels: zeros(agents + 1),
     changed: zeros(agents),
     unique: zeros(agents),
     shared: zeros(agents),
@@ -126,7 +134,9 @@ export function sumStats(
   for (const s of tensors) {
     total.numel += s.numel;
     total.signConflicts += s.signConflicts;
+    total.nonFinite += s.nonFinite;
     add(total.counts, s.counts);
+    add(total.nonFiniteModels, s.nonFiniteModels);
     add(total.oneUlp, s.oneUlp);
     for (let t = 0; t < agents; t++) {
       add(total.overlap[t]!, s.overlap[t] ?? []);

@@ -3,11 +3,11 @@
 import source from '../../../shaders/linear.wgsl?raw';
 import { createKernel, type Kernel, type KernelSpec } from './kernel.ts';
 import { MERGE_BINDINGS, mergeConstants, type MergeVariant } from './merge-bindings.ts';
-import { ELEMENTWISE_SOURCES } from './sources.ts';
+import { MERGE_SOURCES } from './sources.ts';
 
 export const LINEAR_KERNEL: KernelSpec = {
   name: 'linear',
-  sources: [...ELEMENTWISE_SOURCES, source],
+  sources: [...MERGE_SOURCES, source],
   bindings: MERGE_BINDINGS,
   constants: ['IN_DTYPE', 'OUT_DTYPE', 'AGENTS'],
 };

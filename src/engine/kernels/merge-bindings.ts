@@ -8,7 +8,18 @@ export const MERGE_BINDINGS: readonly BindingSpec[] = [
   { binding: 1, name: 'inputs', type: 'read-only-storage' },
   { binding: 2, name: 'output', type: 'storage' },
   { binding: 3, name: 'agents', type: 'read-only-storage' },
+  { binding: 5, name: 'flags', type: 'storage' },
 ];
+
+/** Offsets in the `flags` counters of shaders/common/finite.wgsl. */
+export const FLAG_NON_FINITE = 0;
+export const FLAG_OVERFLOW = 1;
+/** flags[FLAG_MODELS + m]: non-finite elements where model m (0 = base) holds NaN or ±Inf. */
+export const FLAG_MODELS = 2;
+
+export function flagCount(agents: number): number {
+  return FLAG_MODELS + agents + 1;
+}
 
 export interface MergeVariant {
   inDtype: FloatDtype;

@@ -24,6 +24,8 @@ export interface StatsLayout {
   sign: number;
   magnitude: number;
   ulp: number;
+  /** nonFinite at nonFinite, nonFiniteModels[m] at nonFinite + 1 + m. */
+  nonFinite: number;
   /** pairs[t][u] for t < u at pairs + t·N + u (an N×N region, only for N ≤ PAIRS_MAX_AGENTS). */
   pairs: number;
   /** Number of u32 counters. */
@@ -36,12 +38,13 @@ export function statsLayout(agents: number): StatsLayout {
   const sign = overlap + agents * agents;
   const magnitude = sign + 1;
   const ulp = magnitude + agents * MAGNITUDE_BINS.length;
-  const pairs = ulp + agents;
+  const nonFinite = ulp + agents;
+  const pairs = nonFinite + agents + 2;
   const count = pairs + (agents <= PAIRS_MAX_AGENTS ? agents * agents : 0);
-  return { overlap, sign, magnitude, ulp, pairs, count };
+  return { overlap, sign, magnitude, ulp, nonFinite, pairs, count };
 }
 
-/** Adds one window's counters into `stats`; counts[0] is the window's remainder. */
+/** Adds one window's counters into `stats`; counts[0] is the window's remainder after the classified and non-finite elements. */
 export function addStatsCounters(stats: TensorStats, counters: Uint32Array, windowCount: number): void {
   const n = stats.changed.length;
   const layout = statsLayout(n);
@@ -50,7 +53,10 @@ export function addStatsCounters(stats: TensorStats, counters: Uint32Array, wind
     stats.counts[c]! += counters[c]!;
     changedSomewhere += counters[c]!;
   }
-  stats.counts[0]! += windowCount - changedSomewhere;
+  const nonFinite = counters[layout.nonFinite]!;
+  stats.counts[0]! += windowCount - changedSomewhere - nonFinite;
+  stats.nonFinite += nonFinite;
+  for (let m = 0; m <= n; m++) stats.nonFiniteModels[m]! += counters[layout.nonFinite + 1 + m]!;
   for (let t = 0; t < n; t++) {
     for (let k = 0; k < n; k++) stats.overlap[t]![k]! += counters[layout.overlap + t * n + k]!;
     for (let b = 0; b < MAGNITUDE_BINS.length; b++) {

@@ -4,11 +4,11 @@
 import source from '../../../shaders/task_arithmetic.wgsl?raw';
 import { createKernel, type Kernel, type KernelSpec } from './kernel.ts';
 import { MERGE_BINDINGS, mergeConstants, type MergeVariant } from './merge-bindings.ts';
-import { ELEMENTWISE_SOURCES, RNG_SOURCE } from './sources.ts';
+import { MERGE_SOURCES, RNG_SOURCE } from './sources.ts';
 
 export const TASK_ARITHMETIC_KERNEL: KernelSpec = {
   name: 'task_arithmetic',
-  sources: [...ELEMENTWISE_SOURCES, RNG_SOURCE, source],
+  sources: [...MERGE_SOURCES, RNG_SOURCE, source],
   bindings: MERGE_BINDINGS,
   constants: ['IN_DTYPE', 'OUT_DTYPE', 'AGENTS', 'DARE'],
 };

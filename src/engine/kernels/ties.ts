@@ -4,12 +4,16 @@
 import source from '../../../shaders/ties.wgsl?raw';
 import { createKernel, type Kernel, type KernelSpec } from './kernel.ts';
 import { MERGE_BINDINGS, mergeConstants, type MergeVariant } from './merge-bindings.ts';
-import { RNG_SOURCE, WINDOW_SOURCES } from './sources.ts';
+import { FINITE_SOURCE, RNG_SOURCE, WINDOW_SOURCES } from './sources.ts';
 
 export const TIES_KERNEL: KernelSpec = {
   name: 'ties',
-  sources: [...WINDOW_SOURCES, RNG_SOURCE, source],
-  bindings: [...MERGE_BINDINGS, { binding: 4, name: 'tie_prefix', type: 'read-only-storage' }],
+  sources: [...WINDOW_SOURCES, FINITE_SOURCE, RNG_SOURCE, source],
+  bindings: [
+    ...MERGE_BINDINGS.filter((b) => b.binding < 4),
+    { binding: 4, name: 'tie_prefix', type: 'read-only-storage' },
+    ...MERGE_BINDINGS.filter((b) => b.binding > 4),
+  ],
   constants: ['IN_DTYPE', 'OUT_DTYPE', 'AGENTS', 'DARE'],
 };
 

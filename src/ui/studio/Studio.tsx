@@ -14,6 +14,7 @@ import { ExportPanel } from './ExportPanel.tsx';
 import { InspectPanel } from './InspectPanel.tsx';
 import { LoadPanel } from './LoadPanel.tsx';
 import { MergePanel } from './MergePanel.tsx';
+import { NonFinite } from './NonFinite.tsx';
 import { StatsPanel } from './StatsPanel.tsx';
 import './studio.css';
 
@@ -77,6 +78,7 @@ export function Studio() {
       <LoadPanel />
       <StatsPanel />
       <InspectPanel />
+      <NonFinite />
       <MergePanel />
       <ExportPanel />
       <ArenaPanel />

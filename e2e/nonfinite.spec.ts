@@ -1,0 +1,71 @@
+// NaN and ±Inf in the studio (SPEC.md "Non-finite values"): a base and two agents, one of which
+// holds NaN and +Inf where the others do not, and a −Inf that every model shares (kept, not counted).
+// The statistics list where they are, per tensor and model, and a merge stops naming the tensor.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { floatTensor, rng, writeModelFolder } from '../src/test/fixtures.ts';
+import { expect, test as base } from './fixtures.ts';
+import { WorkflowPage } from './workflow-page.ts';
+
+const test = base.extend<{ workflow: WorkflowPage }>({
+  workflow: async ({ page }, use) => {
+    await use(new WorkflowPage(page));
+  },
+});
+
+const AGENTS = ['coder', 'writer'] as const;
+
+test('shows NaN / ±Inf per tensor and model, and a merge of those tensors stops', async ({
+  workflow,
+  page,
+}, testInfo) => {
+  const root = await mkdtemp(join(tmpdir(), 'merge-studio-nonfinite-'));
+  try {
+    const random = rng(77);
+    const values = (n: number): Float32Array => Float32Array.from({ length: n }, () => random() - 0.5);
+    const baseA = values(64);
+    const baseB = values(32);
+    baseA[7] = -Infinity;
+    const models = {
+      base: [baseA, baseB],
+      coder: [baseA.map((x, i) => (i % 5 === 0 && i !== 0 ? x + 0.25 : x)), baseB.slice()],
+      writer: [baseA.map((x, i) => (i % 3 === 0 ? x - 0.5 : x)), baseB.map((x) => x + 0.125)],
+    };
+    // The coder holds NaN at three elements of `a` and +Inf at one of `b`; −Inf at a[7] is everyone's.
+    for (const i of [1, 2, 4]) models.coder[0]![i] = NaN;
+    models.coder[1]![9] = Infinity;
+    models.writer[0]![7] = -Infinity;
+    models.coder[0]![7] = -Infinity;
+    for (const [name, [a, b]] of Object.entries(models))
+      await writeModelFolder(join(root, name), [
+        floatTensor('model.layers.0.a.weight', 'F32', [8, 8], a!),
+        floatTensor('model.layers.0.b.weight', 'F32', [32], b!),
+      ]);
+
+    await workflow.openDemo();
+    await workflow.removeAllAgents();
+    await workflow.loadBaseFolder(join(root, 'base'));
+    for (const agent of AGENTS) await workflow.addAgentFolder(join(root, agent));
+    await workflow.analysisOf([...AGENTS]);
+
+    const panel = page.getByTestId('nonfinite-panel');
+    await expect(panel).toBeVisible();
+    await expect(page.getByTestId('nonfinite-total')).toContainText('4 elements in 2 tensors');
+    await expect(page.getByTestId('nonfinite-row-model_layers_0_a_weight')).toContainText('3');
+    await expect(page.getByTestId('nonfinite-row-model_layers_0_b_weight')).toContainText('1');
+    await expect(page.getByTestId('nonfinite-model-0')).toHaveText('0');
+    await expect(page.getByTestId('nonfinite-model-1')).toHaveText('4');
+    await expect(page.getByTestId('nonfinite-model-2')).toHaveText('0');
+    await workflow.shoot(panel, 'studio-nonfinite', testInfo);
+
+    await workflow.selectMethod('ram');
+    await workflow.mergeButton.click();
+    await expect(page.getByTestId('merge-error')).toContainText(/model\.layers\.0\.(a|b)\.weight/, {
+      timeout: 45_000,
+    });
+    await expect(page.getByTestId('merge-error')).toContainText('NaN or ±Inf');
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});
