@@ -263,7 +263,11 @@ test('the tensor view draws the embedding; its block counts equal the CPU refere
 
   // A click on a pixel selects its element for the inspector; its explanation matches the block's class.
   const canvas = page.getByTestId('tensor-mask');
-  const box = (await canvas.boundingBox())!;
+  // Playwright's click position is relative to the padding box; the image fills the content box.
+  const box = await canvas.evaluate((c) => {
+    const rect = c.getBoundingClientRect();
+    return { width: rect.width - 2 * c.clientLeft, height: rect.height - 2 * c.clientTop };
+  });
   const g = panned.geometry;
   // Zooming shrinks both axes: 512 of the 2048 rows and 16 of the 64 columns, one element per pixel.
   expect([g.gridRows, g.gridCols, g.blockCols]).toEqual([512, 16, 1]);
@@ -272,11 +276,17 @@ test('the tensor view draws the embedding; its block counts equal the CPU refere
   await canvas.click({
     position: { x: ((gx + 0.5) / g.gridCols) * box.width, y: ((gy + 0.5) / g.gridRows) * box.height },
   });
-  const index = (g.row0 + gy) * g.tensorCols + g.col0 + gx;
-  await expect(inspect.indexInput).toHaveValue(String(index));
   const block = JSON.parse((await page.getByTestId('tensor-mask-block').getAttribute('data-json'))!) as {
+    gy: number;
+    gx: number;
     changed: number[];
   };
+  // Mouse events carry whole CSS pixels and the 510 px image holds 512 rows: the pick may be a
+  // neighbouring row, never further, and the index is exactly the picked block's element.
+  expect(Math.abs(block.gy - gy)).toBeLessThanOrEqual(1);
+  expect(block.gx).toBe(gx);
+  const index = (g.row0 + block.gy) * g.tensorCols + g.col0 + block.gx;
+  await expect(inspect.indexInput).toHaveValue(String(index));
   const shown = await inspect.explain(EMBED, index);
   expect(shown.agents.map((a) => (a.changed ? 1 : 0))).toEqual(block.changed);
   await workflow.shoot(inspect.panel, 'inspector', testInfo);

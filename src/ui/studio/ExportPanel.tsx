@@ -259,7 +259,13 @@ function MergeCard({ record, deletable = false }: { record: MergeRecord; deletab
       </div>
       <details open>
         <summary>mergekit recipe</summary>
-        <pre className="studio-pre" data-testid={`${testId}-recipe`}>
+        <pre
+          className="studio-pre"
+          data-testid={`${testId}-recipe`}
+          // A scrollable region must take focus so keyboard users can scroll it.
+          tabIndex={0}
+          aria-label="mergekit recipe"
+        >
           {record.recipe}
         </pre>
       </details>
@@ -333,7 +339,7 @@ function LibraryCard({ entry }: { entry: LibraryEntry }) {
       {entry.card && (
         <details>
           <summary>Model card (README.md)</summary>
-          <pre className="studio-pre" data-testid="merge-card-readme">
+          <pre className="studio-pre" data-testid="merge-card-readme" tabIndex={0} aria-label="model card">
             {entry.card}
           </pre>
         </details>
@@ -341,7 +347,9 @@ function LibraryCard({ entry }: { entry: LibraryEntry }) {
       {entry.recipe && (
         <details>
           <summary>mergekit recipe</summary>
-          <pre className="studio-pre">{entry.recipe}</pre>
+          <pre className="studio-pre" tabIndex={0} aria-label="mergekit recipe">
+            {entry.recipe}
+          </pre>
         </details>
       )}
     </article>

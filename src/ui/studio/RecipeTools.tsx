@@ -139,7 +139,7 @@ export function RecipeTools() {
       )}
       <details>
         <summary>mergekit YAML of this recipe</summary>
-        <pre className="studio-pre" data-testid="recipe-yaml">
+        <pre className="studio-pre" data-testid="recipe-yaml" tabIndex={0} aria-label="mergekit recipe">
           {yaml}
         </pre>
       </details>

@@ -225,9 +225,14 @@ export function TensorView() {
 
   const blockAt = (event: MouseEvent<HTMLCanvasElement>): Block | null => {
     if (!g) return null;
-    const box = event.currentTarget.getBoundingClientRect();
-    const gx = Math.floor(((event.clientX - box.left) / box.width) * g.gridCols);
-    const gy = Math.floor(((event.clientY - box.top) / box.height) * g.gridRows);
+    // The image fills the content box: measure from inside the canvas's border.
+    const canvas = event.currentTarget;
+    const box = canvas.getBoundingClientRect();
+    const x = event.clientX - box.left - canvas.clientLeft;
+    const y = event.clientY - box.top - canvas.clientTop;
+    // Fractional sizes: clientWidth rounds, and a sub-pixel error picks the neighbouring row.
+    const gx = Math.floor((x / (box.width - 2 * canvas.clientLeft)) * g.gridCols);
+    const gy = Math.floor((y / (box.height - 2 * canvas.clientTop)) * g.gridRows);
     if (gx < 0 || gy < 0 || gx >= g.gridCols || gy >= g.gridRows) return null;
     return { gy, gx, of: result };
   };
