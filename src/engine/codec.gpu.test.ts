@@ -9,7 +9,7 @@ import { createConvertKernel } from './kernels/convert.ts';
 import { encodeParams, PARAMS_BYTES } from './layout.ts';
 import { mergeGroups, pad4, splitDispatch } from './plumbing.ts';
 import { Scheduler } from './scheduler.ts';
-import { openGpuHarness } from './test-harness.ts';
+import { openGpuHarness } from '../test/gpu-harness.ts';
 
 const opened = await openGpuHarness();
 const harness = opened.harness;
