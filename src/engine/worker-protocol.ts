@@ -10,6 +10,7 @@ import type { EngineLimits } from './device.ts';
 import type { AnalysisResult, Progress, WrittenFile } from './driver.ts';
 import type { ElementExplanation, ExplainCall, MaskViewCall, MaskViewResult } from './inspect.ts';
 import type { LibraryEntry } from './library.ts';
+import type { ProbeResult } from './probe.ts';
 
 /** OPFS folder under which every merge gets its own subfolder. */
 export const MERGES_FOLDER = 'merges';
@@ -128,6 +129,8 @@ export interface WorkerCalls {
   readBack: { request: { target: FileSystemDirectoryHandle; files: WrittenFile[] }; result: ReadBackReport };
   arena: { request: { target: ArenaTarget; episodes?: number }; result: ArenaScores };
   configure: { request: { readDelayMs: number }; result: null };
+  /** The GPU self-test on the engine's device, through its kernels and scheduler (src/engine/self-test.ts). */
+  selfTest: { request: Record<string, never>; result: ProbeResult };
   maskCanvas: { request: { canvas: OffscreenCanvas }; result: null };
   maskView: { request: MaskViewCall; result: MaskViewResult };
   explain: { request: ExplainCall; result: ElementExplanation };

@@ -31,6 +31,7 @@ import { explainElement, InspectHost } from './inspect.ts';
 import { listLibrary } from './library.ts';
 import { Sha256 } from '../io/sha256.ts';
 import { createGpuEngine, DEFAULT_WINDOW_ELEMENTS } from './gpu-engine.ts';
+import { runSelfTest } from './self-test.ts';
 import {
   DEMO_MODEL_TYPE,
   MERGES_FOLDER,
@@ -530,6 +531,11 @@ const handlers: Handlers = {
   async configure({ readDelayMs: delay }) {
     readDelayMs = Math.max(0, delay);
     return null;
+  },
+  async selfTest() {
+    const found = await acquireDevice();
+    if ('error' in found) throw new Error(`The engine has no GPU device: ${found.error}.`);
+    return runSelfTest(found.device, describeAdapter(found.adapterInfo));
   },
   async maskCanvas({ canvas }) {
     inspectHost.attach(canvas);
