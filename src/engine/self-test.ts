@@ -2,7 +2,7 @@
 // through the Scheduler) and a tiny RAM merge through createGpuEngine, each checked bit for bit
 // against the CPU (the format codec and the CPU reference engine). So "passed" speaks for the code
 // that merges, on the device that merges, with no codec of its own.
-import { encodeFloats, f32ToBf16 } from '../format/dtype.ts';
+import { dtypeBits, encodeFloats, f32ToBf16, type FloatDtype } from '../format/dtype.ts';
 import { defaultParams } from '../methods/defaults.ts';
 import { seededRandom, tensorInput } from '../methods/test-tensors.ts';
 import { createCpuEngine } from './cpu-engine.ts';
@@ -39,7 +39,8 @@ export async function runSelfTest(
   const started = performance.now();
 
   const f32 = randomF32(elements, random);
-  const converted = await convertToBf16(device, f32);
+  const bytes = await convertOnGpu(device, new Uint8Array(f32.buffer), elements, 'F32', 'BF16');
+  const converted = new Uint16Array(bytes.buffer, bytes.byteOffset, elements);
   const convertCheck = compareBf16(Uint16Array.from(f32, f32ToBf16), converted);
 
   const input = ramInput(elements, random);
@@ -104,37 +105,45 @@ async function mergeBf16(engine: MergeEngine, input: TensorInput): Promise<Uint1
   return new Uint16Array(out.buffer);
 }
 
-/** The engine's convert kernel through its Scheduler, as the merge passes use them. */
-async function convertToBf16(device: GPUDevice, values: Float32Array): Promise<Uint16Array> {
-  const count = values.length;
-  const scheduler = new Scheduler(device, 'SelfTest');
-  const kernel = await createConvertKernel(device, 'F32', 'BF16');
-  const outBytes = pad4(count * 2);
+/**
+ * Re-encodes `count` elements with the engine's convert kernel through its Scheduler, as the merge
+ * passes run; returns the output words, pad included (written over a 0xFF poison, so gaps show).
+ */
+export async function convertOnGpu(
+  device: GPUDevice,
+  input: Uint8Array,
+  count: number,
+  from: FloatDtype,
+  to: FloatDtype,
+): Promise<Uint8Array> {
+  const scheduler = new Scheduler(device, 'Convert');
+  const kernel = await createConvertKernel(device, from, to);
+  const outBytes = pad4(count * (dtypeBits(to) / 8));
   const make = (label: string, size: number, usage: number): GPUBuffer =>
-    device.createBuffer({ label: `SelfTest.${label}`, size: Math.max(4, pad4(size)), usage });
+    device.createBuffer({ label: `Convert.${label}`, size: Math.max(4, pad4(size)), usage });
   const buffers = [
     make('params', PARAMS_BYTES, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST),
-    make('inputs', values.byteLength, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST),
+    make('inputs', input.byteLength, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST),
     make('output', outBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST),
     make('readback', outBytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST),
   ] as const;
   const [params, inputs, output, readback] = buffers;
   try {
     const d = splitDispatch(mergeGroups(count), device.limits.maxComputeWorkgroupsPerDimension);
-    scheduler.write(inputs, 0, new Uint8Array(values.buffer, values.byteOffset, values.byteLength));
-    // Poisoned first, so an element the kernel leaves unwritten shows as a mismatch.
+    const padded = new Uint8Array(pad4(input.byteLength));
+    padded.set(input);
+    scheduler.write(inputs, 0, padded);
     scheduler.write(output, 0, new Uint8Array(outBytes).fill(0xff));
     scheduler.write(
       params,
       0,
-      encodeParams({ count, slotWords: values.byteLength / 4, start: 0, groupsX: d.x, groups: d.groups }),
+      encodeParams({ count, slotWords: padded.byteLength / 4, start: 0, groupsX: d.x, groups: d.groups }),
     );
     scheduler.submit('convert', (encoder) => {
       kernel.encode(encoder, { params, inputs, output }, d);
       encoder.copyBufferToBuffer(output, 0, readback, 0, outBytes);
     });
-    const bytes = await scheduler.read(readback, outBytes);
-    return new Uint16Array(bytes.buffer, bytes.byteOffset, count);
+    return await scheduler.read(readback, outBytes);
   } finally {
     for (const buffer of buffers) buffer.destroy();
     kernel.destroy();
