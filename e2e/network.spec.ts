@@ -8,10 +8,10 @@ test('requests nothing from any other origin', async ({ studio, network, baseURL
 
   const appOrigin = new URL(baseURL ?? '').origin;
   expect(['127.0.0.1', 'localhost']).toContain(new URL(appOrigin).hostname);
-  // The log must hold the page, its bundle and the worker's script, or it proves nothing.
+  // The log must hold the page, its bundle and the engine worker's script, or it proves nothing.
   expect(network.urls.some((url) => new URL(url).pathname === '/')).toBe(true);
   expect(network.urls.some((url) => /\/assets\/index-[\w-]+\.js$/.test(url))).toBe(true);
-  expect(network.urls.some((url) => /probe-worker/.test(url))).toBe(true);
+  expect(network.urls.some((url) => /\/assets\/worker-[\w-]+\.js$/.test(url))).toBe(true);
   const foreign = network.urls.filter((url) => new URL(url).origin !== appOrigin);
   expect(foreign).toEqual([]);
 });

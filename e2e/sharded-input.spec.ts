@@ -9,7 +9,7 @@ import { analyzeModels, mergeModels } from '../src/engine/driver.ts';
 import { openModel, type Model } from '../src/format/model.ts';
 import { memoryFolder } from '../src/io/sink.ts';
 import { memorySource } from '../src/io/source.ts';
-import { createCpuEngine } from '../src/methods/cpu-engine.ts';
+import { createCpuEngine } from '../src/engine/cpu-engine.ts';
 import { defaultParams } from '../src/methods/defaults.ts';
 import { floatTensor, modelFolderFiles, rng, type FixtureTensor } from '../src/test/fixtures.ts';
 import { expect, test as base } from './fixtures.ts';

@@ -8,7 +8,7 @@ import { readSafetensorsHeader } from '../src/format/safetensors.ts';
 import { serializeSafetensors } from '../src/format/write.ts';
 import { memoryFolder } from '../src/io/sink.ts';
 import { memorySource } from '../src/io/source.ts';
-import { createCpuEngine } from '../src/methods/cpu-engine.ts';
+import { createCpuEngine } from '../src/engine/cpu-engine.ts';
 import { defaultParams } from '../src/methods/defaults.ts';
 import type { MethodName } from '../src/methods/types.ts';
 

@@ -1,4 +1,4 @@
-// Exact per-window statistics (src/engine/types.ts TensorStats): u32 counters accumulated first in
+// Exact per-window statistics (src/methods/merge-types.ts TensorStats): u32 counters accumulated first in
 // workgroup atomics, then added to the global counters with one atomicAdd per non-zero counter per
 // workgroup. counts[0] is left to the host (window count minus the rest): it is the hottest counter.
 // Each element pair is worked on as a vec2 without branches except around its atomics, and sign

@@ -6,7 +6,7 @@ import { bf16ToF32, f32ToBf16 } from '../format/dtype.ts';
 import { indexJson, planShards } from '../format/sharded.ts';
 import { layoutSafetensors, SafetensorsStreamWriter, type TensorSpec } from '../format/write.ts';
 import type { FolderSink } from '../io/sink.ts';
-import { rng } from '../test/fixtures.ts';
+import { floatStream as rng } from '../demo/rng.ts';
 import { AGENT_DENSITIES } from './synthetic.ts';
 
 export interface LlamaSetOptions {

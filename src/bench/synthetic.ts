@@ -3,7 +3,7 @@
 import { f32ToBf16, bf16ToF32 } from '../format/dtype.ts';
 import { layoutSafetensors, SafetensorsStreamWriter, type TensorSpec } from '../format/write.ts';
 import type { FolderSink } from '../io/sink.ts';
-import { rng } from '../test/fixtures.ts';
+import { floatStream as rng } from '../demo/rng.ts';
 
 export interface SyntheticOptions {
   /** Bytes of one model (base or agent); the set is (agents + 1) times this. */

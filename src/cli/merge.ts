@@ -9,7 +9,7 @@ import { recipeResolver } from '../methods/resolve.ts';
 import { METHODS, type DareRescale, type MethodParams } from '../methods/types.ts';
 import { analyzeModels, mergeModels, predictOutputBytes, type InputFile } from '../engine/driver.ts';
 import { statsJson } from '../engine/stats-json.ts';
-import type { MergeEngine } from '../engine/types.ts';
+import type { MergeEngine } from '../methods/merge-types.ts';
 import { DTYPE_FLAGS, loadModel, num, perAgent, UsageError, type Values } from './args.ts';
 import { claimOutput, handleSignals, type RunStage } from './output.ts';
 import { ProgressPrinter } from './progress.ts';
@@ -22,7 +22,7 @@ async function makeEngine(
   agents: number,
   windowElements?: number,
 ): Promise<MergeEngine> {
-  if (cpu) return (await import('../methods/cpu-engine.ts')).createCpuEngine({ agents });
+  if (cpu) return (await import('../engine/cpu-engine.ts')).createCpuEngine({ agents });
   const { acquireNodeGpu } = await import('./node-gpu.ts');
   const { requestEngineDevice, describeAdapter } = await import('../engine/device.ts');
   const { createGpuEngine } = await import('../engine/gpu-engine.ts');

@@ -9,7 +9,7 @@ import { parse } from 'yaml';
 import { writeLlamaSet } from '../bench/llama-set.ts';
 import { decodeFloats } from '../format/dtype.ts';
 import { nodeFolder } from '../io/node.ts';
-import { roundBf16 } from '../methods/parity/mergekit-reference.ts';
+import { roundBf16 } from '../test/parity/mergekit-reference.ts';
 import { runCli } from '../test/cli.ts';
 import { loadModel } from './args.ts';
 

@@ -79,3 +79,9 @@ export class Rng {
 function rotl(x: number, k: number): number {
   return ((x << k) | (x >>> (32 - k))) >>> 0;
 }
+
+/** A seeded stream of floats in [0, 1): fresh, reproducible values, never all zeros (test and bench inputs). */
+export function floatStream(seed: number): () => number {
+  const generator = new Rng(seed);
+  return () => generator.float();
+}

@@ -5,60 +5,16 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16, type FloatDtype } from '../format/dtype.ts';
 import { f32Bits, f32FromBits } from '../methods/float32.ts';
 import { seededRandom } from '../methods/test-tensors.ts';
-import { createConvertKernel } from './kernels/convert.ts';
-import { encodeParams, PARAMS_BYTES } from './layout.ts';
-import { mergeGroups, pad4, splitDispatch } from './plumbing.ts';
-import { Scheduler } from './scheduler.ts';
-import { openGpuHarness } from './test-harness.ts';
+import { convertOnGpu } from './self-test.ts';
+import { openGpuHarness } from '../test/gpu-harness.ts';
 
 const opened = await openGpuHarness();
 const harness = opened.harness;
 afterAll(() => harness?.close());
 
-const BYTES: Record<FloatDtype, number> = { F32: 4, BF16: 2, F16: 2 };
-
 /** Converts `count` elements with the convert kernel; returns the raw output words, pad included. */
-async function convert(
-  input: Uint8Array,
-  count: number,
-  from: FloatDtype,
-  to: FloatDtype,
-): Promise<Uint8Array> {
-  const device = harness!.device;
-  const scheduler = new Scheduler(device, 'CodecTest');
-  const kernel = await createConvertKernel(device, from, to);
-  const outBytes = pad4(count * BYTES[to]);
-  const make = (label: string, size: number, usage: number): GPUBuffer =>
-    device.createBuffer({ label: `CodecTest.${label}`, size: Math.max(4, pad4(size)), usage });
-  const params = make('params', PARAMS_BYTES, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
-  const inputs = make('inputs', input.byteLength, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
-  const output = make(
-    'output',
-    outBytes,
-    GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
-  );
-  const readback = make('readback', outBytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
-  try {
-    const d = splitDispatch(mergeGroups(count), device.limits.maxComputeWorkgroupsPerDimension);
-    const padded = new Uint8Array(pad4(input.byteLength));
-    padded.set(input);
-    scheduler.write(inputs, 0, padded);
-    scheduler.write(output, 0, new Uint8Array(outBytes).fill(0xff));
-    scheduler.write(
-      params,
-      0,
-      encodeParams({ count, slotWords: padded.byteLength / 4, start: 0, groupsX: d.x, groups: d.groups }),
-    );
-    scheduler.submit('convert', (encoder) => {
-      kernel.encode(encoder, { params, inputs, output }, d);
-      encoder.copyBufferToBuffer(output, 0, readback, 0, outBytes);
-    });
-    return await scheduler.read(readback, outBytes);
-  } finally {
-    for (const b of [params, inputs, output, readback]) b.destroy();
-    kernel.destroy();
-    scheduler.destroy();
-  }
+function convert(input: Uint8Array, count: number, from: FloatDtype, to: FloatDtype): Promise<Uint8Array> {
+  return convertOnGpu(harness!.device, input, count, from, to);
 }
 
 const u16 = (values: readonly number[]): Uint8Array => new Uint8Array(Uint16Array.from(values).buffer);

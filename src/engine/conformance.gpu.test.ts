@@ -4,7 +4,7 @@
 // merged values within TOLERANCE of the f64 reference, and the CPU engine equal to it bit for bit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeFloats, encodeFloats, type FloatDtype } from '../format/dtype.ts';
-import { createCpuEngine } from '../methods/cpu-engine.ts';
+import { createCpuEngine } from './cpu-engine.ts';
 import { defaultParams } from '../methods/defaults.ts';
 import { ulpOf } from '../methods/float32.ts';
 import { referenceMerge, referenceStats, type TensorValues } from '../methods/reference.ts';
@@ -13,10 +13,10 @@ import { injectNonFinite, type Injected } from '../methods/nonfinite-tensors.ts'
 import { randomTensor, tensorInput, testParams } from '../methods/test-tensors.ts';
 import { METHODS, type MethodName, type MethodParams } from '../methods/types.ts';
 import { GpuDeviceError } from './device.ts';
-import { EngineTensorError, nonFiniteCause } from './errors.ts';
+import { EngineTensorError, nonFiniteCause } from '../methods/errors.ts';
 import { createGpuEngine } from './gpu-engine.ts';
-import { openGpuHarness } from './test-harness.ts';
-import type { MergeEngine, TensorInput } from './types.ts';
+import { openGpuHarness } from '../test/gpu-harness.ts';
+import type { MergeEngine, TensorInput } from '../methods/merge-types.ts';
 
 const opened = await openGpuHarness();
 const harness = opened.harness;

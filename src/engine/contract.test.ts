@@ -37,7 +37,7 @@ import {
   PARAMS_BYTES,
   PARAMS_FIELDS,
 } from './layout.ts';
-import { maskGeometry, maskLayout } from './mask-geometry.ts';
+import { maskGeometry, maskLayout } from '../methods/mask-geometry.ts';
 import { COUNT_ITEMS, STATS_ITEMS, WORKGROUP_SIZE } from './plumbing.ts';
 
 const KERNELS: KernelSpec[] = [

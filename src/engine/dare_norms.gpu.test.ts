@@ -9,8 +9,8 @@ import { referenceMerge } from '../methods/reference.ts';
 import { randomTensor, testParams } from '../methods/test-tensors.ts';
 import type { MethodParams } from '../methods/types.ts';
 import { createGpuEngine } from './gpu-engine.ts';
-import { openGpuHarness } from './test-harness.ts';
-import type { MergeEngine, TensorInput } from './types.ts';
+import { openGpuHarness } from '../test/gpu-harness.ts';
+import type { MergeEngine, TensorInput } from '../methods/merge-types.ts';
 
 const opened = await openGpuHarness();
 const harness = opened.harness;

@@ -5,14 +5,14 @@ import { decodeFloats, encodeFloats, type FloatDtype } from '../format/dtype.ts'
 import { openModel, type Model } from '../format/model.ts';
 import { memoryFolder } from '../io/sink.ts';
 import { memorySource } from '../io/source.ts';
-import { createCpuEngine } from '../methods/cpu-engine.ts';
+import { createCpuEngine } from './cpu-engine.ts';
 import { defaultParams } from '../methods/defaults.ts';
 import { referenceMerge } from '../methods/reference.ts';
 import { ramLambdas } from '../methods/stats.ts';
 import { floatTensor, memoryModel, rawTensor, rng, type FixtureTensor } from '../test/fixtures.ts';
 import { analyzeModels, CompatibilityError, mergeModels, MergeError } from './driver.ts';
-import { Sha256 } from './sha256.ts';
-import type { MergeEngine } from './types.ts';
+import { Sha256 } from '../io/sha256.ts';
+import type { MergeEngine } from '../methods/merge-types.ts';
 
 const SHAPES: [string, FloatDtype, number[]][] = [
   ['model.embed_tokens.weight', 'BF16', [17, 8]],

@@ -14,9 +14,9 @@ import { ramLambdas, sumStats, type ModelStats } from '../methods/stats.ts';
 import { toMergekitYaml, dtypeToYaml, TIES_TIE_RULE, type Recipe } from '../methods/recipe.ts';
 import { paramsForTensor } from '../methods/resolve.ts';
 import type { MethodParams } from '../methods/types.ts';
-import { Sha256 } from './sha256.ts';
-import { nonFiniteCause, type NonFiniteError } from './errors.ts';
-import type { MergeEngine, TensorInput, TensorStats } from './types.ts';
+import { Sha256 } from '../io/sha256.ts';
+import { nonFiniteCause, type NonFiniteError } from '../methods/errors.ts';
+import type { MergeEngine, TensorInput, TensorStats } from '../methods/merge-types.ts';
 
 export const TOOL_NAME = 'merge-studio';
 /** From package.json, so the model card names the version that actually wrote it. */

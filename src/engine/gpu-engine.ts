@@ -15,7 +15,7 @@ import {
 import { deriveTensorStats, emptyTensorStats, tensorLocalLambdas } from '../methods/stats.ts';
 import { dareScalePlan, emptyDareNorms, l1Scales } from '../methods/dare-norms.ts';
 import { addDareNorms, createDareNormsKernel, dareNormsBytes, NORM_GROUPS } from './kernels/dare_norms.ts';
-import { checkMergeOptions, forTensor, NonFiniteTally, throwIfAborted } from './errors.ts';
+import { checkMergeOptions, forTensor, NonFiniteTally, throwIfAborted } from '../methods/errors.ts';
 import type { Kernel, KernelIo } from './kernels/kernel.ts';
 import { createLinearKernel } from './kernels/linear.ts';
 import {
@@ -53,7 +53,13 @@ import {
 } from './plumbing.ts';
 import { Scheduler } from './scheduler.ts';
 import type { MethodName, MethodParams } from '../methods/types.ts';
-import type { MergeEngine, MergeOptions, StageTimings, TensorInput, TensorStats } from './types.ts';
+import type {
+  MergeEngine,
+  MergeOptions,
+  StageTimings,
+  TensorInput,
+  TensorStats,
+} from '../methods/merge-types.ts';
 
 export interface GpuEngineOptions {
   agents: number;

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeFloats, encodeFloats, type FloatDtype } from '../format/dtype.ts';
 import type { Model } from '../format/model.ts';
-import { createCpuEngine } from '../methods/cpu-engine.ts';
+import { createCpuEngine } from './cpu-engine.ts';
 import { taskVector } from '../methods/float32.ts';
 import { referenceMerge, referenceStats, type TensorValues } from '../methods/reference.ts';
 import { ramLambdas, sumStats, tensorLocalLambdas } from '../methods/stats.ts';

@@ -11,7 +11,7 @@ import { taskVector } from '../methods/float32.ts';
 import { ramLambdas, tensorLocalLambdas } from '../methods/stats.ts';
 import type { MethodName, MethodParams } from '../methods/types.ts';
 import { analyzeModels, mergeableTensors, MergeError, tensorInput, type AnalysisResult } from './driver.ts';
-import { checkMergeOptions, throwIfAborted } from './errors.ts';
+import { checkMergeOptions, throwIfAborted } from '../methods/errors.ts';
 import type { Kernel } from './kernels/kernel.ts';
 import {
   createMaskDraw,
@@ -24,10 +24,10 @@ import {
   type MaskDraw,
 } from './kernels/mask.ts';
 import { encodeParams, PARAMS_BYTES } from './layout.ts';
-import { maskGeometry, maskLayout, type MaskGeometry, type MaskView } from './mask-geometry.ts';
+import { maskGeometry, maskLayout, type MaskGeometry, type MaskView } from '../methods/mask-geometry.ts';
 import { pad4, splitDispatch, tensorWindows, WORKGROUP_SIZE, windowElements } from './plumbing.ts';
 import { Scheduler } from './scheduler.ts';
-import type { MergeEngine, TensorInput } from './types.ts';
+import type { MergeEngine, TensorInput } from '../methods/merge-types.ts';
 
 /** Elements per window of the mask pass: small enough to overlap reads with the GPU's work. */
 export const MASK_WINDOW_ELEMENTS = 2 ** 22;

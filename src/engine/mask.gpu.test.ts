@@ -8,8 +8,8 @@ import { referenceMask } from '../methods/mask.ts';
 import { referenceStats } from '../methods/reference.ts';
 import { randomTensor } from '../methods/test-tensors.ts';
 import { MaskRenderer } from './inspect.ts';
-import { maskGeometry, maskLayout, summarizeMask, type MaskView } from './mask-geometry.ts';
-import { openGpuHarness } from './test-harness.ts';
+import { maskGeometry, maskLayout, summarizeMask, type MaskView } from '../methods/mask-geometry.ts';
+import { openGpuHarness } from '../test/gpu-harness.ts';
 
 const opened = await openGpuHarness();
 const harness = opened.harness;

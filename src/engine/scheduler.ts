@@ -2,7 +2,7 @@
 // device's GpuDeviceError once the device is lost or reports an error, instead of hanging.
 
 import { GpuDeviceError, watchDevice } from './device.ts';
-import type { StageTimings } from './types.ts';
+import type { StageTimings } from '../methods/merge-types.ts';
 
 const noop = (): void => undefined;
 

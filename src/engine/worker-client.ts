@@ -1,6 +1,7 @@
 // The page's side of the engine worker: typed calls with progress and cancel over postMessage, the
 // demo set's manifest, and File handles of merged files in OPFS (for downloads; never their bytes).
 import type { Progress } from './driver.ts';
+import { MERGES_FOLDER } from './worker-protocol.ts';
 import type {
   DerivationReport,
   FileRef,
@@ -9,14 +10,9 @@ import type {
   WorkerErrorInfo,
   WorkerReply,
   WorkerRequest,
-} from './worker.ts';
+} from './worker-protocol.ts';
 
 export type { DerivationReport };
-
-/** OPFS folder under which every merge gets its own subfolder. */
-export const MERGES_FOLDER = 'merges';
-/** config.json model_type of the demo architecture, the one the arena can play. */
-export const DEMO_MODEL_TYPE = 'merge-studio-gridworld-mlp';
 
 /** A worker failure with its plain-data details (file, tensor, compat report) kept. */
 export class EngineCallError extends Error {

@@ -7,15 +7,14 @@ import { evaluate, modelDemoTensors } from '../demo/arena.ts';
 import type { DemoModelConfig } from '../demo/policy.ts';
 import { checkCompatibility, type CompatReport } from '../format/compat.ts';
 import { decodeFloats, dtypeBits, isMergeableDtype, type FloatDtype } from '../format/dtype.ts';
-import { SafetensorsError } from '../format/errors.ts';
-import { inspectModel, type InspectReport } from '../format/inspect.ts';
+import { SafetensorsError } from '../io/errors.ts';
+import { inspectModel } from '../format/inspect.ts';
 import { ADAPTER_CONFIG, adapterMessage, detectAdapter } from '../format/peft.ts';
-import { openModel, type Model, type ModelFile } from '../format/model.ts';
+import { openModel, type Model } from '../format/model.ts';
 import { blobSource, directoryHandleFiles, directoryHandleFolder } from '../io/browser.ts';
-import type { ByteSource } from '../io/source.ts';
-import { createCpuEngine } from '../methods/cpu-engine.ts';
-import type { MethodParams } from '../methods/types.ts';
-import { sampleDerivation, type DerivationSample } from './derivation.ts';
+import type { ByteSource, ModelFile } from '../io/source.ts';
+import { createCpuEngine } from './cpu-engine.ts';
+import { sampleDerivation } from './derivation.ts';
 import { describeAdapter, requestEngineDevice, type EngineDevice, type EngineLimits } from './device.ts';
 import {
   analyzeModels,
@@ -26,169 +25,33 @@ import {
   BROWSER_SHARD_BYTES,
   type AnalysisResult,
   type Progress,
-  type WrittenFile,
 } from './driver.ts';
-import { EngineTensorError } from './errors.ts';
-import {
-  explainElement,
-  InspectHost,
-  type ElementExplanation,
-  type ExplainCall,
-  type MaskViewCall,
-  type MaskViewResult,
-} from './inspect.ts';
-import { listLibrary, type LibraryEntry } from './library.ts';
-import { Sha256 } from './sha256.ts';
+import { EngineTensorError } from '../methods/errors.ts';
+import { explainElement, InspectHost } from './inspect.ts';
+import { listLibrary } from './library.ts';
+import { Sha256 } from '../io/sha256.ts';
 import { createGpuEngine, DEFAULT_WINDOW_ELEMENTS } from './gpu-engine.ts';
-import type { MergeEngine } from './types.ts';
-import { DEMO_MODEL_TYPE, MERGES_FOLDER } from './worker-client.ts';
+import { runSelfTest } from './self-test.ts';
+import {
+  DEMO_MODEL_TYPE,
+  MERGES_FOLDER,
+  type ArenaTarget,
+  type CompareReport,
+  type DerivationReport,
+  type EngineInfo,
+  type FileRef,
+  type MemoryEstimate,
+  type ReadBackFile,
+  type WorkerCall,
+  type WorkerCalls,
+  type WorkerErrorInfo,
+  type WorkerReply,
+  type WorkerRequest,
+} from './worker-protocol.ts';
+import type { MergeEngine } from '../methods/merge-types.ts';
 
 // First: no network primitive stays usable in this worker (src/engine/network-lockdown.ts).
 const ownOriginFetch = lockDownNetwork(self as unknown as Parameters<typeof lockDownNetwork>[0]);
-
-/** Model folders of the demo are fetched by the worker itself, from the app's own origin. */
-export type FileRef = { name: string; blob: Blob } | { name: string; url: string };
-
-/** A loaded model, a merge in OPFS `merges/`, or a merge written into a picked folder. */
-export type ArenaTarget = { slot: string } | { folder: string } | { handle: FileSystemDirectoryHandle };
-
-export interface EngineInfo {
-  kind: 'gpu' | 'cpu';
-  description: string;
-  limits: EngineLimits | null;
-  /** Why the GPU is not used, when kind is 'cpu'. */
-  fallbackReason: string | null;
-}
-
-export interface MemoryEstimate {
-  mergedTensors: number;
-  /** Bytes read per full pass over the merged tensors (base + agents). */
-  inputBytes: number;
-  /** Bytes the merged model takes in OPFS (tensor data, headers excluded). */
-  outputBytes: number;
-  /** Elements per GPU window for the largest tensor. */
-  windowElements: number;
-  /** Approximate GPU buffer memory of the two in-flight window sets. */
-  gpuBytes: number;
-}
-
-/** Per agent: the bit-identical share of a small sample against the base, or why it could not be read. */
-export type DerivationReport =
-  | { slot: string; sample: DerivationSample; error?: undefined }
-  | { slot: string; sample?: undefined; error: WorkerErrorInfo };
-
-export interface CheckReport {
-  compat: CompatReport;
-  engine: EngineInfo;
-  memory: MemoryEstimate;
-  /** In the order of the request's agents. */
-  derivation: DerivationReport[];
-}
-
-export interface MergeRequest {
-  base: string;
-  agents: string[];
-  params: MethodParams;
-  outDtype?: FloatDtype;
-  /** Name of the new subfolder of OPFS `merges/` the merge is written to, when there is no target. */
-  folder: string;
-  /** A folder the user picked: the merge streams straight into it, which must be empty. */
-  target?: FileSystemDirectoryHandle;
-  baseLabel: string;
-  agentLabels: string[];
-}
-
-export type { LibraryEntry };
-
-export interface MergeSummary {
-  /** The OPFS subfolder of `merges/`, or the picked folder's name. */
-  folder: string;
-  location: 'opfs' | 'picked';
-  files: WrittenFile[];
-  lambdas: number[];
-  recipe: string;
-  engine: string;
-  elapsedMs: number;
-  outputBytes: number;
-  mergedTensors: number;
-  copiedTensors: number;
-}
-
-export interface CompareReport {
-  /** Tensors in both with one shape and a float dtype each, in name order. */
-  tensors: { name: string; numel: number; differ: number }[];
-  /** Tensors only one of the two has, or with another shape. */
-  unmatched: string[];
-}
-
-export interface ArenaScores {
-  tasks: { name: string; score: number; episodes: number }[];
-  mean: number;
-}
-
-/** One merged file as read back from its folder, against what the driver reported writing. */
-export interface ReadBackFile {
-  file: string;
-  /** Bytes the driver wrote. */
-  bytes: number;
-  /** Bytes found in the folder; null when the file is missing. */
-  foundBytes: number | null;
-  /** The driver's checksum (shards only). */
-  sha256?: string;
-  /** The checksum of the bytes read back, where the driver reported one. */
-  foundSha256?: string;
-  ok: boolean;
-}
-
-export interface ReadBackReport {
-  files: ReadBackFile[];
-  /** Files in the folder the merge did not write (none expected in a folder that started empty). */
-  extra: string[];
-  ok: boolean;
-}
-
-/** Every call the worker answers: its request fields and its result. */
-export interface WorkerCalls {
-  open: { request: { slot: string; label: string; files: FileRef[] }; result: InspectReport };
-  close: { request: { slot: string }; result: null };
-  check: { request: { base: string; agents: string[] }; result: CheckReport };
-  analyze: { request: { base: string; agents: string[]; epsilon: number }; result: AnalysisResult };
-  merge: { request: MergeRequest; result: MergeSummary };
-  copy: { request: { folder: string; target: FileSystemDirectoryHandle }; result: string[] };
-  readBack: { request: { target: FileSystemDirectoryHandle; files: WrittenFile[] }; result: ReadBackReport };
-  arena: { request: { target: ArenaTarget; episodes?: number }; result: ArenaScores };
-  configure: { request: { readDelayMs: number }; result: null };
-  maskCanvas: { request: { canvas: OffscreenCanvas }; result: null };
-  maskView: { request: MaskViewCall; result: MaskViewResult };
-  explain: { request: ExplainCall; result: ElementExplanation };
-  /** Per common float tensor of two merged models: how many elements differ in value. */
-  compare: { request: { a: ArenaTarget; b: ArenaTarget }; result: CompareReport };
-  /** Every merge folder in OPFS `merges/`, complete or not. */
-  library: { request: Record<string, never>; result: LibraryEntry[] };
-  /** Removes a merge folder from OPFS `merges/` with everything in it. */
-  deleteMerge: { request: { folder: string }; result: null };
-}
-
-export type WorkerCall = keyof WorkerCalls;
-
-export type WorkerRequest =
-  | { [K in WorkerCall]: { kind: K; id: number } & WorkerCalls[K]['request'] }[WorkerCall]
-  | { kind: 'cancel'; id: number };
-
-/** A failure as plain data, naming the file and tensor where the error knows them. */
-export interface WorkerErrorInfo {
-  name: string;
-  message: string;
-  file?: string;
-  tensor?: string;
-  code?: string;
-  compat?: CompatReport;
-}
-
-export type WorkerReply =
-  | { kind: 'progress'; id: number; progress: Progress }
-  | { kind: 'done'; id: number; result: unknown }
-  | { kind: 'error'; id: number; error: WorkerErrorInfo };
 
 const models = new Map<string, Model>();
 // The newest open per slot: an older open that finishes later must not replace the newer model.
@@ -668,6 +531,11 @@ const handlers: Handlers = {
   async configure({ readDelayMs: delay }) {
     readDelayMs = Math.max(0, delay);
     return null;
+  },
+  async selfTest() {
+    const found = await acquireDevice();
+    if ('error' in found) throw new Error(`The engine has no GPU device: ${found.error}.`);
+    return runSelfTest(found.device, describeAdapter(found.adapterInfo));
   },
   async maskCanvas({ canvas }) {
     inspectHost.attach(canvas);

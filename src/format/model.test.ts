@@ -1,9 +1,9 @@
 // openModel over in-memory folders: single files, sharded folders and every cross-check failure,
 // the ambiguous and refused layouts, and config.json.
 import { describe, expect, it } from 'vitest';
-import { memorySource } from '../io/source.ts';
-import { SafetensorsError, type SafetensorsErrorCode } from './errors.ts';
-import { openModel, type ModelFile } from './model.ts';
+import { memorySource, type ModelFile } from '../io/source.ts';
+import { SafetensorsError, type SafetensorsErrorCode } from '../io/errors.ts';
+import { openModel } from './model.ts';
 import { indexJson, planShards } from './sharded.ts';
 import { serializeSafetensors, type TensorSpec } from './write.ts';
 

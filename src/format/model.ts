@@ -1,18 +1,12 @@
 // Opens a model from the files of a folder (or dropped files): finds its weights, cross-checks a
 // sharded index against every shard header, and reads config.json — all before any tensor data.
 
-import type { ByteSource } from '../io/source.ts';
-import { asReadFailed, SafetensorsError } from './errors.ts';
+import type { ByteSource, ModelFile } from '../io/source.ts';
+import { asReadFailed, SafetensorsError } from '../io/errors.ts';
 import { JsonSyntaxError, parseJson } from './json.ts';
 import { readSafetensorsHeader, type SafetensorsHeader, type TensorInfo } from './safetensors.ts';
 import { parseIndex } from './sharded.ts';
 import { compareNames } from './write.ts';
-
-export interface ModelFile {
-  /** The file name within the model folder (no directories). */
-  name: string;
-  source: ByteSource;
-}
 
 export interface ModelTensor extends TensorInfo {
   /** The shard file that holds it. */

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { memorySource, type ByteSource } from '../io/source.ts';
 import { DTYPES, dtypeAlignment, dtypeBits, type Dtype } from './dtype.ts';
-import { SafetensorsError, type SafetensorsErrorCode } from './errors.ts';
+import { SafetensorsError, type SafetensorsErrorCode } from '../io/errors.ts';
 import {
   parseSafetensorsHeader,
   readSafetensorsHeader,

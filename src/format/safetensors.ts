@@ -3,7 +3,7 @@
 
 import type { ByteSource } from '../io/source.ts';
 import { dtypeBits, isDtype, type Dtype } from './dtype.ts';
-import { asReadFailed, SafetensorsError } from './errors.ts';
+import { asReadFailed, SafetensorsError } from '../io/errors.ts';
 import { JsonSyntaxError, parseJson } from './json.ts';
 
 export interface TensorInfo {

@@ -1,6 +1,6 @@
 // Shard planning, the index as written, and strict index parsing with unsafe shard names refused.
 import { describe, expect, it } from 'vitest';
-import { SafetensorsError } from './errors.ts';
+import { SafetensorsError } from '../io/errors.ts';
 import { indexJson, parseIndex, planShards } from './sharded.ts';
 import type { TensorSpec } from './write.ts';
 

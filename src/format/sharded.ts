@@ -2,7 +2,7 @@
 // model.safetensors.index.json that maps them, and reading an index without trusting its paths.
 
 import { checkFileName } from '../io/sink.ts';
-import { SafetensorsError } from './errors.ts';
+import { SafetensorsError } from '../io/errors.ts';
 import { JsonSyntaxError, parseJson } from './json.ts';
 import { checkSpecs, compareNames, compareSpecs, type TensorSpec } from './write.ts';
 

@@ -3,7 +3,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { memoryFolder } from '../io/sink.ts';
-import { SafetensorsError, type SafetensorsErrorCode } from './errors.ts';
+import { SafetensorsError, type SafetensorsErrorCode } from '../io/errors.ts';
 import { parseSafetensorsHeader } from './safetensors.ts';
 import {
   compareNames,

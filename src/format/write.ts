@@ -3,7 +3,7 @@
 
 import type { ByteSink } from '../io/sink.ts';
 import { dtypeAlignment, type Dtype } from './dtype.ts';
-import { SafetensorsError } from './errors.ts';
+import { SafetensorsError } from '../io/errors.ts';
 import { checkTensorName, MAX_HEADER_SIZE, specByteLength } from './safetensors.ts';
 
 export interface TensorSpec {

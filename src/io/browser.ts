@@ -2,10 +2,9 @@
 // FileSystemDirectoryHandle (a picked folder or OPFS) written through createWritable streams.
 // Browser APIs are only touched inside functions, so Node can import this module for tests.
 
-import { asReadFailed, SafetensorsError } from '../format/errors.ts';
-import type { ModelFile } from '../format/model.ts';
+import { asReadFailed, SafetensorsError } from './errors.ts';
 import { checkFileName, sinkClosed, type ByteSink, type FolderSink } from './sink.ts';
-import { checkRead, type ByteSource } from './source.ts';
+import { checkRead, type ByteSource, type ModelFile } from './source.ts';
 
 /** Reads ranges with `blob.slice(a, b).arrayBuffer()`, never the whole blob. */
 export function blobSource(blob: Blob, name?: string): ByteSource {

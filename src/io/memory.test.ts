@@ -1,6 +1,6 @@
 // memorySource and memoryFolder: exact reads, bounds, copies, and commit-on-close semantics.
 import { describe, expect, it } from 'vitest';
-import { SafetensorsError } from '../format/errors.ts';
+import { SafetensorsError } from './errors.ts';
 import { checkFileName, memoryFolder } from './sink.ts';
 import { memorySource } from './source.ts';
 

@@ -4,11 +4,10 @@
 import { constants } from 'node:fs';
 import { mkdir, open, readdir, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { Sha256 } from '../engine/sha256.ts';
-import { asReadFailed, SafetensorsError } from '../format/errors.ts';
-import type { ModelFile } from '../format/model.ts';
+import { Sha256 } from './sha256.ts';
+import { asReadFailed, SafetensorsError } from './errors.ts';
 import { checkFileName, sinkClosed, type ByteSink, type FolderSink } from './sink.ts';
-import { readTarget, type ByteSource } from './source.ts';
+import { readTarget, type ByteSource, type ModelFile } from './source.ts';
 
 export type NodeFileSource = ByteSource & { close(): Promise<void> };
 

@@ -1,7 +1,7 @@
 // Byte sinks and output folders: where merged shards, the index and side files are written, with a
 // file appearing under its name only once it is complete (memory, browser handles, Node fs).
 
-import { SafetensorsError } from '../format/errors.ts';
+import { SafetensorsError } from './errors.ts';
 import { memorySource, type ByteSource } from './source.ts';
 
 export interface ByteSink {

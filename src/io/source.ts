@@ -1,7 +1,7 @@
 // Random-access byte sources: the one way the format reader and the engine read checkpoint bytes,
 // whether they come from memory, a browser File or a Node file handle.
 
-import { SafetensorsError } from '../format/errors.ts';
+import { SafetensorsError } from './errors.ts';
 
 export interface ByteSource {
   readonly name: string;
@@ -12,6 +12,13 @@ export interface ByteSource {
    * outside the source or the source delivers fewer bytes.
    */
   read(offset: number, length: number, into?: Uint8Array): Promise<Uint8Array>;
+}
+
+/** One file of a model folder: the format layer opens a model from these, io makes them. */
+export interface ModelFile {
+  /** The file name within the model folder (no directories). */
+  name: string;
+  source: ByteSource;
 }
 
 /** Validates a read request against a source of `size` bytes (and `into`, when given). */

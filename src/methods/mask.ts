@@ -2,7 +2,7 @@
 // of agents with |τ| > ε; one agent is unique to it, two or more are shared, with a sign conflict when
 // their τ do not all have one sign. Counted per block of the view's grid.
 
-import { maskLayout, type MaskGeometry } from '../engine/mask-geometry.ts';
+import { maskLayout, type MaskGeometry } from './mask-geometry.ts';
 import { taskVector } from './float32.ts';
 import type { TensorValues } from './reference.ts';
 

@@ -3,9 +3,9 @@
 // the inputs were built; the GPU runs the same rows in src/engine/conformance.gpu.test.ts.
 import { describe, expect, it } from 'vitest';
 import { decodeFloats, encodeFloats, type FloatDtype } from '../format/dtype.ts';
-import { nonFiniteCause } from '../engine/errors.ts';
-import type { MergeEngine, TensorInput } from '../engine/types.ts';
-import { createCpuEngine } from './cpu-engine.ts';
+import { nonFiniteCause } from './errors.ts';
+import type { MergeEngine, TensorInput } from './merge-types.ts';
+import { createCpuEngine } from '../engine/cpu-engine.ts';
 import { injectNonFinite, type Injected } from './nonfinite-tensors.ts';
 import { referenceMerge, referenceStats, type TensorValues } from './reference.ts';
 import { randomTensor, tensorInput, testParams } from './test-tensors.ts';

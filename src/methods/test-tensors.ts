@@ -3,7 +3,7 @@
 // values and f16 subnormals, stored in the tensor's dtype so every value is exact.
 
 import { decodeFloats, dtypeBits, encodeFloats, type FloatDtype } from '../format/dtype.ts';
-import type { TensorInput } from '../engine/types.ts';
+import type { TensorInput } from './merge-types.ts';
 import type { TensorValues } from './reference.ts';
 import { defaultParams } from './defaults.ts';
 import type { MethodName, MethodParams } from './types.ts';

@@ -35,7 +35,9 @@ export interface GpuState {
 export interface GpuServices {
   environment(): { gpu: GPU | undefined; secureContext: boolean };
   inspect(gpu: GPU): Promise<GpuReport | null>;
+  /** The self-test at start, once the page has an adapter (the browser runs it in the engine worker). */
   probe(gpu: GPU): Promise<ProbeResult>;
+  /** The self-test on demand, in the engine worker. */
   probeInWorker(): Promise<ProbeResult>;
 }
 
@@ -43,7 +45,7 @@ export interface GpuSlice {
   gpu: GpuState;
   /** Finds the adapter and runs the self-test; concurrent calls share one run. */
   detectGpu(): Promise<void>;
-  /** Runs the self-test again in a dedicated Web Worker; concurrent calls share one run. */
+  /** Runs the self-test again in the engine worker; concurrent calls share one run. */
   runWorkerProbe(): Promise<void>;
 }
 

@@ -3,9 +3,9 @@
 // The canvas itself is handed to the engine worker once; the page never holds weights.
 import type { StateCreator } from 'zustand';
 import type { ElementExplanation, MaskPalette, MaskViewResult } from '../engine/inspect.ts';
-import type { MaskView } from '../engine/mask-geometry.ts';
+import type { MaskView } from '../methods/mask-geometry.ts';
 import type { EngineJob } from '../engine/worker-client.ts';
-import type { WorkerErrorInfo } from '../engine/worker.ts';
+import type { WorkerErrorInfo } from '../engine/worker-protocol.ts';
 import {
   idleTask,
   mergeInputs,

@@ -2,8 +2,7 @@
 // is wired to the browser and the engine, tests build their own with fakes.
 import { useStore } from 'zustand';
 import { createStore, type StoreApi } from 'zustand/vanilla';
-import { inspectGpu, probeGpu } from '../engine/probe.ts';
-import { probeInWorker } from '../engine/probe-worker-client.ts';
+import { inspectGpu } from '../engine/probe.ts';
 import { createEngineClient, fetchDemoSet } from '../engine/worker-client.ts';
 import { createGpuSlice, type GpuServices, type GpuSlice } from './gpu-slice.ts';
 import { createInspectSlice, type InspectSlice } from './inspect-slice.ts';
@@ -23,8 +22,12 @@ export interface StudioServices {
 
 const storageManager = globalThis.navigator?.storage as StorageManager | undefined;
 
+const engine = createEngineClient();
+/** The self-test runs in the engine worker, on the device and through the kernels that merge. */
+const selfTest = () => engine.call('selfTest', {}).promise;
+
 const browserStudio: EngineServices = {
-  engine: createEngineClient(),
+  engine,
   demo: () => fetchDemoSet(),
   now: () => new Date(),
   storage: storageManager?.estimate
@@ -44,8 +47,8 @@ export const browserServices: StudioServices = {
       secureContext: globalThis.isSecureContext ?? false,
     }),
     inspect: inspectGpu,
-    probe: (gpu) => probeGpu(gpu),
-    probeInWorker: () => probeInWorker(),
+    probe: selfTest,
+    probeInWorker: selfTest,
   },
   studio: browserStudio,
 };

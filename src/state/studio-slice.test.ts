@@ -2,7 +2,7 @@
 // chooses: per-slot requests, several agents at once, unique labels, rename and reorder.
 import { describe, expect, it } from 'vitest';
 import type { EngineClient, EngineJob } from '../engine/worker-client.ts';
-import type { WorkerCall, WorkerCalls } from '../engine/worker.ts';
+import type { WorkerCall, WorkerCalls } from '../engine/worker-protocol.ts';
 import type { InspectReport } from '../format/inspect.ts';
 import { defaultParams } from '../methods/defaults.ts';
 import { createStudioStore } from './store.ts';

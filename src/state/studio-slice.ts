@@ -14,7 +14,7 @@ import type {
   MergeSummary,
   ReadBackReport,
   WorkerErrorInfo,
-} from '../engine/worker.ts';
+} from '../engine/worker-protocol.ts';
 import type { FloatDtype } from '../format/dtype.ts';
 import type { InspectReport } from '../format/inspect.ts';
 import { defaultParams, validateParams } from '../methods/defaults.ts';

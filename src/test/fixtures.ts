@@ -7,7 +7,6 @@ import { indexJson, planShards } from '../format/sharded.ts';
 import { serializeSafetensors, type TensorSpec } from '../format/write.ts';
 import { openModel, type Model } from '../format/model.ts';
 import { memorySource } from '../io/source.ts';
-import { Rng } from '../demo/rng.ts';
 
 export interface FixtureTensor extends TensorSpec {
   data: Uint8Array;
@@ -85,11 +84,8 @@ export async function writeModelFolder(
   return dir;
 }
 
-/** A seeded generator of floats in [0, 1) for test inputs: fresh, reproducible values, never all zeros. */
-export function rng(seed: number): () => number {
-  const generator = new Rng(seed);
-  return () => generator.float();
-}
+/** A seeded generator of floats in [0, 1) for test inputs (the bench generators share it). */
+export { floatStream as rng } from '../demo/rng.ts';
 
 /** The SPEC.md worked example: base all zeros, three agents, one 3×3 tensor. */
 export const WORKED_EXAMPLE = {

@@ -1,4 +1,4 @@
-// The self-test card: the start-up run on the main thread, and a run on demand in a Web Worker.
+// The self-test card: the run at start and a run on demand, both in the engine worker.
 import type { ProbeResult } from '../engine/probe.ts';
 import type { GpuStatus } from '../state/gpu-slice.ts';
 import { useStudio } from '../state/store.ts';
@@ -13,12 +13,13 @@ export function SelfTest({ probe, status }: { probe: ProbeResult | null; status:
     <article className="card" aria-labelledby="selftest-heading">
       <h3 id="selftest-heading">Self-test</h3>
       <p className="card__note">
-        Seeded bf16 values widened, multiplied, added and rounded back to bf16 on the GPU, each compared with
-        the CPU. Time covers upload, dispatch, readback and comparison.
+        The engine&apos;s own convert kernel (seeded f32 rounded to bf16) and a small RAM merge through the
+        GPU engine, in the engine worker, each compared bit for bit with the CPU. Time covers upload,
+        dispatch, readback and comparison.
       </p>
       <div className="selftest">
         <section className="selftest__run" aria-labelledby="selftest-main-heading">
-          <h4 id="selftest-main-heading">At start, on the main thread</h4>
+          <h4 id="selftest-main-heading">At start, in the engine worker</h4>
           {probe !== null ? (
             <ProbeFacts probe={probe} prefix="probe" />
           ) : (
@@ -29,7 +30,7 @@ export function SelfTest({ probe, status }: { probe: ProbeResult | null; status:
         </section>
         <section className="selftest__run" aria-labelledby="selftest-worker-heading">
           <div className="selftest__head">
-            <h4 id="selftest-worker-heading">In a Web Worker</h4>
+            <h4 id="selftest-worker-heading">Again, in the engine&apos;s Web Worker</h4>
             <button
               type="button"
               className="button"
@@ -42,7 +43,7 @@ export function SelfTest({ probe, status }: { probe: ProbeResult | null; status:
           </div>
           <div data-testid="worker-probe" data-status={worker.status} aria-live="polite">
             {worker.status === 'idle' && (
-              <p className="muted">The merge engine can run off the main thread; this checks it does here.</p>
+              <p className="muted">Runs the same check again where the merges run, off the main thread.</p>
             )}
             {worker.result !== null && <ProbeFacts probe={worker.result} prefix="worker-probe" />}
             {worker.message !== null && (

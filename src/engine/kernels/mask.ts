@@ -6,7 +6,7 @@ import type { FloatDtype } from '../../format/dtype.ts';
 import source from '../../../shaders/mask.wgsl?raw';
 import drawSource from '../../../shaders/mask_draw.wgsl?raw';
 import type { ScalarType } from '../layout.ts';
-import type { MaskGeometry } from '../mask-geometry.ts';
+import type { MaskGeometry } from '../../methods/mask-geometry.ts';
 import { createKernel, DTYPE_CODE, type Kernel, type KernelSpec } from './kernel.ts';
 import { WINDOW_SOURCES } from './sources.ts';
 

@@ -4,7 +4,7 @@
 import type { FloatDtype } from '../../format/dtype.ts';
 import source from '../../../shaders/stats.wgsl?raw';
 import { MAGNITUDE_BINS, PAIRS_MAX_AGENTS } from '../../methods/stats.ts';
-import type { TensorStats } from '../types.ts';
+import type { TensorStats } from '../../methods/merge-types.ts';
 import { createKernel, DTYPE_CODE, type Kernel, type KernelSpec } from './kernel.ts';
 import { WINDOW_SOURCES } from './sources.ts';
 

@@ -1,7 +1,7 @@
 // Step 5: for the demo architecture, the arena's task scores of the base, every agent and every
 // merge of the session, played in the worker; a table and a bar chart per task.
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
-import { DEMO_MODEL_TYPE } from '../../engine/worker-client.ts';
+import { DEMO_MODEL_TYPE } from '../../engine/worker-protocol.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import { agentColor, MERGE_COLOR, NEUTRAL_COLOR } from './colors.ts';
 import { ErrorBox, idPart } from './common.tsx';

@@ -2,7 +2,7 @@
 // elements that differ per layer (read from both merged models in the worker), and arena scores with
 // their deltas where both were scored.
 import { useId, useState } from 'react';
-import type { LibraryEntry } from '../../engine/worker.ts';
+import type { LibraryEntry } from '../../engine/worker-protocol.ts';
 import { parseMergekitYaml } from '../../methods/recipe.ts';
 import type { MethodParams } from '../../methods/types.ts';
 import { studioStore, useStudio } from '../../state/store.ts';

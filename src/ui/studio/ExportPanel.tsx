@@ -4,7 +4,7 @@
 import { useState } from 'react';
 import { BROWSER_SHARD_BYTES, type WrittenFile } from '../../engine/driver.ts';
 import { mergedFile } from '../../engine/worker-client.ts';
-import type { LibraryEntry, ReadBackFile, ReadBackReport } from '../../engine/worker.ts';
+import type { LibraryEntry, ReadBackFile, ReadBackReport } from '../../engine/worker-protocol.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import type { MergeRecord, TaskState } from '../../state/studio-slice.ts';
 import { formatBytes, formatDuration } from '../format.ts';

@@ -3,7 +3,7 @@
 // from the base; then the compatibility report and what the merge will need.
 import { useId, useState, type DragEvent } from 'react';
 import { derivationVerdict } from '../../engine/derivation.ts';
-import type { DerivationReport, FileRef } from '../../engine/worker.ts';
+import type { DerivationReport, FileRef } from '../../engine/worker-protocol.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import type { ModelRole, StudioModel } from '../../state/studio-slice.ts';
 import { formatBytes, formatCount } from '../format.ts';

@@ -9,7 +9,7 @@ import { METHODS, type MethodName, type MethodParams } from '../../methods/types
 import { studioStore, useStudio } from '../../state/store.ts';
 import { mergeInputs, type StudioData } from '../../state/studio-slice.ts';
 import { derivationVerdict } from '../../engine/derivation.ts';
-import type { MergeSummary } from '../../engine/worker.ts';
+import type { MergeSummary } from '../../engine/worker-protocol.ts';
 import { formatBytes, formatCount, formatDuration } from '../format.ts';
 import { ErrorBox, idPart, ProgressBar } from './common.tsx';
 import { directoryPicker } from './LoadPanel.tsx';

@@ -12,7 +12,7 @@ import {
   type MaskGeometry,
   type MaskSummary,
   type MaskView,
-} from '../../engine/mask-geometry.ts';
+} from '../../methods/mask-geometry.ts';
 import { MASK_CANVAS_SIZE } from '../../state/inspect-slice.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import { formatCount, formatDuration } from '../format.ts';

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { analyzeModels } from '../../engine/driver.ts';
 import { openModel } from '../../format/model.ts';
 import { memorySource } from '../../io/source.ts';
-import { createCpuEngine } from '../../methods/cpu-engine.ts';
+import { createCpuEngine } from '../../engine/cpu-engine.ts';
 import type { ModelStats } from '../../methods/stats.ts';
 import { llamaSpecs } from '../../bench/llama-set.ts';
 import { emptyTensorStats } from '../../methods/stats.ts';

@@ -2,7 +2,7 @@
 // counts summed first, so the groups add up to the model), pairwise overlaps (counted, or derived
 // where the counts determine them), sign conflict rates, the |τ| magnitude histogram, the tensor
 // table's filter and what a RAM-family merge does with the elements.
-import type { TensorStats } from '../../engine/types.ts';
+import type { TensorStats } from '../../methods/merge-types.ts';
 import { dtypeBits, type FloatDtype } from '../../format/dtype.ts';
 import { MAGNITUDE_BINS, magnitudeBin, sumStats, type ModelStats } from '../../methods/stats.ts';
 import {

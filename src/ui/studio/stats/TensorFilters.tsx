@@ -1,6 +1,6 @@
 // The tensor table's filter row: name text, layer, module family, and an atlas cell's selection.
 import { useId, useMemo } from 'react';
-import type { TensorStats } from '../../../engine/types.ts';
+import type { TensorStats } from '../../../methods/merge-types.ts';
 import { formatCount } from '../../format.ts';
 import { isFiltered, MODULE_TYPES, NO_FILTER, orderLayers, type ModuleType } from '../summary.ts';
 import type { DrillProps } from './types.ts';

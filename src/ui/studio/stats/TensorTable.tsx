@@ -1,7 +1,7 @@
 // The sortable per-tensor table (changed % and unique count per agent), its first column pinned;
 // each row opens its tensor in the tensor view.
 import { Fragment, useRef, useState } from 'react';
-import type { TensorStats } from '../../../engine/types.ts';
+import type { TensorStats } from '../../../methods/merge-types.ts';
 import { studioStore } from '../../../state/store.ts';
 import { formatCount } from '../../format.ts';
 import { layerOf, percent } from '../summary.ts';

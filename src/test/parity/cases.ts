@@ -12,7 +12,7 @@ import { writeLlamaSet } from '../../bench/llama-set.ts';
 import { loadModel } from '../../cli/args.ts';
 import { decodeFloats, type FloatDtype } from '../../format/dtype.ts';
 import { nodeFolder } from '../../io/node.ts';
-import { runCli } from '../../test/cli.ts';
+import { runCli } from '../cli.ts';
 import {
   magnitudeKeep,
   mergekitGta,
@@ -24,7 +24,7 @@ import {
   type MergekitTensor,
   type Round,
 } from './mergekit-reference.ts';
-import { dareHash, dareKeepBelow, dareKept, fnv1a32 } from '../rng.ts';
+import { dareHash, dareKeepBelow, dareKept, fnv1a32 } from '../../methods/rng.ts';
 
 const AGENTS = 3;
 

@@ -1,4 +1,4 @@
-// Parity with mergekit on the CPU engine (f64): every recipe of src/methods/parity/ byte for byte
+// Parity with mergekit on the CPU engine (f64): every recipe of src/test/parity/ byte for byte
 // against mergekit's semantics, exceptions counted (see parity/cases.ts). PARITY_TABLE=1 prints the
 // README's table.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

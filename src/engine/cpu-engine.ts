@@ -2,9 +2,9 @@
 // top-k by the same radix select as the GPU, over windows), for machines with no usable adapter.
 
 import { decodeFloats, dtypeBits, encodeFloats } from '../format/dtype.ts';
-import { checkMergeOptions, forTensor, NonFiniteTally, throwIfAborted } from '../engine/errors.ts';
-import type { MergeEngine, MergeOptions, TensorInput, TensorStats } from '../engine/types.ts';
-import { tauKey } from './float32.ts';
+import { checkMergeOptions, forTensor, NonFiniteTally, throwIfAborted } from '../methods/errors.ts';
+import type { MergeEngine, MergeOptions, TensorInput, TensorStats } from '../methods/merge-types.ts';
+import { tauKey } from '../methods/float32.ts';
 import {
   accumulateStats,
   dareTaus,
@@ -17,10 +17,10 @@ import {
   tiesCombine,
   type SparseTaus,
   type TensorValues,
-} from './reference.ts';
-import { RADIX_DIGITS, startTopK, stepTopK, topKCount, topKKept, type TopKState } from './select.ts';
-import { deriveTensorStats, emptyTensorStats, tensorLocalLambdas } from './stats.ts';
-import { dareScalesFor } from './dare-norms.ts';
+} from '../methods/reference.ts';
+import { RADIX_DIGITS, startTopK, stepTopK, topKCount, topKKept, type TopKState } from '../methods/select.ts';
+import { deriveTensorStats, emptyTensorStats, tensorLocalLambdas } from '../methods/stats.ts';
+import { dareScalesFor } from '../methods/dare-norms.ts';
 
 export interface CpuEngineOptions {
   agents: number;

@@ -1,6 +1,6 @@
 // Errors and argument checks that the GPU and CPU engines share, so callers see one behaviour.
 
-import type { MergeOptions } from './types.ts';
+import type { MergeOptions } from './merge-types.ts';
 
 /** The error thrown when a merge or analysis is cancelled through its AbortSignal. */
 export function abortError(): Error {

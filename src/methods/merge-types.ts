@@ -2,7 +2,7 @@
 // engine works one tensor at a time and reads the windows it needs through a callback.
 
 import type { FloatDtype } from '../format/dtype.ts';
-import type { MethodParams } from '../methods/types.ts';
+import type { MethodParams } from './types.ts';
 
 /** One floating-point tensor present in the base and every agent, with the same shape and dtype. */
 export interface TensorInput {

@@ -3,7 +3,7 @@
 // and a clear skip reason when no adapter exists.
 
 import { acquireNodeGpu, type NodeGpu } from '../cli/node-gpu.ts';
-import { describeAdapter, requestEngineDevice, type EngineDevice } from './device.ts';
+import { describeAdapter, requestEngineDevice, type EngineDevice } from '../engine/device.ts';
 
 const SCOPES: readonly GPUErrorFilter[] = ['validation', 'out-of-memory', 'internal'];
 
