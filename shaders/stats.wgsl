@@ -16,6 +16,7 @@
 //   NONFINITE                        nonFinite: elements whose bits differ and hold NaN or ±Inf
 //   NONFINITE + 1 + m                nonFiniteModels[m]: of those, where model m (0 = base) holds one
 //   PAIRWISE + t * N + u, t < u      pairs[t][u] (AGENTS <= 8 only: global, never in workgroup memory)
+//   SET_COUNTS + m, m >= 1           sets[m]: elements changed by exactly the agents of bitmask m (AGENTS <= 8)
 
 // Element pairs per invocation: 128 elements (STATS_ITEMS in src/engine/plumbing.ts), 32768 per
 // workgroup.
@@ -38,6 +39,7 @@ override SETS: u32 = select(0u, 1u << min(AGENTS, SETS_CAP), AGENTS <= SETS_CAP)
 override LOCAL_SETS: u32 = COUNTERS;
 override LOCAL: u32 = COUNTERS + SETS;
 override PAIRWISE: u32 = COUNTERS;
+override SET_COUNTS: u32 = PAIRWISE + AGENTS * AGENTS;
 
 @group(0) @binding(2) var<storage, read_write> counters: array<atomic<u32>>;
 
@@ -200,6 +202,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
     if (v != 0u) {
       let c = countOneBits(m);
       atomicAdd(&counters[c], v);
+      atomicAdd(&counters[SET_COUNTS + m], v);
       for (var t = 0u; t < AGENTS; t++) {
         if ((m & (1u << t)) != 0u) {
           atomicAdd(&counters[OVERLAP + t * AGENTS + c - 1u], v);

@@ -182,7 +182,11 @@ describe.skipIf(!harness)('GPU statistics over windows of many workgroups', () =
       expect(want.counts[4]).toBeGreaterThan(0);
       // toEqual compares pairs too; they exist (and so are checked) exactly when N <= 8.
       expect(want.pairs?.length).toBe(config.agents <= 8 ? config.agents : undefined);
-      expect(await harness!.run(() => engine.analyze(t.input, 1e-5))).toEqual(want);
+      // And the per-set counts (the UpSet view's intersections), 2^N of them exactly when N <= 8.
+      expect(want.sets?.length).toBe(config.agents <= 8 ? 2 ** config.agents : undefined);
+      const got = await harness!.run(() => engine.analyze(t.input, 1e-5));
+      expect(got.sets).toEqual(want.sets);
+      expect(got).toEqual(want);
     } finally {
       engine.destroy();
     }

@@ -153,11 +153,13 @@ describe('constants shared by WGSL and TypeScript', () => {
       ulp: n + 2 + n * n + n * bins,
       nonFinite: n + 2 + n * n + n * bins + n,
       pairs: n + 2 + n * n + n * bins + n + n + 2,
-      count: n + 2 + n * n + n * bins + n + n + 2 + n * n,
+      sets: n + 2 + n * n + n * bins + n + n + 2 + n * n,
+      count: n + 2 + n * n + n * bins + n + n + 2 + n * n + 2 ** n,
     });
-    // Past 8 agents there are no per-set counters and so no pair region.
+    // Past 8 agents there are no per-set counters and so no pair or set region.
     const wide = statsLayout(9);
     expect(wide.count).toBe(wide.pairs);
+    expect(wide.sets).toBe(wide.pairs);
     expect(stats).toContain('override OVERLAP: u32 = AGENTS + 1u;');
     expect(stats).toContain('override SIGN: u32 = OVERLAP + AGENTS * AGENTS;');
     expect(stats).toContain('override MAGNITUDE: u32 = SIGN + 1u;');
@@ -165,6 +167,7 @@ describe('constants shared by WGSL and TypeScript', () => {
     expect(stats).toContain('override NONFINITE: u32 = ULP + AGENTS;');
     expect(stats).toContain('override COUNTERS: u32 = NONFINITE + AGENTS + 2u;');
     expect(stats).toContain('override PAIRWISE: u32 = COUNTERS;');
+    expect(stats).toContain('override SET_COUNTS: u32 = PAIRWISE + AGENTS * AGENTS;');
     expect(constant(stats, 'SETS_CAP')).toBe(PAIRS_MAX_AGENTS);
   });
 });

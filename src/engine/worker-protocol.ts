@@ -67,6 +67,8 @@ export interface MergeRequest {
   target?: FileSystemDirectoryHandle;
   baseLabel: string;
   agentLabels: string[];
+  /** The browser's storage estimate, for a merge into OPFS: refused before any work if it does not fit. */
+  storage?: { usage: number; quota: number };
 }
 
 export type { LibraryEntry };

@@ -8,10 +8,17 @@ import type { DemoModelConfig } from '../demo/policy.ts';
 import { checkCompatibility, type CompatReport } from '../format/compat.ts';
 import { decodeFloats, dtypeBits, isMergeableDtype, type FloatDtype } from '../format/dtype.ts';
 import { SafetensorsError } from '../io/errors.ts';
-import { inspectModel } from '../format/inspect.ts';
+import { formatBytes, inspectModel } from '../format/inspect.ts';
 import { ADAPTER_CONFIG, adapterMessage, detectAdapter } from '../format/peft.ts';
 import { openModel, type Model } from '../format/model.ts';
-import { blobSource, directoryHandleFiles, directoryHandleFolder } from '../io/browser.ts';
+import {
+  blobSource,
+  checkUnchanged,
+  directoryHandleFiles,
+  directoryHandleFolder,
+  fileSnapshot,
+  type FileSnapshot,
+} from '../io/browser.ts';
 import type { ByteSource, ModelFile } from '../io/source.ts';
 import { createCpuEngine } from './cpu-engine.ts';
 import { sampleDerivation } from './derivation.ts';
@@ -22,6 +29,7 @@ import {
   mergeableTensors,
   MergeError,
   mergeModels,
+  predictOutputBytes,
   BROWSER_SHARD_BYTES,
   type AnalysisResult,
   type Progress,
@@ -64,6 +72,8 @@ let readDelayMs = 0;
 const inspectHost = new InspectHost();
 // OPFS folders a merge is writing now: the library must not delete them under the merge.
 const writing = new Set<string>();
+// Per loaded slot: its label and files as they were when opened, checked again before a merge is kept.
+const snapshots = new Map<string, FileSnapshot[]>();
 
 function reply(message: WorkerReply): void {
   postMessage(message);
@@ -103,7 +113,7 @@ function delayed(source: ByteSource): ByteSource {
   };
 }
 
-async function modelFiles(files: FileRef[]): Promise<ModelFile[]> {
+async function modelFiles(files: FileRef[]): Promise<{ name: string; blob: Blob }[]> {
   return Promise.all(
     files.map(async (ref) => {
       let blob: Blob;
@@ -118,7 +128,7 @@ async function modelFiles(files: FileRef[]): Promise<ModelFile[]> {
           );
         blob = await response.blob();
       }
-      return { name: ref.name, source: delayed(blobSource(blob, ref.name)) };
+      return { name: ref.name, blob };
     }),
   );
 }
@@ -277,6 +287,41 @@ async function mergesRoot(): Promise<FileSystemDirectoryHandle> {
   return root.getDirectoryHandle(MERGES_FOLDER, { create: true });
 }
 
+/**
+ * Creates the merge's OPFS subfolder, refusing a name that exists: OPFS has no exclusive create, so
+ * the page makes names that cannot collide and this catches the one that does anyway.
+ */
+async function claimFolder(
+  root: FileSystemDirectoryHandle,
+  folder: string,
+): Promise<FileSystemDirectoryHandle> {
+  const exists = await root.getDirectoryHandle(folder).then(
+    () => true,
+    (error: unknown) => {
+      if (error instanceof Error && error.name === 'NotFoundError') return false;
+      throw error;
+    },
+  );
+  if (exists || writing.has(folder))
+    throw refusal(
+      'FolderExists',
+      `merges/${folder} exists already, so nothing was merged into it: merge again.`,
+    );
+  return root.getDirectoryHandle(folder, { create: true });
+}
+
+/** Refuses a merge into OPFS that the browser's storage quota cannot hold, before any work. */
+function checkStorage(storage: { usage: number; quota: number }, needed: number): void {
+  const free = Math.max(0, storage.quota - storage.usage);
+  if (needed <= free) return;
+  throw refusal(
+    'InsufficientStorage',
+    `The merge needs about ${formatBytes(needed)} of browser storage, but only ${formatBytes(free)} is free ` +
+      `(quota ${formatBytes(storage.quota)}, ${formatBytes(storage.usage)} used), so nothing was written. ` +
+      'Delete merges from the library, or use Merge into a folder… to write to disk.',
+  );
+}
+
 /** A failure the page shows as it is: its name is the kind of refusal, its message says what to do. */
 function refusal(name: string, message: string): Error {
   const error = new Error(message);
@@ -332,16 +377,26 @@ const handlers: Handlers = {
     const mine = nextOpen++;
     opening.set(slot, mine);
     models.delete(slot);
+    snapshots.delete(slot);
     cachedAnalysis = null;
-    const opened = await openAdapterAware(label, await modelFiles(files));
+    const blobs = await modelFiles(files);
+    const opened = await openAdapterAware(
+      label,
+      blobs.map(({ name, blob }) => ({ name, source: delayed(blobSource(blob, name)) })),
+    );
     if (opening.get(slot) !== mine)
       throw refusal('AbortError', `${label} was replaced by a newer choice for the same place.`);
     models.set(slot, opened);
+    snapshots.set(
+      slot,
+      blobs.map(({ name, blob }) => fileSnapshot(name, blob)),
+    );
     return inspectModel(opened);
   },
   async close({ slot }) {
     opening.delete(slot);
     models.delete(slot);
+    snapshots.delete(slot);
     cachedAnalysis = null;
     return null;
   },
@@ -386,17 +441,28 @@ const handlers: Handlers = {
   async merge(request, { signal, progress }) {
     const started = performance.now();
     const picked = request.target;
+    const base = model(request.base);
+    const agents = request.agents.map(model);
     if (picked) await checkTarget(picked);
+    else if (request.storage)
+      checkStorage(request.storage, predictOutputBytes(base, agents, request.outDtype, BROWSER_SHARD_BYTES));
     const root = picked ? null : await mergesRoot();
-    const dir = picked ?? (await root!.getDirectoryHandle(request.folder, { create: true }));
+    const dir = picked ?? (await claimFolder(root!, request.folder));
     if (!picked) writing.add(request.folder);
     const out = directoryHandleFolder(dir);
     const engine = await createEngine(request.agents.length);
     const key = analysisKey(request.base, request.agents, request.params.epsilon);
+    const inputs = [request.base, ...request.agents].map((slot, m) => ({
+      label: m === 0 ? request.baseLabel : (request.agentLabels[m - 1] ?? slot),
+      files: snapshots.get(slot) ?? [],
+    }));
+    const unchanged = async (): Promise<void> => {
+      for (const input of inputs) await checkUnchanged(input.label, input.files);
+    };
     try {
       const result = await mergeModels({
-        base: model(request.base),
-        agents: request.agents.map(model),
+        base,
+        agents,
         engine,
         params: request.params,
         outDtype: request.outDtype,
@@ -405,6 +471,12 @@ const handlers: Handlers = {
         baseLabel: request.baseLabel,
         agentLabels: request.agentLabels,
         analysis: cachedAnalysis?.key === key ? cachedAnalysis.result : undefined,
+        // Awaited after the shards and before the model card, which makes a folder complete: an
+        // input changed meanwhile fails the merge and the driver removes what it wrote.
+        inputFiles: async () => {
+          await unchanged();
+          return [];
+        },
         signal,
         onProgress: progress,
       });
@@ -425,6 +497,8 @@ const handlers: Handlers = {
     } catch (error) {
       // The driver removed its files; an OPFS subfolder goes too, a picked folder stays (empty).
       await root?.removeEntry(request.folder, { recursive: true }).catch(() => undefined);
+      // A read that failed because an input changed is reported as that change, naming the model.
+      if (!(error instanceof Error && error.name === 'AbortError')) await unchanged();
       throw error;
     } finally {
       writing.delete(request.folder);

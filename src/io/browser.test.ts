@@ -3,7 +3,14 @@
 // (an entry appears on getFileHandle({create}), contents swap in on close, abort discards).
 import { describe, expect, it } from 'vitest';
 import { concatBytes } from './sink.ts';
-import { blobSource, directoryHandleFiles, directoryHandleFolder } from './browser.ts';
+import {
+  blobSource,
+  checkUnchanged,
+  directoryHandleFiles,
+  directoryHandleFolder,
+  fileSnapshot,
+  InputChangedError,
+} from './browser.ts';
 
 const BYTES = Uint8Array.from({ length: 64 }, (_, i) => i * 3);
 
@@ -130,5 +137,51 @@ describe('directoryHandleFiles', () => {
       ['model.safetensors', 64],
     ]);
     expect(await files[1]!.source.read(1, 2)).toEqual(BYTES.subarray(1, 3));
+  });
+});
+
+describe('checkUnchanged', () => {
+  const file = (bytes: Uint8Array, lastModified: number): File =>
+    new File([bytes.slice()], 'model.safetensors', { lastModified });
+
+  /** A File whose reads fail as a browser's do once the file on disk changed. */
+  function stale(original: File): File {
+    return Object.assign(original, {
+      slice: () => ({
+        arrayBuffer: () => Promise.reject(new DOMException('could not be read', 'NotReadableError')),
+      }),
+    });
+  }
+
+  it('passes files that read as they were, and skips blobs that are no file on disk', async () => {
+    const snapshot = fileSnapshot('model.safetensors', file(BYTES, 1_700_000_000_000));
+    expect(snapshot).toMatchObject({ size: 64, lastModified: 1_700_000_000_000 });
+    const fetched = fileSnapshot('config.json', new Blob([BYTES.slice()]));
+    expect(fetched.lastModified).toBeNull();
+    await expect(checkUnchanged('coder', [snapshot, fetched])).resolves.toBeUndefined();
+  });
+
+  it('names the model and the file when a snapshot can no longer be read', async () => {
+    const snapshot = fileSnapshot('model.safetensors', stale(file(BYTES, 1_700_000_000_000)));
+    const error = await checkUnchanged('coder', [snapshot]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InputChangedError);
+    expect(error).toMatchObject({ name: 'InputChanged', model: 'coder', file: 'model.safetensors' });
+    expect((error as Error).message).toMatch(
+      /^coder: model\.safetensors changed after it was chosen \(it had 64 bytes.*reading it now fails: could not be read/,
+    );
+  });
+
+  it('compares size and modification time with the file as it is now, and a file that is gone', async () => {
+    const snapshot = fileSnapshot('model.safetensors', file(BYTES, 1_000));
+    const touched = file(BYTES, 2_000);
+    const grown = file(new Uint8Array(65), 1_000);
+    await expect(
+      checkUnchanged('writer', [snapshot], async () => file(BYTES, 1_000)),
+    ).resolves.toBeUndefined();
+    await expect(checkUnchanged('writer', [snapshot], async () => touched)).rejects.toThrow(
+      /^writer: model\.safetensors changed .*now 64 bytes, modified 1970-01-01T00:00:02\.000Z/,
+    );
+    await expect(checkUnchanged('writer', [snapshot], async () => grown)).rejects.toThrow(/now 65 bytes/);
+    await expect(checkUnchanged('writer', [snapshot], async () => null)).rejects.toThrow(/now it is gone/);
   });
 });

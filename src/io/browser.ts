@@ -127,3 +127,68 @@ export async function directoryHandleFiles(dir: FileSystemDirectoryHandle): Prom
     })),
   );
 }
+
+/** A picked input file as it was when opened: its size and, for a file from disk, its modification time. */
+export interface FileSnapshot {
+  name: string;
+  blob: Blob;
+  size: number;
+  /** null for a blob that is no file on disk (a fetched demo file), which cannot change. */
+  lastModified: number | null;
+}
+
+export function fileSnapshot(name: string, blob: Blob): FileSnapshot {
+  const lastModified = (blob as Partial<File>).lastModified;
+  return {
+    name,
+    blob,
+    size: blob.size,
+    lastModified: typeof lastModified === 'number' ? lastModified : null,
+  };
+}
+
+/** An input file that changed on disk after it was chosen; `model` is the model's label. */
+export class InputChangedError extends Error {
+  override name = 'InputChanged';
+  constructor(
+    readonly model: string,
+    readonly file: string,
+    detail: string,
+  ) {
+    super(
+      `${model}: ${file} changed after it was chosen (${detail}), so the merge was not kept. Choose ${model} again.`,
+    );
+  }
+}
+
+/**
+ * Throws an InputChangedError naming the model and file when an input file changed since it was
+ * opened. A File from a picker or a drop is a snapshot: browsers refuse to read it once the file on
+ * disk has another size or modification time, so reading one byte of it is the check. `current`
+ * gives the file as it is now where a handle allows getting it again.
+ */
+export async function checkUnchanged(
+  model: string,
+  files: readonly FileSnapshot[],
+  current?: (name: string) => Promise<Blob | null>,
+): Promise<void> {
+  for (const before of files) {
+    if (before.lastModified === null) continue;
+    const was = `it had ${before.size} bytes, modified ${new Date(before.lastModified).toISOString()}`;
+    const now = current ? await current(before.name) : before.blob;
+    if (!now) throw new InputChangedError(model, before.name, `${was}; now it is gone`);
+    const modified = (now as Partial<File>).lastModified;
+    if (now.size !== before.size || (typeof modified === 'number' && modified !== before.lastModified))
+      throw new InputChangedError(
+        model,
+        before.name,
+        `${was}; now ${now.size} bytes, modified ${new Date(modified ?? 0).toISOString()}`,
+      );
+    try {
+      await now.slice(0, Math.min(1, now.size)).arrayBuffer();
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new InputChangedError(model, before.name, `${was}; reading it now fails: ${reason}`);
+    }
+  }
+}

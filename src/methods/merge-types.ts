@@ -41,6 +41,11 @@ export interface TensorStats {
   oneUlp: number[];
   /** pairs[t][u] = elements changed by both t and u (pairs[t][t] = changed[t]); present when N ≤ 8. */
   pairs?: number[][];
+  /**
+   * sets[m] = finite elements changed by exactly the agents of bitmask m (bit t: agent t), so
+   * sets[0] = counts[0]; present when N ≤ 8 (the UpSet view's intersections).
+   */
+  sets?: number[];
 }
 
 export interface MergeOptions {

@@ -214,4 +214,18 @@ describe('reference pair counts', () => {
     expect(eight.pairs![3]![5]).toBe(1);
     expect(referenceStats(values([[...all, 8]], 9), 1e-5).pairs).toBeUndefined();
   });
+
+  it('counts each element once under the bitmask of its changing agents, up to 8 agents', () => {
+    const all = [0, 1, 2, 3, 4, 5, 6, 7];
+    const stats = referenceStats(values([all, [3], [], [0, 2], [0, 2], [7]], 8), 1e-5);
+    const want = new Array<number>(256).fill(0);
+    want[255] = 1;
+    want[0b1000] = 1;
+    want[0] = 1;
+    want[0b101] = 2;
+    want[0b10000000] = 1;
+    expect(stats.sets).toEqual(want);
+    expect(stats.sets![0]).toBe(stats.counts[0]);
+    expect(referenceStats(values([[...all, 8]], 9), 1e-5).sets).toBeUndefined();
+  });
 });

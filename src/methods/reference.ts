@@ -100,6 +100,7 @@ export function accumulateStats(into: TensorStats, v: TensorValues, epsilon: num
     if (scan.nonFinite[i]) continue;
     if (scan.kept[i]) {
       into.counts[0]!++;
+      if (into.sets) into.sets[0]!++;
       continue;
     }
     const base = v.base[i]!;
@@ -123,6 +124,7 @@ export function accumulateStats(into: TensorStats, v: TensorValues, epsilon: num
     if (into.pairs) {
       for (const t of changed) for (const u of changed) if (t !== u) into.pairs[t]![u]!++;
     }
+    if (into.sets) into.sets[changed.reduce((mask, t) => mask | (1 << t), 0)]!++;
     if (c >= 2 && positive && negative) into.signConflicts++;
   }
 }

@@ -67,7 +67,9 @@ export function emptyTensorStats(
     signConflicts: 0,
     magnitude: perAgent(MAGNITUDE_BINS.length),
     oneUlp: new Array<number>(agents).fill(0),
-    ...(agents <= PAIRS_MAX_AGENTS ? { pairs: perAgent(agents) } : {}),
+    ...(agents <= PAIRS_MAX_AGENTS
+      ? { pairs: perAgent(agents), sets: new Array<number>(2 ** agents).fill(0) }
+      : {}),
   };
 }
 
@@ -101,6 +103,8 @@ export interface ModelStats {
   oneUlp: number[];
   /** pairs[t][u]: elements changed by both t and u; present when every tensor's statistics have them. */
   pairs?: number[][];
+  /** sets[m]: elements changed by exactly the agents of bitmask m; present when every tensor's statistics have them. */
+  sets?: number[];
 }
 
 /** Sums per-tensor integer statistics (integers first; ratios only at the end). */
@@ -127,6 +131,7 @@ export function sumStats(
   };
   const pairs = tensors.every((s) => s.pairs) && agents <= PAIRS_MAX_AGENTS;
   if (pairs) total.pairs = Array.from({ length: agents }, () => zeros(agents));
+  if (tensors.every((s) => s.sets) && agents <= PAIRS_MAX_AGENTS) total.sets = zeros(2 ** agents);
   const add = (into: number[], from: readonly number[]): void => {
     if (from.length !== into.length) throw new RangeError(`statistics for ${agents} agents expected`);
     for (let i = 0; i < into.length; i++) into[i]! += from[i]!;
@@ -138,6 +143,7 @@ export function sumStats(
     add(total.counts, s.counts);
     add(total.nonFiniteModels, s.nonFiniteModels);
     add(total.oneUlp, s.oneUlp);
+    if (total.sets) add(total.sets, s.sets ?? []);
     for (let t = 0; t < agents; t++) {
       add(total.overlap[t]!, s.overlap[t] ?? []);
       add(total.magnitude[t]!, s.magnitude[t] ?? []);

@@ -6,6 +6,7 @@ import type { WorkerCall, WorkerCalls } from '../engine/worker-protocol.ts';
 import type { InspectReport } from '../format/inspect.ts';
 import { defaultParams } from '../methods/defaults.ts';
 import { createStudioStore } from './store.ts';
+import { SMALL_QUOTA_BYTES, storageLooksPrivate, type StorageServices } from './studio-slice.ts';
 
 interface Held {
   kind: WorkerCall;
@@ -29,7 +30,11 @@ function fakeEngine() {
         if (kind === 'open')
           held.push({ kind, request: fields, resolve: resolve as (r: unknown) => void, reject });
         else if (kind === 'check')
-          resolve({ compat: { ok: true, issues: [], common: [], notes: [] }, derivation: [] } as never);
+          resolve({
+            compat: { ok: true, issues: [], common: [], notes: [] },
+            derivation: [],
+            memory: { outputBytes: 0 },
+          } as never);
         else if (kind === 'analyze') resolve({ agents: (fields.agents as string[]).length } as never);
         else resolve(null as never);
       });
@@ -48,7 +53,7 @@ function fakeEngine() {
   return { engine, held, calls, answer };
 }
 
-function studioWith(engine: EngineClient) {
+function studioWith(engine: EngineClient, storage?: StorageServices) {
   return createStudioStore({
     gpu: {
       environment: () => ({ gpu: undefined, secureContext: true }),
@@ -66,6 +71,7 @@ function studioWith(engine: EngineClient) {
       engine,
       demo: async () => ({ base: { label: 'b', files: [] }, agents: [] }),
       now: () => new Date(0),
+      storage,
     },
   });
 }
@@ -162,5 +168,55 @@ describe('studio slice: loading models', () => {
     // Past either end, nothing moves.
     await store.getState().moveAgent(models[0]!.slot, -1);
     expect(store.getState().studio.models.map((m) => m.label)).toEqual(['q', 'p', 'r']);
+  });
+});
+
+describe('studio slice: merges into OPFS', () => {
+  async function readyStore(storage?: StorageServices) {
+    const fake = fakeEngine();
+    const store = studioWith(fake.engine, storage);
+    const loading = [
+      store.getState().loadFiles('base', null, 'base', file('b')),
+      store.getState().loadFiles('agent', null, 'coder', file('c')),
+    ];
+    await flush();
+    for (const held of [...fake.held]) await fake.answer(held.request.slot as string);
+    await Promise.all(loading);
+    return { fake, store };
+  }
+
+  it('hands the storage estimate to the worker and names each merge folder so that none collide', async () => {
+    const storage: StorageServices = {
+      estimate: async () => ({ usage: 123, quota: 4567 }),
+      persisted: async () => true,
+      persist: async () => true,
+    };
+    const { fake, store } = await readyStore(storage);
+    await store.getState().runMerge();
+    await store.getState().runMerge();
+    const merges = fake.calls.filter((c) => c.kind === 'merge').map((c) => c.request);
+    expect(merges).toHaveLength(2);
+    expect(merges[0]!.storage).toEqual({ usage: 123, quota: 4567 });
+    const folders = merges.map((m) => m.folder as string);
+    for (const folder of folders) expect(folder).toMatch(/^ramplus-\d{8}-\d{6}-\d+-[0-9a-f]{8}$/);
+    expect(new Set(folders).size).toBe(2);
+  });
+
+  it('sends no estimate where the browser has none, and a failing estimate is no estimate', async () => {
+    const { fake, store } = await readyStore({
+      estimate: () => Promise.reject(new Error('no quota')),
+      persisted: async () => true,
+      persist: async () => true,
+    });
+    await store.getState().runMerge();
+    expect(fake.calls.find((c) => c.kind === 'merge')!.request.storage).toBeUndefined();
+  });
+
+  it('takes a small quota for storage held in memory, and an unknown one for none', () => {
+    expect(storageLooksPrivate(null)).toBe(false);
+    expect(storageLooksPrivate({ usage: 0, quota: 0, persisted: false })).toBe(false);
+    expect(storageLooksPrivate({ usage: 0, quota: 300 * 1024 ** 2, persisted: false })).toBe(true);
+    expect(storageLooksPrivate({ usage: 0, quota: SMALL_QUOTA_BYTES, persisted: false })).toBe(false);
+    expect(storageLooksPrivate({ usage: 0, quota: 10 * 1024 ** 3, persisted: false })).toBe(false);
   });
 });

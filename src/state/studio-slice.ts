@@ -116,6 +116,18 @@ export interface StudioServices {
 /** A merge into OPFS whose output is at least this large asks for persistent storage first. */
 export const PERSIST_ABOVE_BYTES = 256 * 1024 ** 2;
 
+/**
+ * A quota below this is taken for storage held in memory (a private window): Safari and Firefox give
+ * private windows small memory-backed quotas, while a profile on disk gets a share of the disk.
+ * Chromium reports the same quota in both on purpose, so its incognito windows are not detected.
+ */
+export const SMALL_QUOTA_BYTES = 2 * 1024 ** 3;
+
+/** Whether the storage looks memory-backed (see SMALL_QUOTA_BYTES); false while unknown. */
+export function storageLooksPrivate(storage: StorageInfo | null): boolean {
+  return storage !== null && storage.quota > 0 && storage.quota < SMALL_QUOTA_BYTES;
+}
+
 export interface StudioSlice {
   studio: StudioData;
   /** Replaces every model with the embedded demo set, then checks and analyses it. */
@@ -331,9 +343,11 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
       target?: FileSystemDirectoryHandle,
     ): Promise<MergeRecord | null> {
       if (!target) await askPersistence(plan);
+      const storage = target ? undefined : await storageNow();
       const id = nextMerge++;
       const { params } = plan;
-      const folder = `${params.method}-${stamp(services.now())}-${id}`;
+      // Another tab of the studio numbers its merges from 1 too: the random part keeps names apart.
+      const folder = `${params.method}-${stamp(services.now())}-${id}-${crypto.randomUUID().slice(0, 8)}`;
       const baseLabel = plan.base.label;
       const agentLabels = plan.agents.map((a) => a.label);
       patch({ merge: { status: 'running', progress: null, error: null, result: null } });
@@ -348,6 +362,7 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
           target,
           baseLabel,
           agentLabels,
+          storage,
         },
         (progress) => {
           if (mergeJob === job) patchTask('merge', { progress });
@@ -376,6 +391,17 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
       if (target) await get().readBackMerge(id);
       else await get().refreshLibrary();
       return record;
+    }
+
+    /** The storage estimate now, for the worker to check a merge into OPFS fits; undefined if unknown. */
+    async function storageNow(): Promise<{ usage: number; quota: number } | undefined> {
+      try {
+        const estimate = await services.storage?.estimate();
+        if (typeof estimate?.quota !== 'number') return undefined;
+        return { usage: estimate.usage ?? 0, quota: estimate.quota };
+      } catch {
+        return undefined;
+      }
     }
 
     /** Before a large merge into OPFS: asks the browser to keep the site's storage (once granted, kept). */

@@ -28,6 +28,8 @@ export interface StatsLayout {
   nonFinite: number;
   /** pairs[t][u] for t < u at pairs + t·N + u (an N×N region, only for N ≤ PAIRS_MAX_AGENTS). */
   pairs: number;
+  /** sets[m], m = 1..2^N − 1, at sets + m (only for N ≤ PAIRS_MAX_AGENTS). */
+  sets: number;
   /** Number of u32 counters. */
   count: number;
 }
@@ -40,8 +42,10 @@ export function statsLayout(agents: number): StatsLayout {
   const ulp = magnitude + agents * MAGNITUDE_BINS.length;
   const nonFinite = ulp + agents;
   const pairs = nonFinite + agents + 2;
-  const count = pairs + (agents <= PAIRS_MAX_AGENTS ? agents * agents : 0);
-  return { overlap, sign, magnitude, ulp, nonFinite, pairs, count };
+  const small = agents <= PAIRS_MAX_AGENTS;
+  const sets = pairs + (small ? agents * agents : 0);
+  const count = sets + (small ? 2 ** agents : 0);
+  return { overlap, sign, magnitude, ulp, nonFinite, pairs, sets, count };
 }
 
 /** Adds one window's counters into `stats`; counts[0] is the window's remainder after the classified and non-finite elements. */
@@ -54,7 +58,8 @@ export function addStatsCounters(stats: TensorStats, counters: Uint32Array, wind
     changedSomewhere += counters[c]!;
   }
   const nonFinite = counters[layout.nonFinite]!;
-  stats.counts[0]! += windowCount - changedSomewhere - nonFinite;
+  const unchanged = windowCount - changedSomewhere - nonFinite;
+  stats.counts[0]! += unchanged;
   stats.nonFinite += nonFinite;
   for (let m = 0; m <= n; m++) stats.nonFiniteModels[m]! += counters[layout.nonFinite + 1 + m]!;
   for (let t = 0; t < n; t++) {
@@ -65,6 +70,10 @@ export function addStatsCounters(stats: TensorStats, counters: Uint32Array, wind
     stats.oneUlp[t]! += counters[layout.ulp + t]!;
   }
   stats.signConflicts += counters[layout.sign]!;
+  if (stats.sets) {
+    stats.sets[0]! += unchanged;
+    for (let m = 1; m < stats.sets.length; m++) stats.sets[m]! += counters[layout.sets + m]!;
+  }
   // The shader counts each pair once (t < u); the diagonal is left to deriveTensorStats.
   const pairs = stats.pairs;
   if (!pairs) return;

@@ -12,10 +12,13 @@ import { ErrorBox } from './common.tsx';
 import { VirtualTable, type VirtualColumn } from './VirtualTable.tsx';
 import { focusHeading } from './StepBar.tsx';
 import { branchCounts, percent } from './summary.ts';
+import { keepFolders, requestRead, type KeptFolder } from '../../io/handle-store.ts';
 
 interface Picked {
   label: string;
   files: FileRef[];
+  /** The folder, when picked with showDirectoryPicker: kept so that a reload can reopen it. */
+  handle?: FileSystemDirectoryHandle;
 }
 
 type DirectoryPicker = (options?: { mode?: 'read' | 'readwrite' }) => Promise<FileSystemDirectoryHandle>;
@@ -41,14 +44,46 @@ async function readHandle(
   return { files, folders };
 }
 
+/**
+ * Reopens kept folders after a reload (from a click, for the permission prompt): a kept base takes
+ * the base's place, kept agents replace the agents, in the order given. Returns the labels refused.
+ */
+export async function reopenFolders(folders: readonly KeptFolder[]): Promise<string[]> {
+  const refused: string[] = [];
+  const opened: Picked[] = [];
+  const roles: ModelRole[] = [];
+  for (const folder of folders) {
+    if (!(await requestRead(folder.handle))) {
+      refused.push(folder.label);
+      continue;
+    }
+    opened.push({ label: folder.label, files: (await readHandle(folder.handle)).files });
+    roles.push(folder.role);
+  }
+  const store = studioStore.getState();
+  const base = opened.find((_, i) => roles[i] === 'base');
+  const agents = opened.filter((_, i) => roles[i] === 'agent');
+  if (base) void store.loadFiles('base', null, base.label, base.files);
+  if (agents.length > 0) {
+    for (const model of store.studio.models.filter((m) => m.role === 'agent'))
+      await store.removeAgent(model.slot);
+    await store.loadAgents(agents);
+  }
+  return refused;
+}
+
 /** A model folder, or a folder of model folders (no weights of its own): one pick per model. */
 async function pickFolder(pick: DirectoryPicker): Promise<Picked[]> {
   const dir = await pick({ mode: 'read' });
   const top = await readHandle(dir);
   if (top.files.some((f) => isWeights(f.name)) || top.folders.length === 0)
-    return [{ label: dir.name, files: top.files }];
+    return [{ label: dir.name, files: top.files, handle: dir }];
   const inner = await Promise.all(
-    top.folders.map(async (folder) => ({ label: folder.name, files: (await readHandle(folder)).files })),
+    top.folders.map(async (folder) => ({
+      label: folder.name,
+      files: (await readHandle(folder)).files,
+      handle: folder,
+    })),
   );
   return inner.filter((p) => p.files.some((f) => isWeights(f.name)));
 }
@@ -138,6 +173,11 @@ async function fromDrop(event: DragEvent): Promise<Picked[]> {
 function loadPicks(role: ModelRole, slot: string | null, picks: Picked[]): void {
   const store = studioStore.getState();
   if (picks.length === 0) return;
+  // Only the first pick takes the base's place; any others become agents.
+  const kept = picks.flatMap((p, i) =>
+    p.handle ? [{ label: p.label, role: i === 0 ? role : ('agent' as const), handle: p.handle }] : [],
+  );
+  keepFolders(kept).catch(() => undefined);
   if (role === 'agent' && slot === null) {
     void store.loadAgents(picks);
     return;

@@ -7,7 +7,7 @@ import { METHOD_PARAMETERS, PARAMETER_HELP, validateParams } from '../../methods
 import { ramLambdas, tensorLocalLambdas } from '../../methods/stats.ts';
 import { METHODS, type MethodName, type MethodParams } from '../../methods/types.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
-import { mergeInputs, type StudioData } from '../../state/studio-slice.ts';
+import { mergeInputs, storageLooksPrivate, type StudioData } from '../../state/studio-slice.ts';
 import { derivationVerdict } from '../../engine/derivation.ts';
 import type { MergeSummary } from '../../engine/worker-protocol.ts';
 import { formatBytes, formatCount, formatDuration } from '../format.ts';
@@ -195,6 +195,20 @@ function LineageWarning({ data }: { data: StudioData }) {
   );
 }
 
+/** Said before a merge into storage that looks held in memory, which closing the window loses. */
+function PrivateStorageNote({ data, canPick }: { data: StudioData; canPick: boolean }) {
+  if (!storageLooksPrivate(data.storage)) return null;
+  return (
+    <p className="notice notice--warn" data-testid="merge-private-storage">
+      This browser gives the site only {formatBytes(data.storage!.quota)} of storage, as a private window
+      does, which keeps it in memory and loses it when the window closes.{' '}
+      {canPick
+        ? 'For a large model use Merge into a folder…, which writes straight to disk.'
+        : 'Save a large model to disk right after merging, or use a normal window.'}
+    </p>
+  );
+}
+
 /** What the merge just wrote and where, said where the Merge button is. */
 function MergeDone({ summary }: { summary: MergeSummary }) {
   const bytes = summary.files.reduce((sum, f) => sum + f.bytes, 0);
@@ -312,6 +326,7 @@ export function MergePanel() {
         </ul>
       )}
       <LineageWarning data={data} />
+      <PrivateStorageNote data={data} canPick={Boolean(pick)} />
       <div className="studio-actions">
         <button
           type="button"

@@ -1,35 +1,81 @@
 // The recipe beyond this page: which saved session, link or YAML it came from (and which models it
 // names, to pick again), a link that carries it (never a path or a weight), and mergekit YAML out and in.
-import { useId, useState } from 'react';
+import { useEffect, useId, useState } from 'react';
+import { keptFolders, type KeptFolder } from '../../io/handle-store.ts';
 import { parseMergekitYaml, toMergekitYaml } from '../../methods/recipe.ts';
 import { recipeFragment } from '../../state/session.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import { sessionRecipe, type StudioData } from '../../state/studio-slice.ts';
+import { reopenFolders } from './LoadPanel.tsx';
 
 const FROM_TEXT = { saved: 'your last session', link: 'the link', yaml: 'the mergekit YAML' } as const;
+
+/** The kept folders (see handle-store.ts) of these labels, looked up again when the labels change. */
+function useKeptFolders(labels: string[]): KeptFolder[] {
+  const [kept, setKept] = useState<KeptFolder[]>([]);
+  const key = JSON.stringify(labels);
+  useEffect(() => {
+    let live = true;
+    keptFolders(JSON.parse(key) as string[]).then(
+      (found) => live && setKept(found),
+      () => live && setKept([]),
+    );
+    return () => {
+      live = false;
+    };
+  }, [key]);
+  return kept;
+}
 
 /** Where the recipe came from, and the models it names that are not the ones loaded now. */
 function Restored({ data }: { data: StudioData }) {
   const { restored } = data;
+  const named = restored ? [restored.base, ...restored.agents].filter((l): l is string => l !== null) : [];
+  const kept = useKeptFolders(named);
+  const [refused, setRefused] = useState<string[]>([]);
   if (!restored) return null;
   const loaded = sessionRecipe(data);
-  const named = [restored.base, ...restored.agents].filter((l): l is string => l !== null);
   const same =
     restored.base === loaded.base &&
     restored.agents.length === loaded.agents.length &&
     restored.agents.every((a, i) => a === loaded.agents[i]);
+  const missing = named.filter((label) => !kept.some((k) => k.label === label));
   return (
-    <p className="notice" role="status" data-testid="recipe-restored" data-from={restored.from}>
-      Method, parameters and output dtype restored from {FROM_TEXT[restored.from]}.
-      {!same && named.length > 0 && (
-        <>
-          {' '}
-          It was made for {restored.base ? `base ${restored.base} and ` : ''}
-          {restored.agents.length > 0 ? `agents ${restored.agents.join(', ')}` : 'no agents'}: the browser
-          cannot reopen files by name, so choose those models again under Models.
-        </>
+    <div className="notice" role="status" data-testid="recipe-restored" data-from={restored.from}>
+      <p>
+        Method, parameters and output dtype restored from {FROM_TEXT[restored.from]}.
+        {!same && named.length > 0 && (
+          <>
+            {' '}
+            It was made for {restored.base ? `base ${restored.base} and ` : ''}
+            {restored.agents.length > 0 ? `agents ${restored.agents.join(', ')}` : 'no agents'}
+            {kept.length === 0
+              ? ': the browser cannot reopen files by name, so choose those models again under Models.'
+              : missing.length > 0
+                ? `; the browser kept the folders of ${kept.map((k) => k.label).join(', ')}, choose ${missing.join(', ')} again under Models.`
+                : '; the browser kept their folders.'}
+          </>
+        )}
+      </p>
+      {!same && kept.length > 0 && (
+        <p className="studio-actions">
+          <button
+            type="button"
+            className="button button--secondary"
+            data-testid="recipe-reopen"
+            onClick={() => void reopenFolders(kept).then(setRefused)}
+          >
+            Reopen {kept.map((k) => k.label).join(', ')}
+          </button>
+          {refused.length > 0 && (
+            <span className="muted" data-testid="recipe-reopen-refused">
+              Reading {refused.join(', ')} was not allowed: choose {refused.length === 1 ? 'it' : 'them'}{' '}
+              again under Models.
+            </span>
+          )}
+        </p>
       )}
-    </p>
+    </div>
   );
 }
 

@@ -279,6 +279,16 @@ describe('agentSets', () => {
     expect(sets.size).toBe((1 << agents) - 1);
   });
 
+  it.each([5, 8])('takes the per-set counts of the statistics for N = %i', (agents) => {
+    const { stats, sets } = randomSets(agents, 20000, 40 + agents);
+    const perSet = Array.from({ length: 2 ** agents }, (_, mask) => sets.get(mask) ?? 0);
+    const derived = agentSets({ ...stats, sets: perSet })!;
+    expect(derived.size).toBe(2 ** agents - 1);
+    for (let mask = 1; mask < 1 << agents; mask++) expect(derived.get(mask)).toBe(sets.get(mask) ?? 0);
+    // A per-set list for another number of agents is not taken.
+    expect(agentSets({ ...stats, sets: perSet.slice(1) })).toBeNull();
+  });
+
   it('is null where the counts do not fix the sets (N ≥ 5) or pairs are missing', () => {
     expect(agentSets(randomSets(5, 100, 3).stats)).toBeNull();
     expect(agentSets({ ...randomSets(3, 100, 3).stats, pairs: undefined })).toBeNull();

@@ -357,12 +357,16 @@ export function share({ part, whole }: Ratio): number {
  * Elements changed by exactly each agent set (bit t = agent t), from the exact counts: singles are
  * the unique counts, the full set counts[N], each set missing one agent t counts[N−1] − overlap[t][N−2],
  * and the pairs' own elements are pairs minus the larger sets that hold them. That fixes every set
- * for N ≤ 4; beyond, the counts allow more than one answer, so null.
+ * for N ≤ 4; up to 8 the statistics carry the per-set counts themselves; otherwise null.
  */
 export function agentSets(
-  stats: Pick<ModelStats, 'agents' | 'counts' | 'overlap' | 'unique' | 'pairs'>,
+  stats: Pick<ModelStats, 'agents' | 'counts' | 'overlap' | 'unique' | 'pairs' | 'sets'>,
 ): Map<number, number> | null {
   const n = stats.agents;
+  if (n >= 1 && stats.sets?.length === 2 ** n)
+    return new Map(
+      stats.sets.flatMap((count, mask) => (mask === 0 ? [] : [[mask, count] as [number, number]])),
+    );
   if (n < 1 || n > 4 || (n >= 2 && !stats.pairs)) return null;
   const full = (1 << n) - 1;
   const sets = new Map<number, number>();

@@ -1,5 +1,5 @@
 // UpSet-style view of the exact agent sets: one column per set of agents that changed the same
-// elements (bar: how many; dots: which agents), largest first. The counts fix the sets for N ≤ 4.
+// elements (bar: how many; dots: which agents), largest first, for N ≤ 8 (see agentSets).
 import { useRef } from 'react';
 import type { ModelStats } from '../../../methods/stats.ts';
 import { formatCompact, formatCount } from '../../format.ts';
@@ -108,9 +108,8 @@ export function UpSet({ totals, labels }: { totals: ModelStats; labels: string[]
         </div>
       ) : (
         <p className="muted" data-testid="upset-unavailable">
-          The statistics fix every exact agent set for up to 4 agents (from the k-counts and the pairs). With{' '}
-          {labels.length} agents they allow more than one answer, so the sets are not shown; the k-histogram
-          and the pairs are exact.
+          The statistics count every exact agent set for up to 8 agents. With {labels.length} agents there are
+          too many sets to count, so they are not shown; the k-histogram and the overlap counts are exact.
         </p>
       )}
     </figure>
