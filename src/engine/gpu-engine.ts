@@ -245,7 +245,7 @@ class GpuEngine implements MergeEngine {
         };
       }
     }
-    const kernel = await this.mergeKernel(params.method, variant);
+    const kernel = await this.mergeKernel(params.method, variant, tieBreak !== null);
     this.scheduler.write(this.agentBuffer, 0, encodeAgents(agents));
     const nameHash = fnv1a32(tensor.name);
     const progressBytes = (this.agents + 1) * job.inBytes;
@@ -288,7 +288,7 @@ class GpuEngine implements MergeEngine {
     tally.throwIfBad();
   }
 
-  private mergeKernel(method: MethodName, variant: MergeVariant): Promise<Kernel> {
+  private mergeKernel(method: MethodName, variant: MergeVariant, tieBreak: boolean): Promise<Kernel> {
     const key = `${method}:${variant.inDtype}:${variant.outDtype}`;
     switch (method) {
       case 'ram':
@@ -307,7 +307,9 @@ class GpuEngine implements MergeEngine {
         );
       case 'ties':
       case 'dare_ties':
-        return this.kernel(key, () => createTiesKernel(this.device, variant, method === 'dare_ties'));
+        return this.kernel(`${key}:${tieBreak}`, () =>
+          createTiesKernel(this.device, variant, method === 'dare_ties', tieBreak),
+        );
     }
   }
 
