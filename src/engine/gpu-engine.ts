@@ -50,6 +50,8 @@ import {
   windowElements,
   type Dispatch,
   type Window,
+  TIE_BLOCK_PAIRS,
+  WORKGROUP_SIZE,
 } from './plumbing.ts';
 import { Scheduler } from './scheduler.ts';
 import type { MethodName, MethodParams } from '../methods/types.ts';
@@ -69,6 +71,11 @@ export const DEFAULT_WINDOW_ELEMENTS = 2 ** 23;
 export const MAX_GPU_AGENTS = 32;
 
 const noop = (): void => undefined;
+
+/** Tie-count blocks of a merge dispatch: WORKGROUP_SIZE / TIE_BLOCK_PAIRS per workgroup (window.wgsl). */
+function tieBlocks(groups: number): number {
+  return groups * (WORKGROUP_SIZE / TIE_BLOCK_PAIRS);
+}
 
 interface Job {
   serial: number;
@@ -266,6 +273,7 @@ class GpuEngine implements MergeEngine {
         if (this.poison) this.scheduler.write(set.output, 0, this.poison, pad4(w.count * outBytes));
         if (tieBreak) {
           if (w.index === 0) encoder.clearBuffer(this.carry);
+          encoder.clearBuffer(set.tieCounts, 0, this.agents * tieBlocks(d.groups) * 4);
           tieBreak.ties.encode(encoder, set.io, d);
           tieBreak.scan.encode(encoder, set.io, { x: 1, y: 1, groups: 1 });
         }
@@ -498,7 +506,7 @@ class GpuEngine implements MergeEngine {
     this.ensureCapacity({
       inputBytes: (this.agents + 1) * slotBytes,
       outputBytes: pad4(size * outBytes),
-      tieBytes: this.agents * mergeGroups(size) * 4,
+      tieBytes: this.agents * tieBlocks(mergeGroups(size)) * 4,
     });
     return {
       serial: ++this.serial,
@@ -559,7 +567,11 @@ class GpuEngine implements MergeEngine {
       flagBytes,
       GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
     );
-    const tieCounts = this.buffer(label('tieCounts'), c.tieBytes, GPUBufferUsage.STORAGE);
+    const tieCounts = this.buffer(
+      label('tieCounts'),
+      c.tieBytes,
+      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+    );
     const params = this.buffer(
       label('params'),
       PARAMS_BYTES,
