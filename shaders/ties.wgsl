@@ -1,67 +1,82 @@
 // TIES (mergekit `ties`) and, with DARE = true, DARE-TIES: per agent the sparsified tau (TIES: the
 // top-k |tau| found by topk_hist, ties at the threshold kept lowest index first using the prefix sums
-// of topk_scan plus a per-workgroup bitmap; DARE: the seeded Bernoulli mask, rescaled), the elected
+// of topk_scan per block of TIE_BLOCK_PAIRS pairs plus a recount inside the block; DARE: the seeded Bernoulli mask, rescaled), the elected
 // sign gamma = +1 iff sum_t w_t tau_t >= 0, then base + lambda * the (optionally weight-normalised)
 // sum over the agents whose w_t tau_t has sign gamma. A zero never agrees.
 
 override DARE: bool = false;
-
-const MASK_WORDS: u32 = 16u;
+// Some agent keeps only part of the ties at its threshold, so the kernel needs their ranks.
+override TIE_BREAK: bool = true;
 
 @group(0) @binding(2) var<storage, read_write> output: array<u32>;
 @group(0) @binding(4) var<storage, read> tie_prefix: array<u32>;
 
-// Bit i of agent t's row: element i of this workgroup's range is a tie at t's threshold.
-var<workgroup> tie_bits: array<atomic<u32>, AGENTS * MASK_WORDS>;
-
-fn rank_in_group(t: u32, local: u32) -> u32 {
-  let row = t * MASK_WORDS;
-  let word = local >> 5u;
+// Ties at agent t's threshold among the elements of pair p's block before element 2p. Ties are rare
+// beside the elements, so recounting them here costs less than workgroup memory and its barriers,
+// which SwiftShader runs far slower.
+fn rank_in_block(t: u32, p: u32) -> u32 {
+  let threshold = vec2<u32>(agents[t].threshold);
   var rank = 0u;
-  for (var i = 0u; i < word; i++) {
-    rank += countOneBits(atomicLoad(&tie_bits[row + i]));
+  for (var q = p - p % TIE_BLOCK_PAIRS; q < p; q++) {
+    let tie = tau_keys(t + 1u, q) == threshold;
+    rank += select(0u, 1u, tie.x) + select(0u, 1u, tie.y);
   }
-  return rank + countOneBits(atomicLoad(&tie_bits[row + word]) & ((1u << (local & 31u)) - 1u));
+  return rank;
 }
 
-fn sparsified(t: u32, e: u32, local: u32, group: u32, base: f32) -> f32 {
-  let x = tau(t, e, base);
+// Agent t's sparsified tau of pair p, x = its raw tau, key = its |tau| bits (0 where it holds the
+// base's bits).
+fn sparsified(t: u32, p: u32, x: vec2<f32>, key: vec2<u32>) -> vec2<f32> {
   if (DARE) {
-    return dare_tau(t, e, x);
+    return dare_pair(t, p, x);
   }
   let a = agents[t];
-  let key = tau_key(t + 1u, e);
-  if (key > a.threshold) {
-    return x;
-  }
-  if (key != a.threshold || a.ties_to_keep == 0u) {
-    return 0.0;
-  }
-  let rank = tie_prefix[t * params.groups + group] + rank_in_group(t, local);
-  return select(0.0, x, rank < a.ties_to_keep);
-}
-
-fn merged_bits(e: u32, local: u32, group: u32) -> u32 {
-  let base = load(0u, e);
-  var vote = 0.0;
-  for (var t = 0u; t < AGENTS; t++) {
-    vote += agents[t].weight * sparsified(t, e, local, group, base);
-  }
-  let positive = vote >= 0.0;
-  var sum = 0.0;
-  var weights = 0.0;
-  for (var t = 0u; t < AGENTS; t++) {
-    let w = agents[t].weight;
-    let x = sparsified(t, e, local, group, base);
-    if (x != 0.0 && w != 0.0 && ((x > 0.0) == (w > 0.0)) == positive) {
-      sum += w * x;
-      weights += w;
+  var kept = key > vec2<u32>(a.threshold);
+  if (TIE_BREAK) {
+    let tie = key == vec2<u32>(a.threshold);
+    if (a.ties_to_keep != 0u && any(tie)) {
+      let first = tie_prefix[t * tie_blocks() + p / TIE_BLOCK_PAIRS] + rank_in_block(t, p);
+      let rank = vec2<u32>(first, first + select(0u, 1u, tie.x));
+      kept = kept | (tie & (rank < vec2<u32>(a.ties_to_keep)));
     }
   }
-  if (params.normalize != 0u && weights != 0.0) {
-    sum = sum / weights;
+  return select(vec2<f32>(0.0), x, kept);
+}
+
+// Each agent's inputs are loaded once: the sums over the agents that agree with either sign are
+// both kept, each in agent order, and the elected sign picks one, so the result is that of summing
+// the agreeing agents after the vote.
+fn merged_pair(p: u32) -> vec2<u32> {
+  let base_bits = load_pair_bits(0u, p);
+  let base = bitcast<vec2<f32>>(base_bits);
+  var vote = vec2<f32>(0.0);
+  var sum_pos = vec2<f32>(0.0);
+  var weights_pos = vec2<f32>(0.0);
+  var sum_neg = vec2<f32>(0.0);
+  var weights_neg = vec2<f32>(0.0);
+  for (var t = 0u; t < AGENTS; t++) {
+    let bits = load_pair_bits(t + 1u, p);
+    let raw = bitcast<vec2<f32>>(bits) - base;
+    let key = select(bitcast<vec2<u32>>(raw) & vec2<u32>(0x7fffffffu), vec2<u32>(0u), bits == base_bits);
+    let x = sparsified(t, p, raw, key);
+    let w = agents[t].weight;
+    vote += w * x;
+    let voting = (x != vec2<f32>(0.0)) & vec2<bool>(w != 0.0);
+    let agrees = (x > vec2<f32>(0.0)) == vec2<bool>(w > 0.0);
+    let pos = voting & agrees;
+    let neg = voting & !agrees;
+    sum_pos += select(vec2<f32>(0.0), w * x, pos);
+    weights_pos += select(vec2<f32>(0.0), vec2<f32>(w), pos);
+    sum_neg += select(vec2<f32>(0.0), w * x, neg);
+    weights_neg += select(vec2<f32>(0.0), vec2<f32>(w), neg);
   }
-  return bitcast<u32>(base + params.scale * sum);
+  let positive = vote >= vec2<f32>(0.0);
+  var sum = select(sum_neg, sum_pos, positive);
+  let weights = select(weights_neg, weights_pos, positive);
+  if (params.normalize != 0u) {
+    sum = select(sum, sum / weights, weights != vec2<f32>(0.0));
+  }
+  return bitcast<vec2<u32>>(base + params.scale * sum);
 }
 
 @compute @workgroup_size(WORKGROUP)
@@ -73,33 +88,11 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
   let p = group * WORKGROUP + lid;
   let e = 2u * p;
   let lanes = select(min(params.count - e, 2u), 0u, e >= params.count);
-  if (!DARE) {
-    for (var i = lid; i < AGENTS * MASK_WORDS; i += WORKGROUP) {
-      atomicStore(&tie_bits[i], 0u);
-    }
-    workgroupBarrier();
-    if (lanes > 0u) {
-      for (var t = 0u; t < AGENTS; t++) {
-        let keys = tau_keys(t + 1u, p);
-        for (var lane = 0u; lane < lanes; lane++) {
-          if (keys[lane] == agents[t].threshold) {
-            let local = 2u * lid + lane;
-            atomicOr(&tie_bits[t * MASK_WORDS + (local >> 5u)], 1u << (local & 31u));
-          }
-        }
-      }
-    }
-    workgroupBarrier();
-  }
   if (lanes == 0u) {
     return;
   }
   let scan = scan_inputs(0u, p);
-  var merged = vec2<u32>(merged_bits(e, 2u * lid, group), 0u);
-  if (lanes == 2u) {
-    merged.y = merged_bits(e + 1u, 2u * lid + 1u, group);
-  }
-  let out = finish_pair(p, merged, scan, vec2<bool>(true, lanes == 2u));
+  let out = finish_pair(p, merged_pair(p), scan, vec2<bool>(true, lanes == 2u));
   if (OUT_DTYPE == DTYPE_F32) {
     output[e] = out.x;
     if (lanes == 2u) {

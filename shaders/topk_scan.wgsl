@@ -1,4 +1,4 @@
-// TIES tie-break, step 2 (one workgroup): turns each agent's per-workgroup tie counts into exclusive
+// TIES tie-break, step 2 (one workgroup): turns each agent's per-block tie counts into exclusive
 // prefix sums, starting from the ties of the tensor's earlier windows (carry), and advances carry.
 
 @group(0) @binding(2) var<storage, read_write> tie_counts: array<u32>;
@@ -8,7 +8,7 @@ var<workgroup> partial: array<u32, WORKGROUP>;
 
 @compute @workgroup_size(WORKGROUP)
 fn main(@builtin(local_invocation_index) lid: u32) {
-  let n = params.groups;
+  let n = tie_blocks();
   let chunk = (n + WORKGROUP - 1u) / WORKGROUP;
   let begin = min(lid * chunk, n);
   let end = min(begin + chunk, n);

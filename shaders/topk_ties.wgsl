@@ -1,9 +1,9 @@
-// TIES tie-break, step 1: per agent, how many elements of each merge workgroup's range have |tau| bits
-// equal to the agent's threshold. The ranges are those of ties.wgsl (one element pair per invocation).
+// TIES tie-break, step 1: per agent, how many elements of each block of TIE_BLOCK_PAIRS element pairs
+// have |tau| bits equal to the agent's threshold (ties.wgsl recounts inside a block).
+// Counted straight into the cleared storage row: no workgroup memory, so no barriers (SwiftShader
+// runs a kernel with barriers far slower).
 
-@group(0) @binding(2) var<storage, read_write> tie_counts: array<u32>;
-
-var<workgroup> local: array<atomic<u32>, AGENTS>;
+@group(0) @binding(2) var<storage, read_write> tie_counts: array<atomic<u32>>;
 
 @compute @workgroup_size(WORKGROUP)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
@@ -11,24 +11,17 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
   if (group >= params.groups) {
     return;
   }
-  if (lid < AGENTS) {
-    atomicStore(&local[lid], 0u);
-  }
-  workgroupBarrier();
   let p = group * WORKGROUP + lid;
-  if (2u * p < params.count) {
-    let lanes = min(params.count - 2u * p, 2u);
-    for (var t = 0u; t < AGENTS; t++) {
-      let keys = tau_keys(t + 1u, p);
-      for (var lane = 0u; lane < lanes; lane++) {
-        if (keys[lane] == agents[t].threshold) {
-          atomicAdd(&local[t], 1u);
-        }
-      }
-    }
+  if (2u * p >= params.count) {
+    return;
   }
-  workgroupBarrier();
-  if (lid < AGENTS) {
-    tie_counts[lid * params.groups + group] = atomicLoad(&local[lid]);
+  let lanes = min(params.count - 2u * p, 2u);
+  for (var t = 0u; t < AGENTS; t++) {
+    let keys = tau_keys(t + 1u, p);
+    let tie = keys == vec2<u32>(agents[t].threshold);
+    let n = select(0u, 1u, tie.x) + select(0u, 1u, tie.y && lanes == 2u);
+    if (n != 0u) {
+      atomicAdd(&tie_counts[t * tie_blocks() + p / TIE_BLOCK_PAIRS], n);
+    }
   }
 }

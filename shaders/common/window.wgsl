@@ -7,6 +7,12 @@ override AGENTS: u32 = 2u;
 override OUT_DTYPE: u32 = 0u;
 
 const WORKGROUP: u32 = 256u;
+// TIES tie ranks: ties are counted per block of this many element pairs of a merge dispatch.
+const TIE_BLOCK_PAIRS: u32 = 32u;
+
+fn tie_blocks() -> u32 {
+  return params.groups * (WORKGROUP / TIE_BLOCK_PAIRS);
+}
 
 struct Params {
   count: u32,        // elements in this window

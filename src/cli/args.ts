@@ -28,6 +28,7 @@ export const OPTIONS = {
   'shard-size': { type: 'string' },
   out: { type: 'string' },
   stats: { type: 'string' },
+  'stats-in': { type: 'string' },
   config: { type: 'string' },
   cpu: { type: 'boolean' },
   'window-elements': { type: 'string' },

@@ -239,6 +239,64 @@ describe('merge-studio merge --cpu', () => {
     expect(merged[5]).toBeCloseTo(0.2 / 3, 6);
   });
 
+  it('merges RAM+ with --stats-in from analyze as without it, refuses them for other files', async () => {
+    const statsIn = join(dir, 'stats-in.json');
+    const analyzed = await runCli([
+      'analyze',
+      '--base',
+      join(dir, 'base'),
+      ...models(),
+      '--cpu',
+      '--json',
+      statsIn,
+    ]);
+    expect(analyzed.code, analyzed.stderr).toBe(0);
+    const merge = (out: string, agents: string[], extra: string[]) =>
+      runCli([
+        'merge',
+        '--base',
+        join(dir, 'base'),
+        ...agents.flatMap((a) => ['--model', a]),
+        '--method',
+        'ramplus',
+        '--cpu',
+        '--out',
+        out,
+        ...extra,
+      ]);
+    const agents = agentNames.map((name) => join(dir, name));
+    const plain = await merge(join(dir, 'out-plain'), agents, []);
+    expect(plain.code, plain.stderr).toBe(0);
+    const reused = await merge(join(dir, 'out-reused'), agents, ['--stats-in', statsIn]);
+    expect(reused.code, reused.stderr).toBe(0);
+    const weights = (out: string) => readFile(join(out, 'model.safetensors'));
+    expect((await weights(join(dir, 'out-reused'))).equals(await weights(join(dir, 'out-plain')))).toBe(true);
+
+    // The λ come from the file: other counts there give other λ (ρ = 0.5: λ = 1 + 0.1·0.5).
+    const json = JSON.parse(await readFile(statsIn, 'utf8')) as { models: { rho: number }[] };
+    for (const m of json.models) m.rho = 0.5;
+    const edited = join(dir, 'stats-edited.json');
+    await writeFile(edited, JSON.stringify(json));
+    const fromFile = await merge(join(dir, 'out-edited'), agents, ['--stats-in', edited]);
+    expect(fromFile.code, fromFile.stderr).toBe(0);
+    expect(fromFile.stderr).toContain('λ = [1.0500, 1.0500, 1.0500]');
+    expect(plain.stderr).toContain('λ = [1.2000, 1.2000, 1.2000]');
+
+    // Same size, another header (w as 1×9): checked before anything else reads the weights.
+    await writeModelFolder(join(dir, 'memory-moved'), [
+      floatTensor('w', 'F32', [1, 9], WORKED_EXAMPLE.agents.memory),
+      rawTensor('steps', 'I64', [1], new Uint8Array([7, 0, 0, 0, 0, 0, 0, 0])),
+    ]);
+    const other = await merge(
+      join(dir, 'out-other'),
+      [...agents.slice(0, 2), join(dir, 'memory-moved')],
+      ['--stats-in', statsIn],
+    );
+    expect(other.code).toBe(1);
+    expect(other.stderr).toContain('agent 3 file model.safetensors has another header');
+    expect(await readdir(join(dir, 'out-other')).catch(() => [])).toEqual([]);
+  }, 30_000);
+
   it('refuses a mismatched agent before reading weights, and leaves nothing behind', async () => {
     await writeModelFolder(join(dir, 'odd'), [floatTensor('w', 'F32', [9], WORKED_EXAMPLE.agents.tool)]);
     const out = join(dir, 'out-odd');

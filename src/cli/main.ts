@@ -14,6 +14,7 @@ export const USAGE = `merge-studio: merge RL-trained agent checkpoints that shar
                      [--epsilon E] [--r R] [--alpha A] [--lambda L] [--density D ...] [--weight W ...]
                      [--seed S] [--rescale density|l1|none] [--normalize|--no-normalize]
                      [--dtype bf16|f16|f32] [--shard-size BYTES] --out DIR [--stats OUT.json] [--cpu]
+                     [--stats-in STATS.json (from analyze: RAM+ without a statistics pass)]
   merge-studio merge --config RECIPE.yaml --out DIR [--cpu]
   merge-studio arena MODEL_PATH [--json OUT.json] [--episodes N]
 

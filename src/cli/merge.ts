@@ -1,5 +1,5 @@
 // The analyze and merge commands: models from paths, the engine (WebGPU or --cpu), progress on stderr.
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import type { Model } from '../format/model.ts';
 import { checkUnchanged, fileIdentity, nodeFolder, sha256File } from '../io/node.ts';
@@ -8,7 +8,7 @@ import { RecipeError, shorten, type Recipe } from '../methods/recipe.ts';
 import { recipeResolver } from '../methods/resolve.ts';
 import { METHODS, type DareRescale, type MethodParams } from '../methods/types.ts';
 import { analyzeModels, mergeModels, predictOutputBytes, type InputFile } from '../engine/driver.ts';
-import { statsJson } from '../engine/stats-json.ts';
+import { statsFiles, statsJson, totalsFromStatsJson } from '../engine/stats-json.ts';
 import type { MergeEngine } from '../methods/merge-types.ts';
 import { DTYPE_FLAGS, loadModel, num, perAgent, UsageError, type Values } from './args.ts';
 import { claimOutput, handleSignals, type RunStage } from './output.ts';
@@ -99,6 +99,8 @@ export async function analyze(values: Values): Promise<void> {
       inputs.modelPaths,
       num(values.r, 'r') ?? 0.1,
       num(values.alpha, 'alpha') ?? 2,
+      undefined,
+      await statsFiles([inputs.base, ...inputs.agents]),
     );
     await writeFile(values.json, `${JSON.stringify(json, null, 2)}\n`);
     process.stderr.write(`Wrote ${values.json}\n`);
@@ -176,6 +178,22 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
   if (shardBytes !== undefined && !(shardBytes >= 1))
     throw new UsageError('--shard-size must be at least 1 byte');
   const windows = windowElements(values);
+  const statsIn = values['stats-in'];
+  if (statsIn !== undefined) {
+    if (recipe.params.method !== 'ramplus' && recipe.params.method !== 'ramplus_soft')
+      throw new UsageError('--stats-in serves ramplus and ramplus_soft, whose λ come from the statistics');
+    if (values.stats) throw new UsageError('--stats-in already holds the statistics; drop --stats');
+  }
+  // Reused only when they are of these very files: a merge with them reads each input once.
+  const analysis =
+    statsIn === undefined
+      ? undefined
+      : totalsFromStatsJson(
+          await readFile(statsIn, 'utf8'),
+          statsIn,
+          await statsFiles([inputs.base, ...inputs.agents]),
+          recipe.params.epsilon,
+        );
   // Preflight, before any weights are read: inputs as opened, --out claimed, free space and --stats.
   const labels = [inputs.basePath, ...inputs.modelPaths].map((p) => basename(resolve(p)));
   const files = [inputs.basePath, ...inputs.modelPaths].flatMap((path, m) =>
@@ -218,6 +236,7 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
       agents: inputs.agents,
       engine,
       params: recipe.params,
+      analysis,
       outDtype: recipe.outDtype,
       shardBytes,
       out: nodeFolder(claim.staging),

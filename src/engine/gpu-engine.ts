@@ -50,6 +50,8 @@ import {
   windowElements,
   type Dispatch,
   type Window,
+  TIE_BLOCK_PAIRS,
+  WORKGROUP_SIZE,
 } from './plumbing.ts';
 import { Scheduler } from './scheduler.ts';
 import type { MethodName, MethodParams } from '../methods/types.ts';
@@ -75,6 +77,11 @@ export const DEFAULT_WINDOW_ELEMENTS = 2 ** 23;
 export const MAX_GPU_AGENTS = 32;
 
 const noop = (): void => undefined;
+
+/** Tie-count blocks of a merge dispatch: WORKGROUP_SIZE / TIE_BLOCK_PAIRS per workgroup (window.wgsl). */
+function tieBlocks(groups: number): number {
+  return groups * (WORKGROUP_SIZE / TIE_BLOCK_PAIRS);
+}
 
 interface Job {
   serial: number;
@@ -251,7 +258,7 @@ class GpuEngine implements MergeEngine {
         };
       }
     }
-    const kernel = await this.mergeKernel(params.method, variant);
+    const kernel = await this.mergeKernel(params.method, variant, tieBreak !== null);
     this.scheduler.write(this.agentBuffer, 0, encodeAgents(agents));
     const nameHash = fnv1a32(tensor.name);
     const progressBytes = (this.agents + 1) * job.inBytes;
@@ -272,6 +279,7 @@ class GpuEngine implements MergeEngine {
         if (this.poison) this.scheduler.write(set.output, 0, this.poison, pad4(w.count * outBytes));
         if (tieBreak) {
           if (w.index === 0) encoder.clearBuffer(this.carry);
+          encoder.clearBuffer(set.tieCounts, 0, this.agents * tieBlocks(d.groups) * 4);
           tieBreak.ties.encode(encoder, set.io, d);
           tieBreak.scan.encode(encoder, set.io, { x: 1, y: 1, groups: 1 });
         }
@@ -294,7 +302,7 @@ class GpuEngine implements MergeEngine {
     tally.throwIfBad();
   }
 
-  private mergeKernel(method: MethodName, variant: MergeVariant): Promise<Kernel> {
+  private mergeKernel(method: MethodName, variant: MergeVariant, tieBreak: boolean): Promise<Kernel> {
     const key = `${method}:${variant.inDtype}:${variant.outDtype}`;
     switch (method) {
       case 'ram':
@@ -313,7 +321,9 @@ class GpuEngine implements MergeEngine {
         );
       case 'ties':
       case 'dare_ties':
-        return this.kernel(key, () => createTiesKernel(this.device, variant, method === 'dare_ties'));
+        return this.kernel(`${key}:${tieBreak}`, () =>
+          createTiesKernel(this.device, variant, method === 'dare_ties', tieBreak),
+        );
     }
   }
 
@@ -502,7 +512,7 @@ class GpuEngine implements MergeEngine {
     this.ensureCapacity({
       inputBytes: (this.agents + 1) * slotBytes,
       outputBytes: pad4(size * outBytes),
-      tieBytes: this.agents * mergeGroups(size) * 4,
+      tieBytes: this.agents * tieBlocks(mergeGroups(size)) * 4,
     });
     return {
       serial: ++this.serial,
@@ -563,7 +573,11 @@ class GpuEngine implements MergeEngine {
       flagBytes,
       GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
     );
-    const tieCounts = this.buffer(label('tieCounts'), c.tieBytes, GPUBufferUsage.STORAGE);
+    const tieCounts = this.buffer(
+      label('tieCounts'),
+      c.tieBytes,
+      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+    );
     const params = this.buffer(
       label('params'),
       PARAMS_BYTES,

@@ -7,6 +7,8 @@ export const WORKGROUP_SIZE = 256;
 export const COUNT_ITEMS = 8;
 /** Elements per invocation of the statistics kernel (2 × PAIRS in stats.wgsl): amortises its flush. */
 export const STATS_ITEMS = 128;
+/** Element pairs per TIES tie-count block (TIE_BLOCK_PAIRS in shaders/common/window.wgsl). */
+export const TIE_BLOCK_PAIRS = 32;
 /** Elements per invocation of the merge kernels: one pair, one output word of a 16-bit output. */
 export const MERGE_ITEMS = 2;
 /** The engine caps windows here so that element indices and word offsets stay far inside u32. */

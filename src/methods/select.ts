@@ -2,15 +2,17 @@
 // counts the digit histograms in topk_hist.wgsl) and the CPU engine. Keeping exactly k entries needs a
 // tie-break at the threshold: ties are kept lowest element index first.
 
-/** Digits of the 31-bit magnitude key, most significant first (2048 bins fit in workgroup memory). */
+/**
+ * Digits of the 31-bit magnitude key, most significant first. Two wide digits: each digit is one more
+ * pass over the tensor, and a 2^16-bin row per agent is still a small buffer to clear and read back.
+ */
 export const RADIX_DIGITS: readonly { shift: number; bits: number }[] = [
-  { shift: 20, bits: 11 },
-  { shift: 10, bits: 10 },
-  { shift: 0, bits: 10 },
+  { shift: 16, bits: 15 },
+  { shift: 0, bits: 16 },
 ];
 
 /** Histogram row length per agent (the widest digit). */
-export const RADIX_BINS = 2048;
+export const RADIX_BINS = 65536;
 
 /** Threshold that no magnitude key exceeds or equals (keys are < 2^31): keep nothing. */
 export const KEEP_NONE = 0xffffffff;

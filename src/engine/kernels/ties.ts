@@ -14,9 +14,19 @@ export const TIES_KERNEL: KernelSpec = {
     { binding: 4, name: 'tie_prefix', type: 'read-only-storage' },
     ...MERGE_BINDINGS.filter((b) => b.binding > 4),
   ],
-  constants: ['IN_DTYPE', 'OUT_DTYPE', 'AGENTS', 'DARE'],
+  constants: ['IN_DTYPE', 'OUT_DTYPE', 'AGENTS', 'DARE', 'TIE_BREAK'],
 };
 
-export function createTiesKernel(device: GPUDevice, variant: MergeVariant, dare: boolean): Promise<Kernel> {
-  return createKernel(device, TIES_KERNEL, { ...mergeConstants(variant), DARE: dare ? 1 : 0 });
+/** `tieBreak`: some agent keeps part of its threshold's ties (ranks from topk_ties / topk_scan). */
+export function createTiesKernel(
+  device: GPUDevice,
+  variant: MergeVariant,
+  dare: boolean,
+  tieBreak: boolean,
+): Promise<Kernel> {
+  return createKernel(device, TIES_KERNEL, {
+    ...mergeConstants(variant),
+    DARE: dare ? 1 : 0,
+    TIE_BREAK: tieBreak ? 1 : 0,
+  });
 }
