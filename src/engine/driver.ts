@@ -79,6 +79,20 @@ export interface AnalysisResult {
   epsilon: number;
   tensors: TensorStats[];
   totals: ModelStats;
+  /** The weights files the statistics came from, where the host identified them (statsFiles). */
+  files?: StatsFile[];
+}
+
+/**
+ * One weights file the statistics were gathered from: `merge --stats-in` reuses them only for files of
+ * the same size and safetensors header (names, dtypes, shapes and offsets of every tensor).
+ */
+export interface StatsFile {
+  /** 0 = base, t + 1 = agent t. */
+  model: number;
+  file: string;
+  bytes: number;
+  headerSha256: string;
 }
 
 /** The tensors that get merged: in every model with one shape and dtype, of a float dtype. */

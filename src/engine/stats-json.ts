@@ -3,26 +3,18 @@
 import type { Model } from '../format/model.ts';
 import { MAGNITUDE_BINS, ramLambdas, type ModelStats } from '../methods/stats.ts';
 import type { MethodName } from '../methods/types.ts';
-import type { AnalysisResult } from './driver.ts';
-import { Sha256 } from '../io/sha256.ts';
+import type { AnalysisResult, StatsFile } from './driver.ts';
 
-/**
- * One weights file the statistics were gathered from: `merge --stats-in` reuses them only for files of
- * the same size and safetensors header (names, dtypes, shapes and offsets of every tensor).
- */
-export interface StatsFile {
-  /** 0 = base, t + 1 = agent t. */
-  model: number;
-  file: string;
-  bytes: number;
-  headerSha256: string;
-}
+export type { StatsFile };
+import { Sha256 } from '../io/sha256.ts';
 
 /** The identity of every weights file of the models (base first), from their headers alone. */
 export async function statsFiles(models: readonly Model[]): Promise<StatsFile[]> {
   const files: StatsFile[] = [];
   for (const [m, model] of models.entries()) {
-    for (const f of model.files) {
+    // By name, so the list does not depend on the order a folder or a browser listed the files.
+    const sorted = [...model.files].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const f of sorted) {
       if (!f.name.endsWith('.safetensors')) continue;
       const size = await f.source.read(0, Math.min(8, f.source.size));
       const headerBytes =

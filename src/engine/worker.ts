@@ -37,6 +37,7 @@ import {
 import { EngineTensorError } from '../methods/errors.ts';
 import { explainElement, InspectHost } from './inspect.ts';
 import { listLibrary } from './library.ts';
+import { statsFiles } from './stats-json.ts';
 import { Sha256 } from '../io/sha256.ts';
 import { createGpuEngine, DEFAULT_WINDOW_ELEMENTS } from './gpu-engine.ts';
 import { runSelfTest } from './self-test.ts';
@@ -432,8 +433,10 @@ const handlers: Handlers = {
         signal,
         onProgress: progress,
       });
+      // The files' identities let an exported JSON serve `merge --stats-in` as analyze's does.
+      const files = await statsFiles([model(base), ...agents.map(model)]);
       cachedAnalysis = { key: analysisKey(base, agents, epsilon), result };
-      return result;
+      return { ...result, files };
     } finally {
       engine.destroy();
     }
