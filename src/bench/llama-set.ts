@@ -2,12 +2,12 @@
 // trying the studio and the CLI at LLM scale: embeddings, L decoder layers (q/k/v with biases as
 // Qwen2 has them), final norm and head, and agents whose changes are structured the way RL updates
 // are (denser in some layers, concentrated on some output rows), so views have something to show.
-import { bf16ToF32, f32ToBf16 } from '../format/dtype.ts';
+import { f32ToBf16 } from '../format/dtype.ts';
 import { indexJson, planShards } from '../format/sharded.ts';
 import { layoutSafetensors, SafetensorsStreamWriter, type TensorSpec } from '../format/write.ts';
 import type { FolderSink } from '../io/sink.ts';
 import { floatStream as rng } from '../demo/rng.ts';
-import { AGENT_DENSITIES } from './synthetic.ts';
+import { AGENT_DENSITIES, rlUpdate } from './synthetic.ts';
 
 export interface LlamaSetOptions {
   layers: number;
@@ -123,10 +123,7 @@ function agentValues(
     for (let c = 0; c < cols; c++) {
       if (random() >= p) continue;
       const i = r * cols + c;
-      const value = bf16ToF32(out[i]!);
-      const steps = (1 + Math.floor(random() * 8)) * (random() < 0.5 ? -1 : 1);
-      const ulp = Math.max(Math.abs(value), 1e-30) * 2 ** -7;
-      out[i] = f32ToBf16(value + steps * ulp);
+      out[i] = rlUpdate(out[i]!, random);
     }
   }
   return out;

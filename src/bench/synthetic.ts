@@ -50,16 +50,17 @@ function baseValues(spec: TensorSpec, random: () => number): Uint16Array {
   return out;
 }
 
+/** A small RL-sized update of one bf16 value: 1–8 bf16 steps either way, so it survives the bf16 save. */
+export function rlUpdate(bits: number, random: () => number): number {
+  const value = bf16ToF32(bits);
+  const steps = (1 + Math.floor(random() * 8)) * (random() < 0.5 ? -1 : 1);
+  const ulp = Math.max(Math.abs(value), 1e-30) * 2 ** -7;
+  return f32ToBf16(value + steps * ulp);
+}
+
 function agentValues(base: Uint16Array, density: number, random: () => number): Uint16Array {
   const out = base.slice();
-  for (let i = 0; i < out.length; i++) {
-    if (random() >= density) continue;
-    const value = bf16ToF32(out[i]!);
-    // Small RL-sized updates: 1–8 bf16 steps either way, so they survive the bf16 save.
-    const steps = (1 + Math.floor(random() * 8)) * (random() < 0.5 ? -1 : 1);
-    const ulp = Math.max(Math.abs(value), 1e-30) * 2 ** -7;
-    out[i] = f32ToBf16(value + steps * ulp);
-  }
+  for (let i = 0; i < out.length; i++) if (random() < density) out[i] = rlUpdate(out[i]!, random);
   return out;
 }
 
