@@ -261,7 +261,7 @@ export function headerEntries(
  * names, __metadata__, leading zeros, numbers over 15 digits, duplicates, unknown dtypes, other
  * field orders), so every check and every error message stays the general path's.
  */
-function scanRegularHeader(text: string): RawEntry[] | undefined {
+export function scanRegularHeader(text: string): RawEntry[] | undefined {
   const entries: RawEntry[] = [];
   const names = new Set<string>();
   const length = text.length;
