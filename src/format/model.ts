@@ -232,8 +232,9 @@ async function openSharded(
 function collectTensors(shards: SafetensorsHeader[]): Map<string, ModelTensor> {
   const all: ModelTensor[] = [];
   for (const header of shards) {
-    for (const tensor of header.tensors)
-      all.push({ ...tensor, file: header.file, offset: header.dataStart + tensor.begin });
+    // A literal, not a spread: spreading 300k tensors cost seconds in the profile.
+    for (const { name, dtype, shape, begin, end } of header.tensors)
+      all.push({ name, dtype, shape, begin, end, file: header.file, offset: header.dataStart + begin });
   }
   all.sort((a, b) => compareNames(a.name, b.name));
   return new Map(all.map((tensor) => [tensor.name, tensor]));

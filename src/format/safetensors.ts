@@ -33,7 +33,9 @@ const LFS_MAGIC = 'version https://git-lfs';
 /** Enough of the file's start to recognise a Git LFS pointer. */
 const SNIFF_BYTES = 32;
 const U64_MAX = (1n << 64n) - 1n;
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 const TENSOR_FIELDS = new Set(['dtype', 'shape', 'data_offsets']);
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** Reads the first 32 bytes (enough to spot a Git LFS pointer), then the rest of the header, and no more. */
@@ -65,7 +67,7 @@ export function parseSafetensorsHeader(
     );
   }
   const text = decodeHeader(file, prefix.subarray(8, 8 + n));
-  const { metadata, entries } = checkSchema(file, parseHeaderJson(file, text));
+  const { metadata, entries } = headerEntries(file, text);
   const { tensors, end } = checkOffsets(file, entries);
   const dataStart = 8 + n;
   const expected = BigInt(dataStart) + end;
@@ -237,7 +239,108 @@ function parseHeaderJson(file: string, text: string): unknown {
   }
 }
 
-interface RawEntry {
+/**
+ * Rules 4-5 on the decoded header: its metadata and schema-checked entries, in no particular order.
+ * `fast` tries the regular-shape scanner first; it gives the same result as the general path (a
+ * property test holds them equal) and hands anything unusual, errors included, to that path.
+ */
+export function headerEntries(
+  file: string,
+  text: string,
+  fast = true,
+): { metadata: Record<string, string>; entries: RawEntry[] } {
+  const entries = fast ? scanRegularHeader(text) : undefined;
+  return entries === undefined ? checkSchema(file, parseHeaderJson(file, text)) : { metadata: {}, entries };
+}
+
+/**
+ * The shape writers emit, `{"name":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},...}`
+ * with no whitespace until the padding, scanned without building a JSON tree: on a 300k-tensor
+ * header the tree's objects, BigInts and the 300k-key dictionary dominate the time. Returns
+ * undefined at the first thing it does not accept as plainly valid (escapes, non-printable-ASCII
+ * names, __metadata__, leading zeros, numbers over 15 digits, duplicates, unknown dtypes, other
+ * field orders), so every check and every error message stays the general path's.
+ */
+export function scanRegularHeader(text: string): RawEntry[] | undefined {
+  const entries: RawEntry[] = [];
+  const names = new Set<string>();
+  const length = text.length;
+  let pos = 1;
+  if (text.charCodeAt(0) !== OPEN_BRACE || text.charCodeAt(1) !== QUOTE) return undefined;
+  // Reads a non-negative integer of at most 15 digits (so exact as a number) or returns -1.
+  const integer = (): number => {
+    const start = pos;
+    let value = 0;
+    for (let c = text.charCodeAt(pos); c >= ZERO && c <= NINE; c = text.charCodeAt(++pos)) {
+      value = value * 10 + (c - ZERO);
+    }
+    const digits = pos - start;
+    if (digits === 0 || digits > 15 || (digits > 1 && text.charCodeAt(start) === ZERO)) return -1;
+    return value;
+  };
+  for (;;) {
+    // At the opening quote of a tensor name.
+    const nameStart = pos + 1;
+    pos = nameStart;
+    for (let c = text.charCodeAt(pos); c !== QUOTE; c = text.charCodeAt(++pos)) {
+      // Written negated so the NaN past the end of the text also stops the scan.
+      if (!(c >= 0x20 && c <= 0x7e) || c === BACKSLASH) return undefined;
+    }
+    const name = text.slice(nameStart, pos);
+    if (name === '' || name === '__metadata__' || names.has(name)) return undefined;
+    names.add(name);
+    if (!text.startsWith(DTYPE_FIELD, pos)) return undefined;
+    pos += DTYPE_FIELD.length;
+    const dtypeEnd = text.indexOf('"', pos);
+    const dtype = text.slice(pos, dtypeEnd);
+    if (dtypeEnd < 0 || !isDtype(dtype) || !text.startsWith(SHAPE_FIELD, dtypeEnd)) return undefined;
+    pos = dtypeEnd + SHAPE_FIELD.length;
+    const shape: number[] = [];
+    if (text.charCodeAt(pos) === CLOSE_BRACKET) pos += 1;
+    else {
+      for (;;) {
+        const dim = integer();
+        if (dim < 0) return undefined;
+        shape.push(dim);
+        const c = text.charCodeAt(pos++);
+        if (c === CLOSE_BRACKET) break;
+        if (c !== COMMA) return undefined;
+      }
+    }
+    if (!text.startsWith(OFFSETS_FIELD, pos)) return undefined;
+    pos += OFFSETS_FIELD.length;
+    const begin = integer();
+    if (begin < 0 || text.charCodeAt(pos++) !== COMMA) return undefined;
+    const end = integer();
+    if (end < 0 || text.charCodeAt(pos++) !== CLOSE_BRACKET || text.charCodeAt(pos++) !== CLOSE_BRACE) {
+      return undefined;
+    }
+    entries.push({ name, dtype, shape, begin: BigInt(begin), end: BigInt(end) });
+    const next = text.charCodeAt(pos++);
+    if (next === COMMA && text.charCodeAt(pos) === QUOTE) continue;
+    if (next !== CLOSE_BRACE) return undefined;
+    // Only JSON whitespace may follow: the padding is spaces.
+    for (; pos < length; pos++) {
+      const c = text.charCodeAt(pos);
+      if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return undefined;
+    }
+    return entries;
+  }
+}
+
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const CLOSE_BRACKET = 0x5d;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const ZERO = 0x30;
+const NINE = 0x39;
+const DTYPE_FIELD = '":{"dtype":"';
+const SHAPE_FIELD = '","shape":[';
+const OFFSETS_FIELD = ',"data_offsets":[';
+
+export interface RawEntry {
   name: string;
   dtype: Dtype;
   shape: number[];
@@ -262,7 +365,8 @@ function describe(value: unknown): string {
 
 /** Tensor names must be non-empty, free of control characters (NUL included) and of lone surrogates. */
 export function checkTensorName(file: string, name: string): void {
-  if (name === '' || /[\p{Cc}\p{Cs}]/u.test(name)) {
+  // Printable-ASCII names (nearly all of them) cannot hold either, so skip the Unicode regex.
+  if (name === '' || (!PRINTABLE_ASCII.test(name) && /[\p{Cc}\p{Cs}]/u.test(name))) {
     throw new SafetensorsError(
       'InvalidName',
       file,
@@ -284,7 +388,9 @@ function checkSchema(file: string, json: unknown): { metadata: Record<string, st
   if (!isObject(json)) throw invalid(`the header is ${describe(json)}, not a JSON object.`);
   const metadata: Record<string, string> = {};
   const entries: RawEntry[] = [];
-  for (const [name, value] of Object.entries(json)) {
+  // Keys then lookups: Object.entries would allocate a pair per tensor on a 300k-key header.
+  for (const name of Object.keys(json)) {
+    const value = json[name];
     if (name === '__metadata__') {
       if (value === null) continue;
       if (!isObject(value)) throw invalid(`__metadata__ is ${describe(value)}, not an object of strings.`);
@@ -311,22 +417,21 @@ function checkSchema(file: string, json: unknown): { metadata: Record<string, st
     const { dtype, shape, data_offsets: offsets } = value;
     if (!isDtype(dtype)) throw invalid(`dtype ${describe(dtype)} is not a safetensors dtype.`, name);
     if (!Array.isArray(shape)) throw invalid(`shape is ${describe(shape)}, not an array.`, name);
-    const dims = shape.map((dim) => {
-      if (typeof dim !== 'bigint' || dim > BigInt(Number.MAX_SAFE_INTEGER)) {
+    const dims: number[] = [];
+    for (const dim of shape) {
+      if (typeof dim !== 'bigint' || dim > MAX_SAFE) {
         throw invalid(`shape entry ${describe(dim)} is not an integer from 0 to 2^53-1.`, name);
       }
-      return Number(dim);
-    });
+      dims.push(Number(dim));
+    }
     if (!Array.isArray(offsets) || offsets.length !== 2) {
       throw invalid(`data_offsets is ${describe(offsets)}, not [begin, end].`, name);
     }
-    const [begin, end] = offsets;
-    for (const offset of [begin, end]) {
-      if (typeof offset !== 'bigint' || offset > U64_MAX) {
-        throw invalid(`data offset ${describe(offset)} is not an integer from 0 to 2^64-1.`, name);
-      }
-    }
-    entries.push({ name, dtype, shape: dims, begin: begin as bigint, end: end as bigint });
+    const [begin, end] = offsets as unknown[];
+    if (!isU64(begin))
+      throw invalid(`data offset ${describe(begin)} is not an integer from 0 to 2^64-1.`, name);
+    if (!isU64(end)) throw invalid(`data offset ${describe(end)} is not an integer from 0 to 2^64-1.`, name);
+    entries.push({ name, dtype, shape: dims, begin, end });
   }
   return { metadata, entries };
 }
@@ -374,6 +479,10 @@ function checkOffsets(file: string, entries: RawEntry[]): { tensors: TensorInfo[
     tensors.push({ name, dtype: entry.dtype, shape: entry.shape, begin: Number(begin), end: Number(end) });
   }
   return { tensors, end: start };
+}
+
+function isU64(value: unknown): value is bigint {
+  return typeof value === 'bigint' && value <= U64_MAX;
 }
 
 function compareBig(a: bigint, b: bigint): number {
