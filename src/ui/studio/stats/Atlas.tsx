@@ -230,71 +230,43 @@ export function AtlasView({
         <ExportButtons target={figure} name={`atlas-${metric}`} png />
       </figcaption>
       <div className="atlas__controls" data-export-skip="">
-        <div className="studio-field">
-          <label htmlFor={`${id}-metric`}>Colour by</label>
-          <select
-            id={`${id}-metric`}
-            value={metric}
-            data-testid="atlas-metric"
-            onChange={(e) => setMetric(e.currentTarget.value as AtlasMetric)}
-          >
-            {ATLAS_METRICS.map((m) => (
-              <option key={m} value={m}>
-                {METRIC_TEXT[m]}
-              </option>
-            ))}
-          </select>
-        </div>
+        <Choice
+          id={`${id}-metric`}
+          label="Colour by"
+          testId="atlas-metric"
+          value={metric}
+          options={ATLAS_METRICS.map((m) => [m, METRIC_TEXT[m]])}
+          onChange={(v) => setMetric(v as AtlasMetric)}
+        />
         {metric === 'sharedWith' && (
-          <div className="studio-field">
-            <label htmlFor={`${id}-other`}>Shared with</label>
-            <select
-              id={`${id}-other`}
-              value={other}
-              data-testid="atlas-other"
-              onChange={(e) => setOther(Number(e.currentTarget.value))}
-            >
-              {labels.map((label, t) => (
-                <option key={label} value={t}>
-                  {label}
-                </option>
-              ))}
-            </select>
-          </div>
+          <Choice
+            id={`${id}-other`}
+            label="Shared with"
+            testId="atlas-other"
+            value={String(other)}
+            options={labels.map((label, t) => [String(t), label])}
+            onChange={(v) => setOther(Number(v))}
+          />
         )}
-        <div className="studio-field">
-          <label htmlFor={`${id}-scale`}>Scale</label>
-          <select
-            id={`${id}-scale`}
-            value={scale}
-            data-testid="atlas-scale"
-            onChange={(e) => setScale(e.currentTarget.value as Scale)}
-          >
-            {Object.entries(SCALES).map(([key, text]) => (
-              <option key={key} value={key}>
-                {text}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div className="studio-field">
-          <label htmlFor={`${id}-agent`}>Agents</label>
-          <select
-            id={`${id}-agent`}
-            value={String(shown)}
-            data-testid="atlas-agent"
-            onChange={(e) =>
-              setShown(e.currentTarget.value === 'all' ? 'all' : Number(e.currentTarget.value))
-            }
-          >
-            <option value="all">all, side by side</option>
-            {labels.map((label, t) => (
-              <option key={label} value={t}>
-                {label}
-              </option>
-            ))}
-          </select>
-        </div>
+        <Choice
+          id={`${id}-scale`}
+          label="Scale"
+          testId="atlas-scale"
+          value={scale}
+          options={Object.entries(SCALES)}
+          onChange={(v) => setScale(v as Scale)}
+        />
+        <Choice
+          id={`${id}-agent`}
+          label="Agents"
+          testId="atlas-agent"
+          value={String(shown)}
+          options={[
+            ['all', 'all, side by side'],
+            ...labels.map((label, t): [string, string] => [String(t), label]),
+          ]}
+          onChange={(v) => setShown(v === 'all' ? 'all' : Number(v))}
+        />
       </div>
       <p className="atlas__what">
         {METRIC_TEXT[metric]}
@@ -335,5 +307,35 @@ export function AtlasView({
         {hover || 'Hover a cell for its exact counts; click it to list its tensors below.'}
       </p>
     </figure>
+  );
+}
+
+/** One labelled select of the atlas's controls; options are [value, text] pairs. */
+function Choice({
+  id,
+  label,
+  testId,
+  value,
+  options,
+  onChange,
+}: {
+  id: string;
+  label: string;
+  testId: string;
+  value: string;
+  options: readonly (readonly [string, string])[];
+  onChange(value: string): void;
+}) {
+  return (
+    <div className="studio-field">
+      <label htmlFor={id}>{label}</label>
+      <select id={id} value={value} data-testid={testId} onChange={(e) => onChange(e.currentTarget.value)}>
+        {options.map(([v, text]) => (
+          <option key={v} value={v}>
+            {text}
+          </option>
+        ))}
+      </select>
+    </div>
   );
 }
