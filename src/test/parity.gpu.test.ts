@@ -3,34 +3,16 @@
 // midpoints). A subset of the cases keeps the GPU suite short on SwiftShader (TIES's select passes are
 // slow there): RAM, linear without a base, DARE-TIES with the GPU's L1 norms pass (all 11 cases pass
 // on the GPU too: drop the filter to run them). PARITY_TABLE=1 prints the table.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  CASES,
-  makeParitySet,
-  parityTable,
-  removeParitySet,
-  runCase,
-  type Outcome,
-  type ParitySet,
-} from './parity/cases.ts';
+import { describe, expect, it } from 'vitest';
+import { CASES, paritySuite, runCase } from './parity/cases.ts';
 
 const ON_GPU = new Set(['ram.yml', 'linear.yml', 'dare_ties-l1.yml']);
-let set: ParitySet | undefined;
-const outcomes = new Map<string, Outcome>();
-
-beforeAll(async () => {
-  set = await makeParitySet();
-}, 60_000);
-
-afterAll(async () => {
-  if (process.env.PARITY_TABLE) process.stdout.write(`\nWebGPU engine\n${parityTable(outcomes)}`);
-  await removeParitySet(set);
-});
+const { set, outcomes } = paritySuite('WebGPU');
 
 describe('parity with mergekit (WebGPU engine; bf16 set, float32 math, bfloat16 output)', () => {
   for (const c of CASES.filter((c) => ON_GPU.has(c.recipe)))
     it(`${c.method}: ${c.recipe}`, async () => {
-      const outcome = await runCase(set!, c, false);
+      const outcome = await runCase(set(), c, false);
       outcomes.set(c.method, outcome);
       expect(outcome.elements).toBeGreaterThan(100_000);
       expect(outcome.unexplained).toBe(0);

@@ -1,33 +1,15 @@
 // Parity with mergekit on the CPU engine (f64): every recipe of src/test/parity/ byte for byte
 // against mergekit's semantics, exceptions counted (see parity/cases.ts). PARITY_TABLE=1 prints the
 // README's table.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  CASES,
-  makeParitySet,
-  parityTable,
-  removeParitySet,
-  runCase,
-  type Outcome,
-  type ParitySet,
-} from './parity/cases.ts';
+import { describe, expect, it } from 'vitest';
+import { CASES, paritySuite, runCase } from './parity/cases.ts';
 
-let set: ParitySet | undefined;
-const outcomes = new Map<string, Outcome>();
-
-beforeAll(async () => {
-  set = await makeParitySet();
-}, 60_000);
-
-afterAll(async () => {
-  if (process.env.PARITY_TABLE) process.stdout.write(`\nCPU engine\n${parityTable(outcomes)}`);
-  await removeParitySet(set);
-});
+const { set, outcomes } = paritySuite('CPU');
 
 describe('parity with mergekit (CPU engine; bf16 set, float32 math, bfloat16 output)', () => {
   for (const c of CASES)
     it(`${c.method}: ${c.recipe}`, async () => {
-      const outcome = await runCase(set!, c, true);
+      const outcome = await runCase(set(), c, true);
       outcomes.set(c.method, outcome);
       expect(outcome.elements).toBeGreaterThan(100_000);
       expect(outcome.unexplained).toBe(0);

@@ -7,7 +7,7 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { writeLlamaSet } from '../../bench/llama-set.ts';
 import { loadModel } from '../../cli/args.ts';
 import { decodeFloats, type FloatDtype } from '../../format/dtype.ts';
@@ -301,4 +301,27 @@ export function parityTable(outcomes: Map<string, Outcome>): string {
     ...rows,
     '',
   ].join('\n');
+}
+
+/**
+ * The generated set for one suite, made before its tests and removed after them; the outcomes the
+ * tests record print as the README's table with PARITY_TABLE=1.
+ */
+export function paritySuite(engine: string): { set(): ParitySet; outcomes: Map<string, Outcome> } {
+  let set: ParitySet | undefined;
+  const outcomes = new Map<string, Outcome>();
+  beforeAll(async () => {
+    set = await makeParitySet();
+  }, 60_000);
+  afterAll(async () => {
+    if (process.env.PARITY_TABLE) process.stdout.write(`\n${engine} engine\n${parityTable(outcomes)}`);
+    await removeParitySet(set);
+  });
+  return {
+    set: () => {
+      if (!set) throw new Error('the parity set was not made');
+      return set;
+    },
+    outcomes,
+  };
 }
