@@ -3,6 +3,7 @@
 // Forward and backward passes are plain JS in f64 over f32 parameters; no platform APIs.
 
 import { bf16ToF32, f32ToBf16, type Dtype } from '../format/dtype.ts';
+import { at, atF32, atF64, must } from '../io/checked.ts';
 import { Rng } from './rng.ts';
 
 export const MODEL_TYPE = 'merge-studio-gridworld-mlp';
@@ -44,7 +45,7 @@ export interface TensorSpec {
 /** The checkpoint's tensors, in file-independent order: embedding, hidden layers, head. */
 export function tensorSpecs(config: PolicyConfig): TensorSpec[] {
   const specs: TensorSpec[] = [
-    { name: 'task_embed.weight', shape: [config.tasks.length, config.hiddenSizes[0]!] },
+    { name: 'task_embed.weight', shape: [config.tasks.length, at(config.hiddenSizes, 0, 'hiddenSizes')] },
   ];
   let inputs = config.obsSize;
   config.hiddenSizes.forEach((size, i) => {
@@ -91,9 +92,10 @@ export function initParams(config: PolicyConfig, seed: number, embedScale = 1): 
 }
 
 function fanInOf(config: PolicyConfig, name: string): number {
-  if (name.startsWith('head.')) return config.hiddenSizes[config.hiddenSizes.length - 1]!;
+  const sizes = config.hiddenSizes;
+  if (name.startsWith('head.')) return at(sizes, sizes.length - 1, 'hiddenSizes');
   const layer = Number(name.split('.')[1]);
-  return layer === 0 ? config.obsSize : config.hiddenSizes[layer - 1]!;
+  return layer === 0 ? config.obsSize : at(sizes, layer - 1, 'hiddenSizes');
 }
 
 export function cloneParams(params: ReadonlyMap<string, Float32Array>): Map<string, Float32Array> {
@@ -103,11 +105,11 @@ export function cloneParams(params: ReadonlyMap<string, Float32Array>): Map<stri
 /** Every value rounded to bf16 and widened back: what a bf16 checkpoint of these parameters holds. */
 export function roundParamsToBf16(params: ReadonlyMap<string, Float32Array>): Map<string, Float32Array> {
   const out = new Map<string, Float32Array>();
-  for (const [name, data] of params) {
-    const rounded = new Float32Array(data.length);
-    for (let i = 0; i < data.length; i++) rounded[i] = bf16ToF32(f32ToBf16(data[i]!));
-    out.set(name, rounded);
-  }
+  for (const [name, data] of params)
+    out.set(
+      name,
+      data.map((v) => bf16ToF32(f32ToBf16(v))),
+    );
   return out;
 }
 
@@ -121,7 +123,7 @@ export function toBf16Tensors(
     if (!values) throw new Error(`toBf16Tensors: missing tensor ${spec.name}`);
     const data = new Uint8Array(values.length * 2);
     const view = new DataView(data.buffer);
-    for (let i = 0; i < values.length; i++) view.setUint16(i * 2, f32ToBf16(values[i]!), true);
+    values.forEach((v, i) => view.setUint16(i * 2, f32ToBf16(v), true));
     return { name: spec.name, dtype: 'BF16', shape: spec.shape, data };
   });
 }
@@ -186,7 +188,6 @@ export class Policy {
   private readonly embed: Float32Array;
   private readonly weights: Float32Array[] = [];
   private readonly biases: Float32Array[] = [];
-  private readonly sizes: number[];
   private readonly names: string[];
 
   constructor(config: PolicyConfig, params: ReadonlyMap<string, Float32Array>) {
@@ -202,12 +203,11 @@ export class Policy {
     };
     const specs = tensorSpecs(config);
     this.names = specs.map((spec) => spec.name);
-    this.embed = get(specs[0]!);
+    this.embed = get(at(specs, 0, 'Policy tensor specs'));
     for (let i = 1; i < specs.length; i += 2) {
-      this.weights.push(get(specs[i]!));
-      this.biases.push(get(specs[i + 1]!));
+      this.weights.push(get(at(specs, i, 'Policy tensor specs')));
+      this.biases.push(get(at(specs, i + 1, 'Policy tensor specs')));
     }
-    this.sizes = [config.obsSize, ...config.hiddenSizes, config.numActions];
   }
 
   /** Logits for an observation given as its active features (ascending) and a task id. */
@@ -215,13 +215,14 @@ export class Policy {
     if (!Number.isInteger(taskId) || taskId < 0 || taskId >= this.config.tasks.length)
       throw new RangeError(`Policy.forward: bad task id ${taskId}`);
     const hidden: Float64Array[] = [];
-    const inputs = this.sizes[0]!;
-    const h0 = new Float64Array(this.sizes[1]!);
-    const w0 = this.weights[0]!;
-    const b0 = this.biases[0]!;
-    for (let j = 0; j < h0.length; j++) {
-      let acc = b0[j]! + this.embed[taskId * h0.length + j]!;
-      for (const i of active) acc += w0[j * inputs + i]!;
+    const inputs = this.config.obsSize;
+    // Each layer's width is its bias length (the constructor checked every shape).
+    const w0 = at(this.weights, 0, 'Policy weights');
+    const b0 = at(this.biases, 0, 'Policy biases');
+    const h0 = new Float64Array(b0.length);
+    for (let j = 0; j < b0.length; j++) {
+      let acc = atF32(b0, j) + atF32(this.embed, taskId * h0.length + j);
+      for (const i of active) acc += atF32(w0, j * inputs + i);
       h0[j] = acc > 0 ? acc : 0;
     }
     hidden.push(h0);
@@ -229,13 +230,13 @@ export class Policy {
     const layers = this.weights.length;
     let logits = h0;
     for (let l = 1; l < layers; l++) {
-      const w = this.weights[l]!;
-      const b = this.biases[l]!;
-      const out = new Float64Array(this.sizes[l + 1]!);
+      const w = at(this.weights, l, 'Policy weights');
+      const b = at(this.biases, l, 'Policy biases');
+      const out = new Float64Array(b.length);
       const n = previous.length;
-      for (let j = 0; j < out.length; j++) {
-        let acc = b[j]!;
-        for (let k = 0; k < n; k++) acc += w[j * n + k]! * previous[k]!;
+      for (let j = 0; j < b.length; j++) {
+        let acc = atF32(b, j);
+        for (let k = 0; k < n; k++) acc += atF32(w, j * n + k) * atF64(previous, k);
         out[j] = l === layers - 1 || acc > 0 ? acc : 0;
       }
       if (l < layers - 1) hidden.push(out);
@@ -247,40 +248,49 @@ export class Policy {
 
   /** Adds ∂loss/∂θ to `grads`, given ∂loss/∂logits for one forward pass. */
   backward(act: Activations, dLogits: ArrayLike<number>, grads: Gradients): void {
-    const names = this.names;
+    // The gradient accumulator of the tensor at `index` in tensorSpecs order.
+    const gradient = (index: number): Float64Array => {
+      const name = at(this.names, index, 'Policy tensor names');
+      return must(grads.get(name), `gradient of ${name}`);
+    };
     let delta = Float64Array.from(dLogits);
     for (let l = this.weights.length - 1; l >= 1; l--) {
-      const input = act.hidden[l - 1]!;
+      const input = at(act.hidden, l - 1, 'hidden activations');
       const n = input.length;
-      const gw = grads.get(names[1 + 2 * l]!)!;
-      const gb = grads.get(names[2 + 2 * l]!)!;
-      const w = this.weights[l]!;
+      const gw = gradient(1 + 2 * l);
+      const gb = gradient(2 + 2 * l);
+      const w = at(this.weights, l, 'Policy weights');
       const back = new Float64Array(n);
       for (let j = 0; j < delta.length; j++) {
-        const d = delta[j]!;
+        const d = atF64(delta, j);
         if (d === 0) continue;
-        gb[j] = gb[j]! + d;
+        gb[j] = atF64(gb, j) + d;
         const row = j * n;
         for (let k = 0; k < n; k++) {
-          gw[row + k] = gw[row + k]! + d * input[k]!;
-          back[k] = back[k]! + d * w[row + k]!;
+          const x = atF64(input, k);
+          gw[row + k] = atF64(gw, row + k) + d * x;
+          back[k] = atF64(back, k) + d * atF32(w, row + k);
         }
       }
       // ReLU: no gradient through units that were off.
-      for (let k = 0; k < n; k++) if (input[k]! <= 0) back[k] = 0;
+      for (let k = 0; k < n; k++) if (atF64(input, k) <= 0) back[k] = 0;
       delta = back;
     }
-    const inputs = this.sizes[0]!;
-    const gw0 = grads.get(names[1]!)!;
-    const gb0 = grads.get(names[2]!)!;
-    const ge = grads.get(names[0]!)!;
+    const inputs = this.config.obsSize;
+    const gw0 = gradient(1);
+    const gb0 = gradient(2);
+    const ge = gradient(0);
     const width = delta.length;
     for (let j = 0; j < width; j++) {
-      const d = delta[j]!;
+      const d = atF64(delta, j);
       if (d === 0) continue;
-      gb0[j] = gb0[j]! + d;
-      ge[act.taskId * width + j] = ge[act.taskId * width + j]! + d;
-      for (const i of act.active) gw0[j * inputs + i] = gw0[j * inputs + i]! + d;
+      gb0[j] = atF64(gb0, j) + d;
+      const e = act.taskId * width + j;
+      ge[e] = atF64(ge, e) + d;
+      for (const i of act.active) {
+        const x = j * inputs + i;
+        gw0[x] = atF64(gw0, x) + d;
+      }
     }
   }
 
@@ -295,9 +305,10 @@ export function argmax(logits: ArrayLike<number>): number {
   let best = 0;
   let bestValue = -Infinity;
   for (let i = 0; i < logits.length; i++) {
-    if (logits[i]! > bestValue) {
+    const value = at(logits, i, 'logits');
+    if (value > bestValue) {
       best = i;
-      bestValue = logits[i]!;
+      bestValue = value;
     }
   }
   return best;
@@ -305,14 +316,11 @@ export function argmax(logits: ArrayLike<number>): number {
 
 /** Softmax probabilities, max-subtracted for stability. */
 export function softmax(logits: ArrayLike<number>): Float64Array {
+  const values = Float64Array.from(logits);
   let max = -Infinity;
-  for (let i = 0; i < logits.length; i++) if (logits[i]! > max) max = logits[i]!;
-  const out = new Float64Array(logits.length);
+  for (const v of values) if (v > max) max = v;
+  const exps = values.map((v) => Math.exp(v - max));
   let sum = 0;
-  for (let i = 0; i < logits.length; i++) {
-    out[i] = Math.exp(logits[i]! - max);
-    sum += out[i]!;
-  }
-  for (let i = 0; i < logits.length; i++) out[i] = out[i]! / sum;
-  return out;
+  for (const e of exps) sum += e;
+  return exps.map((e) => e / sum);
 }

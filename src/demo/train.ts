@@ -5,6 +5,7 @@
 // Pure and deterministic: the same config gives the same bits on any JS engine.
 
 import { serializeSafetensors } from '../format/write.ts';
+import { at, atF32, atF64, must } from '../io/checked.ts';
 import {
   ACTIONS,
   createEpisode,
@@ -114,18 +115,18 @@ class Adam {
     const c1 = 1 - this.beta1 ** this.t;
     const c2 = 1 - this.beta2 ** this.t;
     for (const [name, p] of this.params) {
-      const g = grads.get(name)!;
-      const m = this.m.get(name)!;
-      const v = this.v.get(name)!;
+      const g = must(grads.get(name), `Adam: gradient of ${name}`);
+      const m = must(this.m.get(name), `Adam: first moment of ${name}`);
+      const v = must(this.v.get(name), `Adam: second moment of ${name}`);
       for (let i = 0; i < p.length; i++) {
-        const gi = g[i]! * scale;
-        m[i] = this.beta1 * m[i]! + (1 - this.beta1) * gi;
-        v[i] = this.beta2 * v[i]! + (1 - this.beta2) * gi * gi;
+        const gi = atF64(g, i, name) * scale;
+        m[i] = this.beta1 * atF32(m, i, name) + (1 - this.beta1) * gi;
+        v[i] = this.beta2 * atF32(v, i, name) + (1 - this.beta2) * gi * gi;
         // Read back the stored f32 moments, so the step uses what an f32 optimiser holds.
-        const mi = m[i]!;
-        const vi = v[i]!;
+        const mi = atF32(m, i, name);
+        const vi = atF32(v, i, name);
         if (mi === 0) continue;
-        p[i] = p[i]! - (lr * (mi / c1)) / (Math.sqrt(vi / c2) + this.eps);
+        p[i] = atF32(p, i, name) - (lr * (mi / c1)) / (Math.sqrt(vi / c2) + this.eps);
       }
     }
   }
@@ -144,12 +145,13 @@ class Sgd {
 
   step(grads: Gradients, scale: number, lr: number): void {
     for (const [name, p] of this.params) {
-      const g = grads.get(name)!;
-      const u = this.velocity.get(name)!;
+      const g = must(grads.get(name), `Sgd: gradient of ${name}`);
+      const u = must(this.velocity.get(name), `Sgd: velocity of ${name}`);
       for (let i = 0; i < p.length; i++) {
-        u[i] = this.momentum * u[i]! + g[i]! * scale;
-        const ui = u[i]!;
-        if (ui !== 0) p[i] = p[i]! - lr * ui;
+        u[i] = this.momentum * atF32(u, i, name) + atF64(g, i, name) * scale;
+        // Read back the stored f32 velocity, as an f32 optimiser would.
+        const ui = atF32(u, i, name);
+        if (ui !== 0) p[i] = atF32(p, i, name) - lr * ui;
       }
     }
   }
@@ -197,7 +199,7 @@ export function trainBase(config: TrainConfig, onProgress?: Progress): BaseResul
     let samples = 0;
     let score = 0;
     for (let e = 0; e < batchEpisodes; e++) {
-      const task = config.tasks[rng.int(config.tasks.length)]!;
+      const task = at(config.tasks, rng.int(config.tasks.length), 'tasks');
       const episode = createEpisode(task, rng.nextU32());
       const id = config.tasks.indexOf(task);
       while (!episode.done) {
@@ -209,7 +211,7 @@ export function trainBase(config: TrainConfig, onProgress?: Progress): BaseResul
         // Cross-entropy gradient with respect to the logits: p − onehot(teacher).
         policy.backward(
           act,
-          probs.map((p, a) => p - target[a]!),
+          probs.map((p, a) => p - atF64(target, a, 'target')),
           grads,
         );
         samples += 1;
@@ -270,13 +272,15 @@ export function trainAgent(
     const returns = episodes.map((trajectory) => {
       const g = new Float64Array(trajectory.length);
       let acc = 0;
-      for (let t = trajectory.length - 1; t >= 0; t--) g[t] = acc = trajectory[t]!.reward + gamma * acc;
+      for (let t = trajectory.length - 1; t >= 0; t--)
+        g[t] = acc = at(trajectory, t, 'trajectory').reward + gamma * acc;
       return g;
     });
     const grads = policy.zeroGradients();
     episodes.forEach((trajectory, e) => {
+      const g = at(returns, e, 'returns');
       trajectory.forEach((tr, t) => {
-        const advantage = returns[e]![t]! - (baseline[t] ?? 0);
+        const advantage = atF64(g, t, 'returns') - (baseline[t] ?? 0);
         if (advantage === 0) return;
         // ∂(−A log π(a))/∂logits = A · (π − onehot(a)).
         const d = tr.probs.map((p, a) => advantage * (p - (a === tr.action ? 1 : 0)));
@@ -292,10 +296,10 @@ export function trainAgent(
   let masterChanged = 0;
   let storedChanged = 0;
   for (const [name, values] of params) {
-    const b = base.get(name)!;
-    const s = stored.get(name)!;
-    for (let i = 0; i < values.length; i++) {
-      if (values[i] !== b[i]) masterChanged += 1;
+    const b = must(base.get(name), `trainAgent: base tensor ${name}`);
+    const s = must(stored.get(name), `trainAgent: stored tensor ${name}`);
+    for (const [i, value] of values.entries()) {
+      if (value !== b[i]) masterChanged += 1;
       if (s[i] !== b[i]) storedChanged += 1;
     }
   }
@@ -308,21 +312,23 @@ function updateBaseline(baseline: number[], returns: Float64Array[], decay: numb
     let sum = 0;
     let count = 0;
     for (const g of returns) {
-      if (t < g.length) {
-        sum += g[t]!;
+      const value = g[t];
+      if (value !== undefined) {
+        sum += value;
         count += 1;
       }
     }
     const mean = sum / count;
-    baseline[t] = first || baseline[t] === undefined ? mean : decay * baseline[t]! + (1 - decay) * mean;
+    const previous = baseline[t];
+    baseline[t] = first || previous === undefined ? mean : decay * previous + (1 - decay) * mean;
   }
 }
 
 function sample(probs: Float64Array, rng: Rng): number {
   const u = rng.float();
   let acc = 0;
-  for (let a = 0; a < probs.length - 1; a++) {
-    acc += probs[a]!;
+  for (const [a, p] of probs.subarray(0, -1).entries()) {
+    acc += p;
     if (u < acc) return a;
   }
   return probs.length - 1;
