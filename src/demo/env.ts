@@ -6,6 +6,7 @@
 // agent's absolute cell (so a policy can tell where the border is). The task id is not part of the
 // observation vector: the policy reads it through its own embedding (`task_embed.weight`).
 
+import { at } from '../io/checked.ts';
 import { Rng } from './rng.ts';
 
 export const GRID = 7;
@@ -77,7 +78,7 @@ export function createEpisode(task: TaskName, seed: number): Episode {
     const cells = shuffledCells(rng);
     let next = 0;
     // Objects take the shuffled cells in turn, so they never share a cell.
-    const take = (): number => cells[next++]!;
+    const take = (): number => at(cells, next++, 'shuffled cells');
     const lava: boolean[] = new Array<boolean>(CELLS).fill(false);
     const episode: Episode = {
       task,
@@ -113,8 +114,8 @@ function shuffledCells(rng: Rng): number[] {
   const cells = Array.from({ length: CELLS }, (_, i) => i);
   for (let i = CELLS - 1; i > 0; i--) {
     const j = rng.int(i + 1);
-    const t = cells[i]!;
-    cells[i] = cells[j]!;
+    const t = at(cells, i, 'cells');
+    cells[i] = at(cells, j, 'cells');
     cells[j] = t;
   }
   return cells;
@@ -124,8 +125,7 @@ function reachableCells(start: number, lava: readonly boolean[]): boolean[] {
   const seen: boolean[] = new Array<boolean>(CELLS).fill(false);
   const queue = [start];
   seen[start] = true;
-  while (queue.length > 0) {
-    const cell = queue.pop()!;
+  for (let cell = queue.pop(); cell !== undefined; cell = queue.pop()) {
     for (let a = 0; a < NUM_ACTIONS; a++) {
       const to = move(cell, a);
       if (!seen[to] && !lava[to]) {
@@ -139,8 +139,8 @@ function reachableCells(start: number, lava: readonly boolean[]): boolean[] {
 
 /** The cell reached from `cell` by action `a` (the same cell when the move hits the border). */
 export function move(cell: number, a: number): number {
-  const r = Math.floor(cell / GRID) + ACTION_DR[a]!;
-  const c = (cell % GRID) + ACTION_DC[a]!;
+  const r = Math.floor(cell / GRID) + at(ACTION_DR, a, 'action');
+  const c = (cell % GRID) + at(ACTION_DC, a, 'action');
   if (r < 0 || r >= GRID || c < 0 || c >= GRID) return cell;
   return r * GRID + c;
 }

@@ -1,6 +1,8 @@
 // How the agents' task vectors τ = agent − base are spread over the weights: the share of elements
 // each agent changed (|τ| > ε) and how many of those no other agent changed (SPEC.md's N_unique).
 
+import { at, atF32 } from '../io/checked.ts';
+
 export interface AgentChanges {
   name: string;
   numel: number;
@@ -39,23 +41,25 @@ export function changeStats(
     });
     const changed = new Array<number>(agents.length).fill(0);
     const unique = new Array<number>(agents.length).fill(0);
-    for (let i = 0; i < b.length; i++) {
+    for (const [i, baseValue] of b.entries()) {
       let count = 0;
       let last = -1;
-      for (let t = 0; t < values.length; t++) {
-        if (Math.abs(values[t]![i]! - b[i]!) > epsilon) {
-          changed[t] = changed[t]! + 1;
+      values.forEach((v, t) => {
+        if (Math.abs(atF32(v, i, name) - baseValue) > epsilon) {
+          changed[t] = at(changed, t, 'changed counts') + 1;
           count += 1;
           last = t;
         }
-      }
-      if (count === 1) unique[last] = unique[last]! + 1;
+      });
+      if (count === 1) unique[last] = at(unique, last, 'unique counts') + 1;
     }
     results.forEach((r, t) => {
-      r.perTensor.push([name, changed[t]!, unique[t]!, b.length]);
+      const changedHere = at(changed, t, 'changed counts');
+      const uniqueHere = at(unique, t, 'unique counts');
+      r.perTensor.push([name, changedHere, uniqueHere, b.length]);
       r.numel += b.length;
-      r.changed += changed[t]!;
-      r.unique += unique[t]!;
+      r.changed += changedHere;
+      r.unique += uniqueHere;
     });
   }
   for (const r of results) {

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ARENA_EPISODES, evaluate, loadDemoWeights, readDemoSafetensors, type ArenaResult } from './arena.ts';
+import { at } from '../io/checked.ts';
 import { policyConfigFromJson, type PolicyConfig } from './policy.ts';
 
 interface MergeRow {
@@ -58,10 +59,12 @@ function parseArgs(argv: readonly string[]): Options {
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
-    if (arg === '--demo' && argv[i + 1] !== undefined) options.demo = argv[++i]!;
-    else if (arg === '--episodes' && argv[i + 1] !== undefined) options.episodes = Number(argv[++i]);
+    const value = argv[i + 1];
+    if (arg === '--demo' && value !== undefined) options.demo = value;
+    else if (arg === '--episodes' && value !== undefined) options.episodes = Number(value);
     else
       throw new Error(`demo:table: unknown argument ${arg}. Usage: demo:table [--demo DIR] [--episodes N]`);
+    i += 1; // both options take a value
   }
   return options;
 }
@@ -126,7 +129,9 @@ async function main(): Promise<void> {
     `|---|${config.tasks.map(() => '---:|').join('')}---:|`,
   ];
   lines.push(row('base', score(base)));
-  manifest.agents.forEach((name, t) => lines.push(row(`agent: ${name}`, score(agents[t]!))));
+  manifest.agents.forEach((name, t) =>
+    lines.push(row(`agent: ${name}`, score(at(agents, t, 'agent weights')))),
+  );
   for (const merge of mergeRows(agents.length)) {
     const merged = await cliMerge(baseFolder, agentFolders, merge.cli);
     lines.push(row(merge.label, score(merged)));

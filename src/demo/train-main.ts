@@ -18,9 +18,12 @@ function parseArgs(argv: readonly string[]): Options {
   const options: Options = { out: 'public/demo', check: false };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
+    const value = argv[i + 1];
     if (arg === '--check') options.check = true;
-    else if (arg === '--out' && argv[i + 1] !== undefined) options.out = argv[++i]!;
-    else throw new Error(`demo:train: unknown argument ${arg}. Usage: demo:train [--out DIR] [--check]`);
+    else if (arg === '--out' && value !== undefined) {
+      options.out = value;
+      i += 1;
+    } else throw new Error(`demo:train: unknown argument ${arg}. Usage: demo:train [--out DIR] [--check]`);
   }
   return options;
 }

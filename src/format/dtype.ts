@@ -2,6 +2,8 @@
 // Pure functions over numbers and typed arrays: no platform APIs, so the GPU kernels' CPU
 // reference, the reader/writer and the tests all share one definition.
 
+import { at } from '../io/checked.ts';
+
 export const DTYPES = [
   'BOOL',
   'U8',
@@ -77,19 +79,19 @@ export function isMergeableDtype(dtype: Dtype): dtype is FloatDtype {
   return dtype === 'BF16' || dtype === 'F16' || dtype === 'F32';
 }
 
-const f32 = new Float32Array(1);
-const u32 = new Uint32Array(f32.buffer);
+// One 4-byte scratch word, reinterpreted between f32 and u32 (the same endianness both ways).
+const word = new DataView(new ArrayBuffer(4));
 
 /** Exact widening: a bf16 is the upper half of an f32. */
 export function bf16ToF32(bits: number): number {
-  u32[0] = (bits & 0xffff) << 16;
-  return f32[0]!;
+  word.setUint32(0, (bits & 0xffff) << 16, true);
+  return word.getFloat32(0, true);
 }
 
 /** f32 (given as a JS number, first rounded to f32) to bf16 bits, round-to-nearest-even. NaN stays NaN (quiet). */
 export function f32ToBf16(value: number): number {
-  f32[0] = value;
-  const x = u32[0]!;
+  word.setFloat32(0, value, true);
+  const x = word.getUint32(0, true);
   if ((x & 0x7fffffff) > 0x7f800000) return ((x >>> 16) | 0x0040) & 0xffff;
   const rounded = x + 0x7fff + ((x >>> 16) & 1);
   return (rounded >>> 16) & 0xffff;
@@ -153,9 +155,10 @@ export function decodeFloats(dtype: FloatDtype, bytes: Uint8Array, count: number
 export function encodeFloats(dtype: FloatDtype, values: ArrayLike<number>): Uint8Array {
   const bytes = new Uint8Array(values.length * (dtype === 'F32' ? 4 : 2));
   const view = new DataView(bytes.buffer);
-  if (dtype === 'F32') for (let i = 0; i < values.length; i++) view.setFloat32(i * 4, values[i]!, true);
-  else if (dtype === 'BF16')
-    for (let i = 0; i < values.length; i++) view.setUint16(i * 2, f32ToBf16(values[i]!), true);
-  else for (let i = 0; i < values.length; i++) view.setUint16(i * 2, f32ToF16(values[i]!), true);
+  for (let i = 0; i < values.length; i++) {
+    const v = at(values, i, 'encodeFloats values');
+    if (dtype === 'F32') view.setFloat32(i * 4, v, true);
+    else view.setUint16(i * 2, dtype === 'BF16' ? f32ToBf16(v) : f32ToF16(v), true);
+  }
   return bytes;
 }

@@ -1,6 +1,7 @@
 // Summarises an opened model for the UI and the CLI's `inspect`: files, tensors, sizes, parameter
 // counts per dtype and the config facts that matter for a merge.
 
+import { at } from '../io/checked.ts';
 import type { Dtype } from './dtype.ts';
 import type { Model } from './model.ts';
 
@@ -110,10 +111,15 @@ export function formatInspect(report: InspectReport): string {
     t.file,
     String(t.bytes),
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  const widths = header.map((h, i) =>
+    Math.max(h.length, ...rows.map((row) => at(row, i, 'table row').length)),
+  );
   const line = (cells: string[]): string =>
     cells
-      .map((cell, i) => (i === cells.length - 1 ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!)))
+      .map((cell, i) => {
+        const width = at(widths, i, 'column widths');
+        return i === cells.length - 1 ? cell.padStart(width) : cell.padEnd(width);
+      })
       .join('  ')
       .trimEnd();
   const out = [

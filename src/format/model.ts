@@ -2,6 +2,7 @@
 // sharded index against every shard header, and reads config.json — all before any tensor data.
 
 import type { ByteSource, ModelFile } from '../io/source.ts';
+import { must } from '../io/checked.ts';
 import { asReadFailed, SafetensorsError } from '../io/errors.ts';
 import { JsonSyntaxError, parseJson } from './json.ts';
 import { readSafetensorsHeader, type SafetensorsHeader, type TensorInfo } from './safetensors.ts';
@@ -68,7 +69,8 @@ export async function openModel(name: string, files: ModelFile[]): Promise<Model
   if (indexName !== undefined) {
     shards = await openSharded(name, indexName, byName, weights, warnings);
   } else {
-    shards = [await readHeader(byName.get(singleWeightsFile(name, names, weights, pickles))!)];
+    const file = singleWeightsFile(name, names, weights, pickles);
+    shards = [await readHeader(must(byName.get(file), `picked file ${file}`))];
   }
   if (pickles.length > 0) {
     warnings.push(
@@ -103,7 +105,8 @@ export async function openModel(name: string, files: ModelFile[]): Promise<Model
 
 /** Without an index: exactly one *.safetensors file, whatever its name. */
 function singleWeightsFile(model: string, names: string[], weights: string[], pickles: string[]): string {
-  if (weights.length === 1) return weights[0]!;
+  const [only, ...others] = weights;
+  if (only !== undefined && others.length === 0) return only;
   if (weights.length > 1) {
     const shardLike = weights.some((file) => SHARD_NAME.test(file));
     const hint = shardLike
@@ -139,7 +142,7 @@ async function openSharded(
 ): Promise<SafetensorsHeader[]> {
   const index = parseIndex(
     indexName,
-    await readText(byName.get(indexName)!, MAX_INDEX_BYTES, 'InvalidIndex'),
+    await readText(must(byName.get(indexName), `picked file ${indexName}`), MAX_INDEX_BYTES, 'InvalidIndex'),
   );
   const shardNames = [...new Set(index.weightMap.values())].sort(compareNames);
   if (shardNames.length === 0) {
@@ -160,7 +163,9 @@ async function openSharded(
   const unreferenced = weights.filter((file) => !shardNames.includes(file));
   // A shard-named file the index leaves out means a stale index, not an unrelated file.
   const strays = unreferenced.filter((file) => SHARD_NAME.test(file));
-  for (const header of await Promise.all(strays.map((file) => readHeader(byName.get(file)!)))) {
+  for (const header of await Promise.all(
+    strays.map((file) => readHeader(must(byName.get(file), `picked file ${file}`))),
+  )) {
     const first = header.tensors[0];
     if (first) {
       throw new SafetensorsError(
@@ -182,7 +187,9 @@ async function openSharded(
       `names ${missing.length} of its ${shardNames.length} shards that are not here: ${missing.join(', ')}. Download the missing shards into the folder.`,
     );
   }
-  const headers = await Promise.all(shardNames.map((file) => readHeader(byName.get(file)!)));
+  const headers = await Promise.all(
+    shardNames.map((file) => readHeader(must(byName.get(file), `picked file ${file}`))),
+  );
   const owner = new Map<string, string>();
   for (const header of headers) {
     for (const tensor of header.tensors) {

@@ -2,6 +2,8 @@
 // head) and which projection-level module a tensor is, for the naming schemes of the common model
 // families. A name no rule knows keeps its own path as its module: never a guess.
 
+import { at } from '../io/checked.ts';
+
 export type Block = 'embed' | 'layer' | 'final' | 'head' | 'other';
 
 export interface TensorPlace {
@@ -120,7 +122,7 @@ function layerModule(path: string[]): { module: string | null; expert: number | 
   let prefix = '';
   const rest: string[] = [];
   for (let i = 0; i < path.length; i++) {
-    const segment = path[i]!;
+    const segment = at(path, i, 'tensor path');
     if (segment === 'experts' && isInteger(path[i + 1])) {
       expert = Number(path[i + 1]);
       prefix = 'experts.';
@@ -150,10 +152,11 @@ const FINAL_NORM = /^(?:norm|ln_f|final_layernorm|final_layer_norm|norm_f)$/;
 /** Where a tensor sits in the model, from its name alone. */
 export function parseTensorName(name: string): TensorPlace {
   const all = name.split('.');
-  const param = all.length > 1 && PARAMS.has(all[all.length - 1]!) ? all[all.length - 1]! : null;
+  const tail = all[all.length - 1];
+  const param = all.length > 1 && tail !== undefined && PARAMS.has(tail) ? tail : null;
   const segments = param === null ? all : all.slice(0, -1);
   for (let i = 0; i < segments.length - 1; i++) {
-    if (!CONTAINERS.has(segments[i]!) || !isInteger(segments[i + 1])) continue;
+    if (!CONTAINERS.has(at(segments, i, 'name segments')) || !isInteger(segments[i + 1])) continue;
     const inner = segments.slice(i + 2);
     const { module, expert } = layerModule(inner);
     // Unknown: the path inside the layer (the demo's bare `layers.0.weight` keeps `weight`).
@@ -167,6 +170,7 @@ export function parseTensorName(name: string): TensorPlace {
     };
   }
   const last = segments[segments.length - 1] ?? name;
+  const beforeLast = segments[segments.length - 2];
   const place = (block: Block, module: string): TensorPlace => ({
     block,
     stack: '',
@@ -176,10 +180,7 @@ export function parseTensorName(name: string): TensorPlace {
   });
   if (EMBED.test(last)) return place('embed', 'embed');
   if (POS_EMBED.test(last)) return place('embed', 'pos_embed');
-  if (
-    HEAD.test(last) ||
-    (segments.length >= 2 && HEAD.test(segments[segments.length - 2]!) && last === 'linear')
-  )
+  if (HEAD.test(last) || (beforeLast !== undefined && HEAD.test(beforeLast) && last === 'linear'))
     return place('head', 'head');
   if (FINAL_NORM.test(last)) return place('final', 'norm');
   return place('other', segments.length > 0 ? segments.join('.') : name);

@@ -2,6 +2,7 @@
 // model.safetensors.index.json that maps them, and reading an index without trusting its paths.
 
 import { checkFileName } from '../io/sink.ts';
+import { must } from '../io/checked.ts';
 import { SafetensorsError } from '../io/errors.ts';
 import { JsonSyntaxError, parseJson } from './json.ts';
 import { checkSpecs, compareNames, compareSpecs, type TensorSpec } from './write.ts';
@@ -32,7 +33,7 @@ export function planShards(tensors: TensorSpec[], maxShardBytes: number): ShardP
   const groups: { tensors: TensorSpec[]; bytes: number }[] = [];
   let current: { tensors: TensorSpec[]; bytes: number } | undefined;
   for (const spec of [...tensors].sort(compareSpecs)) {
-    const size = bytes.get(spec.name)!;
+    const size = must(bytes.get(spec.name), `byte size of ${spec.name}`);
     if (!current || (current.tensors.length > 0 && current.bytes + size > maxShardBytes)) {
       current = { tensors: [], bytes: 0 };
       groups.push(current);

@@ -3,6 +3,7 @@
 
 import type { ByteSink } from '../io/sink.ts';
 import { dtypeAlignment, type Dtype } from './dtype.ts';
+import { must } from '../io/checked.ts';
 import { SafetensorsError } from '../io/errors.ts';
 import { checkTensorName, MAX_HEADER_SIZE, specByteLength } from './safetensors.ts';
 
@@ -88,7 +89,7 @@ export function layoutSafetensors(
   if (metadataJson !== undefined) parts.push(`"__metadata__":${metadataJson}`);
   let offset = 0;
   for (const spec of ordered) {
-    const end = offset + bytes.get(spec.name)!;
+    const end = offset + must(bytes.get(spec.name), `byte size of ${spec.name}`);
     placed.push({ name: spec.name, dtype: spec.dtype, shape: [...spec.shape], begin: offset, end });
     parts.push(
       `${JSON.stringify(spec.name)}:{"dtype":"${spec.dtype}","shape":[${spec.shape.join(',')}],"data_offsets":[${offset},${end}]}`,
@@ -138,7 +139,7 @@ export function serializeSafetensors(
   const out = new Uint8Array(layout.fileSize);
   out.set(layout.header);
   for (const t of layout.tensors) {
-    const bytes = data.get(t.name)!;
+    const bytes = must(data.get(t.name), `data of ${t.name}`);
     if (bytes.length !== t.end - t.begin) {
       throw new SafetensorsError(
         'WriteMismatch',
@@ -176,8 +177,7 @@ export class SafetensorsStreamWriter {
     // Complete tensors (empty ones included) may be passed over; an incomplete one may not.
     let index = this.index;
     let written = this.written;
-    while (index < tensors.length && tensors[index]!.name !== name) {
-      const current = tensors[index]!;
+    for (let current = tensors[index]; current && current.name !== name; current = tensors[index]) {
       if (written !== current.end - current.begin) {
         const known = tensors.some((t) => t.name === name);
         throw this.mismatch(
@@ -208,8 +208,7 @@ export class SafetensorsStreamWriter {
     const tensors = this.layout.tensors;
     let index = this.index;
     let written = this.written;
-    while (index < tensors.length) {
-      const current = tensors[index]!;
+    for (let current = tensors[index]; current; current = tensors[index]) {
       if (written !== current.end - current.begin) {
         await this.abort();
         throw this.mismatch(

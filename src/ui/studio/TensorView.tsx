@@ -120,7 +120,8 @@ function Heads({
   if (!axis || result.headDim === null) return null;
   const g = result.geometry;
   const counts = headCounts(summary, g, result.headDim, axis);
-  if (!counts)
+  const firstAgent = counts?.[0];
+  if (!counts || !firstAgent)
     return (
       <p className="muted" data-testid="tensor-heads-unavailable">
         Heads of {result.headDim} elements: show the whole tensor at a block size that divides the head size
@@ -138,7 +139,7 @@ function Heads({
         <thead>
           <tr>
             <th scope="col">Agent</th>
-            {counts[0]!.map((_, h) => (
+            {firstAgent.map((_, h) => (
               <th key={h} scope="col">
                 h{h}
               </th>
@@ -244,6 +245,7 @@ export function TensorView() {
     studioStore.getState().setInspectTarget({ index: row * g.tensorCols + col });
   };
   const go = (view: MaskView | null): void => void studioStore.getState().setMaskView(view);
+  const shown = hover ?? picked;
   const focus = picked ?? (g ? { gy: Math.floor(g.gridRows / 2), gx: Math.floor(g.gridCols / 2) } : null);
   const single = g !== null && g.blockRows === 1 && g.blockCols === 1;
   const whole = g !== null && g.rows === g.tensorRows && g.cols === g.tensorCols;
@@ -401,14 +403,7 @@ export function TensorView() {
               </dd>
             </dl>
           )}
-          {result && (hover ?? picked) && (
-            <BlockFacts
-              result={result}
-              gy={(hover ?? picked)!.gy}
-              gx={(hover ?? picked)!.gx}
-              labels={labels}
-            />
-          )}
+          {result && shown && <BlockFacts result={result} gy={shown.gy} gx={shown.gx} labels={labels} />}
         </div>
       </div>
       {result && g && summary && (

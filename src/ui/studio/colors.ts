@@ -1,6 +1,8 @@
 // The studio's colours in one place: one colour per agent in load order (every chart and the arena
 // use it), the sequential ramp of the heatmaps, and text colours chosen for contrast.
 
+import { at } from '../../io/checked.ts';
+
 /** Colour-blind-safe palette (Okabe–Ito), one per agent in load order. */
 export const AGENT_COLORS = [
   '#0072b2',
@@ -53,8 +55,8 @@ const RAMP = [
 export function rampColor(x: number): string {
   const t = Math.min(1, Math.max(0, Number.isFinite(x) ? x : 0)) * (RAMP.length - 1);
   const i = Math.min(RAMP.length - 2, Math.floor(t));
-  const a = RAMP[i]!;
-  const b = RAMP[i + 1]!;
+  const a = at(RAMP, i, 'colour ramp');
+  const b = at(RAMP, i + 1, 'colour ramp');
   const f = t - i;
   return hex([a[0] + (b[0] - a[0]) * f, a[1] + (b[1] - a[1]) * f, a[2] + (b[2] - a[2]) * f]);
 }

@@ -39,9 +39,9 @@ export function orderLayers(tensors: readonly { name: string }[]): string[] {
     if (!first.has(key)) first.set(key, parseTensorName(t.name));
   }
   const stacks = stacksOf([...first.values()]);
-  return [...first.keys()].sort(
-    (a, b) => comparePlaces(first.get(a)!, first.get(b)!, stacks) || collator.compare(a, b),
-  );
+  return [...first]
+    .sort(([a, placeA], [b, placeB]) => comparePlaces(placeA, placeB, stacks) || collator.compare(a, b))
+    .map(([layer]) => layer);
 }
 
 export interface LayerStats {
@@ -88,25 +88,15 @@ export function pairwiseOverlap(
   if (n < 2) return null;
   if (stats.pairs) return stats.pairs.map((row) => [...row]);
   if (n > 3) return null;
-  const matrix = Array.from({ length: n }, (_, a) =>
-    Array.from({ length: n }, (_, b) => (a === b ? (stats.changed[a] ?? 0) : 0)),
-  );
-  if (n === 2) {
-    const both = stats.counts[2] ?? 0;
-    matrix[0]![1] = both;
-    matrix[1]![0] = both;
-    return matrix;
-  }
   const all = stats.counts[3] ?? 0;
   const one = (t: number): number => stats.overlap[t]?.[1] ?? 0;
-  for (let a = 0; a < 3; a++)
-    for (let b = a + 1; b < 3; b++) {
-      const c = 3 - a - b;
-      const exactlyTwo = (one(a) + one(b) - one(c)) / 2;
-      matrix[a]![b] = exactlyTwo + all;
-      matrix[b]![a] = exactlyTwo + all;
-    }
-  return matrix;
+  // Two agents: the pair is everything both changed. Three: the elements exactly a and b changed
+  // (by inclusion–exclusion over the third, c) plus those all three changed.
+  const pair = (a: number, b: number): number =>
+    n === 2 ? (stats.counts[2] ?? 0) : (one(a) + one(b) - one(3 - a - b)) / 2 + all;
+  return Array.from({ length: n }, (_, a) =>
+    Array.from({ length: n }, (_, b) => (a === b ? (stats.changed[a] ?? 0) : pair(a, b))),
+  );
 }
 
 /** Label of a magnitude bin, e.g. "2^-7"; the end bins say "<" and "≥". */
@@ -393,6 +383,5 @@ export function setMembers(mask: number, agents: number): number[] {
 
 /** A layerOf() group's axis label: the layer index (`12`), else the group's last segment (`lm_head`). */
 export function shortLayerLabel(layer: string): string {
-  const numbered = /\.(\d+)$/.exec(layer);
-  return numbered ? numbered[1]! : layer.slice(layer.lastIndexOf('.') + 1);
+  return /\.(\d+)$/.exec(layer)?.[1] ?? layer.slice(layer.lastIndexOf('.') + 1);
 }
