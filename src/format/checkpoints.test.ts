@@ -6,6 +6,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { at, must } from '../io/checked.ts';
 import { nodeFileSource, nodeModelFiles } from '../io/node.ts';
 import { memorySource } from '../io/source.ts';
 import { openModel } from './model.ts';
@@ -47,9 +48,9 @@ describe.skipIf(root === undefined)(`real checkpoints in ${root ?? 'shared/check
   );
 
   it('lists every .safetensors file in some manifest', () => {
-    const onDisk = (readdirSync(root!, { recursive: true }) as string[])
+    const onDisk = (readdirSync(must(root, 'checkpoints folder'), { recursive: true }) as string[])
       .filter((path) => path.endsWith('.safetensors'))
-      .map((path) => join(root!, path))
+      .map((path) => join(must(root, 'checkpoints folder'), path))
       .sort();
     expect(onDisk.length).toBeGreaterThan(0);
     expect(weights.map((w) => w.path).sort()).toEqual(onDisk);
@@ -95,7 +96,7 @@ describe.skipIf(root === undefined)(`real checkpoints in ${root ?? 'shared/check
         expect(reread.tensors.map((t) => t.name).sort()).toEqual(tensors.map((t) => t.name).sort());
         const byName = new Map(tensors.map((t) => [t.name, t]));
         for (const t of reread.tensors) {
-          const original = byName.get(t.name)!;
+          const original = must(byName.get(t.name), t.name);
           expect([t.dtype, t.shape]).toEqual([original.dtype, original.shape]);
           const bytes = rewritten.subarray(reread.dataStart + t.begin, reread.dataStart + t.end);
           expect(Buffer.from(bytes).equals(Buffer.from(original.data)), t.name).toBe(true);
@@ -124,12 +125,12 @@ describe.skipIf(root === undefined)(`real checkpoints in ${root ?? 'shared/check
   });
 
   it('opens a single real file as a model through nodeModelFiles', async () => {
-    const entry = weights[0]!;
+    const entry = at(weights, 0, 'real weights files');
     const files = await nodeModelFiles(entry.path);
     try {
       const model = await openModel('real', files);
       expect(model.sharded).toBe(false);
-      expect(model.tensors.size).toBe(model.shards[0]!.tensors.length);
+      expect(model.tensors.size).toBe(at(model.shards, 0).tensors.length);
     } finally {
       for (const file of files) await file.source.close();
     }

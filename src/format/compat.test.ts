@@ -65,8 +65,8 @@ describe('checkCompatibility', () => {
       ['coder', 'extra', 'value_head.weight'],
       ['tool', 'missing', 'model.norm.weight'],
     ]);
-    expect(report.issues[0]!.detail).toBe('base has shape [32, 4], coder [34, 4]');
-    expect(report.issues[3]!.detail).toBe('base stores BF16, coder F16');
+    expect(report.issues[0]?.detail).toBe('base has shape [32, 4], coder [34, 4]');
+    expect(report.issues[3]?.detail).toBe('base stores BF16, coder F16');
     expect(report.common).toEqual([]);
     expect(report.notes).toEqual(
       expect.arrayContaining([

@@ -1,6 +1,7 @@
 // The dtype table and the bf16/f16 codecs: exhaustive round trips over all 65536 bit patterns,
 // round-to-nearest-even at the ties, NaN, infinities, signed zero and subnormals.
 import { describe, expect, it } from 'vitest';
+import { atF32 } from '../io/checked.ts';
 import {
   bf16ToF32,
   decodeFloats,
@@ -17,7 +18,7 @@ import {
 
 /** The f32 with these bits, as a JS number. */
 function f32FromBits(bits: number): number {
-  return new Float32Array(new Uint32Array([bits >>> 0]).buffer)[0]!;
+  return atF32(new Float32Array(new Uint32Array([bits >>> 0]).buffer), 0);
 }
 
 const isBf16NaN = (bits: number): boolean => (bits & 0x7f80) === 0x7f80 && (bits & 0x7f) !== 0;

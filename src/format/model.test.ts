@@ -1,6 +1,7 @@
 // openModel over in-memory folders: single files, sharded folders and every cross-check failure,
 // the ambiguous and refused layouts, and config.json.
 import { describe, expect, it } from 'vitest';
+import { at, must } from '../io/checked.ts';
 import { memorySource, type ModelFile } from '../io/source.ts';
 import { SafetensorsError, type SafetensorsErrorCode } from '../io/errors.ts';
 import { openModel } from './model.ts';
@@ -39,7 +40,12 @@ function shardedFolder(maxShardBytes = 20): Record<string, Uint8Array | string> 
   const files: Record<string, Uint8Array | string> = { 'model.safetensors.index.json': indexJson(plan) };
   for (const shard of plan.shards) {
     files[shard.file] = serializeSafetensors(
-      shard.tensors.map((t) => TENSORS.find((x) => x.name === t.name)!),
+      shard.tensors.map((t) =>
+        must(
+          TENSORS.find((x) => x.name === t.name),
+          t.name,
+        ),
+      ),
     );
   }
   return files;
@@ -82,11 +88,11 @@ describe('openModel: single files', () => {
     expect(model.configText).toBe(config);
     expect(model.totalBytes).toBe(TENSORS.reduce((sum, t) => sum + t.data.length, 0));
     expect(model.shards).toHaveLength(1);
-    expect(model.shards[0]!.metadata).toEqual({ format: 'pt' });
+    expect(model.shards[0]?.metadata).toEqual({ format: 'pt' });
     for (const t of TENSORS) {
-      const info = model.tensors.get(t.name)!;
+      const info = must(model.tensors.get(t.name), t.name);
       expect(info.file).toBe('model.safetensors');
-      expect(info.offset).toBe(model.shards[0]!.dataStart + info.begin);
+      expect(info.offset).toBe(at(model.shards, 0).dataStart + info.begin);
       expect(await model.source(info.file).read(info.offset, info.end - info.begin)).toEqual(t.data);
     }
     expect(() => model.source('other.safetensors')).toThrow(expect.objectContaining({ code: 'ReadFailed' }));
@@ -99,8 +105,8 @@ describe('openModel: single files', () => {
       'lora',
       folder({ 'adapter_config.json': '{}', 'adapter_model.safetensors': bytes }),
     );
-    expect(model.shards[0]!.file).toBe('adapter_model.safetensors');
-    expect(model.tensors.get('model.embed_tokens.weight')!.file).toBe('adapter_model.safetensors');
+    expect(model.shards[0]?.file).toBe('adapter_model.safetensors');
+    expect(model.tensors.get('model.embed_tokens.weight')?.file).toBe('adapter_model.safetensors');
   });
 
   it('names a file by its folder name even when its source calls itself otherwise', async () => {
@@ -108,7 +114,7 @@ describe('openModel: single files', () => {
     const model = await openModel('m', [
       { name: 'model.safetensors', source: memorySource('/tmp/x/model.safetensors', bytes) },
     ]);
-    expect(model.shards[0]!.file).toBe('model.safetensors');
+    expect(model.shards[0]?.file).toBe('model.safetensors');
   });
 
   it('warns about a pickle beside the safetensors weights and never reads it', async () => {
@@ -227,7 +233,7 @@ describe('openModel: sharded folders', () => {
       ['model.norm.weight', 'model-00003-of-00003.safetensors'],
     ]);
     for (const t of TENSORS) {
-      const info = model.tensors.get(t.name)!;
+      const info = must(model.tensors.get(t.name), t.name);
       expect(await model.source(info.file).read(info.offset, info.end - info.begin)).toEqual(t.data);
     }
     expect(model.warnings).toEqual([]);
@@ -302,7 +308,7 @@ describe('openModel: sharded folders', () => {
 
   it('a tensor in two shards', async () => {
     const files = shardedFolder();
-    files['model-00003-of-00003.safetensors'] = serializeSafetensors([TENSORS[3]!, TENSORS[1]!]);
+    files['model-00003-of-00003.safetensors'] = serializeSafetensors([at(TENSORS, 3), at(TENSORS, 1)]);
     await expectRejected(
       folder(files),
       'DuplicateTensor',

@@ -4,6 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { must } from '../io/checked.ts';
 import { nodeFileSource } from '../io/node.ts';
 import { adapterMessage, ADAPTER_CONFIG, detectAdapter, isLoraTensor } from './peft.ts';
 import { readSafetensorsHeader } from './safetensors.ts';
@@ -16,10 +17,12 @@ const root = [
 ].find((dir): dir is string => dir !== undefined && existsSync(dir));
 
 async function folder(path: string, weights: string) {
-  const source = await nodeFileSource(join(root!, path, weights));
+  const source = await nodeFileSource(join(must(root, 'checkpoints folder'), path, weights));
   try {
     const header = await readSafetensorsHeader(source);
-    const config = { text: readFileSync(join(root!, path, ADAPTER_CONFIG), 'utf8') };
+    const config = {
+      text: readFileSync(join(must(root, 'checkpoints folder'), path, ADAPTER_CONFIG), 'utf8'),
+    };
     return { header, config };
   } finally {
     await source.close();
@@ -43,7 +46,7 @@ describe.skipIf(root === undefined)('PEFT adapters from shared/checkpoints', () 
       loraTensors: 48,
       evidence: ADAPTER_CONFIG,
     });
-    const message = adapterMessage(adapter!, 'lora-r8');
+    const message = adapterMessage(must(adapter, 'adapter'), 'lora-r8');
     for (const part of [
       'lora-r8 is a PEFT LORA adapter',
       'rank 8',
@@ -86,7 +89,7 @@ describe.skipIf(root === undefined)('PEFT adapters from shared/checkpoints', () 
       loraTensors: 0,
       baseModel: 'roberta-base',
     });
-    expect(adapterMessage(adapter!, 'finegates')).toContain('PEFT FINEGATES adapter');
+    expect(adapterMessage(must(adapter, 'adapter'), 'finegates')).toContain('PEFT FINEGATES adapter');
   });
 });
 

@@ -1,5 +1,6 @@
 // Shard planning, the index as written, and strict index parsing with unsafe shard names refused.
 import { describe, expect, it } from 'vitest';
+import { at } from '../io/checked.ts';
 import { SafetensorsError } from '../io/errors.ts';
 import { indexJson, parseIndex, planShards } from './sharded.ts';
 import type { TensorSpec } from './write.ts';
@@ -33,7 +34,7 @@ describe('planShards', () => {
   });
 
   it('rejects duplicate names and a non-positive budget', () => {
-    expect(() => planShards([specs[0]!, specs[0]!], 100)).toThrow(
+    expect(() => planShards([at(specs, 0), at(specs, 0)], 100)).toThrow(
       expect.objectContaining({ code: 'DuplicateTensor' }),
     );
     expect(() => planShards(specs, 0)).toThrow(RangeError);

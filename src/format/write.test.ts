@@ -2,6 +2,7 @@
 // serializeSafetensors byte for byte whatever the chunking.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { at, must } from '../io/checked.ts';
 import { memoryFolder } from '../io/sink.ts';
 import { SafetensorsError, type SafetensorsErrorCode } from '../io/errors.ts';
 import { parseSafetensorsHeader } from './safetensors.ts';
@@ -74,7 +75,7 @@ describe('layoutSafetensors', () => {
     expect([...names].sort(compareNames)).toEqual(['B', 'a', 'b', 'é', '\uFF5E', '\u{1F600}']);
     const bytes = names.map((name) => Array.from(new TextEncoder().encode(name)));
     const byBytes = [...bytes].sort((x, y) => {
-      for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+      for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return at(x, i) - at(y, i);
       return x.length - y.length;
     });
     expect([...names].sort(compareNames).map((name) => Array.from(new TextEncoder().encode(name)))).toEqual(
@@ -176,17 +177,20 @@ describe('SafetensorsStreamWriter', () => {
           );
           let s = 0;
           for (const t of layout.tensors) {
-            const data = SPECS.find((spec) => spec.name === t.name)!.data;
+            const data = must(
+              SPECS.find((spec) => spec.name === t.name),
+              t.name,
+            ).data;
             if (data.length === 0 && skipEmpty) continue;
-            let at = 0;
+            let pos = 0;
             do {
               // A 0 in `sizes` sends an empty chunk, then carries on with one byte.
-              const wanted = sizes[s++ % sizes.length]!;
+              const wanted = at(sizes, s++ % sizes.length);
               if (wanted === 0) await writer.writeTensorBytes(t.name, new Uint8Array(0));
-              const size = Math.min(Math.max(wanted, 1), data.length - at);
-              await writer.writeTensorBytes(t.name, data.subarray(at, at + size));
-              at += size;
-            } while (at < data.length);
+              const size = Math.min(Math.max(wanted, 1), data.length - pos);
+              await writer.writeTensorBytes(t.name, data.subarray(pos, pos + size));
+              pos += size;
+            } while (pos < data.length);
           }
           await writer.close();
           expect(folder.files.get('model.safetensors')).toEqual(expected);

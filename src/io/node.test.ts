@@ -4,6 +4,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { at } from './checked.ts';
 import { nodeFileSource, nodeFolder, nodeModelFiles } from './node.ts';
 
 let dir: string;
@@ -130,7 +131,7 @@ describe('nodeModelFiles', () => {
         ['config.json', 2],
         ['model.safetensors', 300],
       ]);
-      expect(await files[1]!.source.read(0, 3)).toEqual(BYTES.subarray(0, 3));
+      expect(await at(files, 1).source.read(0, 3)).toEqual(BYTES.subarray(0, 3));
     } finally {
       for (const file of files) await file.source.close();
     }
@@ -140,7 +141,7 @@ describe('nodeModelFiles', () => {
     await writeFile(join(dir, 'policy.safetensors'), BYTES);
     const files = await nodeModelFiles(join(dir, 'policy.safetensors'));
     expect(files.map((f) => f.name)).toEqual(['policy.safetensors']);
-    await files[0]!.source.close();
+    for (const file of files) await file.source.close();
   });
 
   it('fails with ReadFailed for a missing path', async () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { at } from '../../io/checked.ts';
 import { AGENT_COLORS, agentColor, contrast, rampColor, textOn } from './colors.ts';
 
 describe('colors', () => {
@@ -13,7 +14,7 @@ describe('colors', () => {
     expect(rampColor(-3)).toBe(rampColor(0));
     expect(rampColor(Number.NaN)).toBe(rampColor(0));
     const steps = Array.from({ length: 11 }, (_, i) => contrast(rampColor(i / 10), '#000000'));
-    for (let i = 1; i < steps.length; i++) expect(steps[i]!).toBeGreaterThan(steps[i - 1]!);
+    steps.slice(1).forEach((step, i) => expect(step).toBeGreaterThan(at(steps, i)));
   });
 
   it('picks a text colour with at least 4.5:1 contrast on every ramp colour and agent colour', () => {

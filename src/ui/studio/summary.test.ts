@@ -1,6 +1,7 @@
 // The chart views of the statistics: layer grouping, layers summing to the model, derived pairs.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { at, must } from '../../io/checked.ts';
 import { analyzeModels } from '../../engine/driver.ts';
 import { openModel } from '../../format/model.ts';
 import { memorySource } from '../../io/source.ts';
@@ -68,8 +69,8 @@ describe('statistics views of the demo set', async () => {
     ]);
     const sum = (pick: (s: (typeof layers)[number]['stats']) => number[]): number[] =>
       layers.reduce(
-        (acc, l) => acc.map((v, i) => v + pick(l.stats)[i]!),
-        new Array<number>(pick(layers[0]!.stats).length).fill(0),
+        (acc, l) => acc.map((v, i) => v + at(pick(l.stats), i)),
+        new Array<number>(pick(at(layers, 0).stats).length).fill(0),
       );
     expect(sum((s) => s.changed)).toEqual(analysis.totals.changed);
     expect(sum((s) => s.unique)).toEqual(analysis.totals.unique);
@@ -85,12 +86,12 @@ describe('statistics views of the demo set', async () => {
       ['other', 4],
     ]);
     const sum = (pick: (s: ModelStats) => number[]): number[] =>
-      modules.reduce((acc, m) => acc.map((v, i) => v + pick(m.stats)[i]!), new Array<number>(3).fill(0));
+      modules.reduce((acc, m) => acc.map((v, i) => v + at(pick(m.stats), i)), new Array<number>(3).fill(0));
     expect(sum((s) => s.changed)).toEqual(analysis.totals.changed);
     expect(sum((s) => s.unique)).toEqual(analysis.totals.unique);
     expect(sum((s) => s.shared)).toEqual(analysis.totals.shared);
     expect(sum((s) => s.counts.slice(0, 3))).toEqual(analysis.totals.counts.slice(0, 3));
-    expect(modules.reduce((a, m) => a + m.stats.counts[3]!, 0)).toBe(analysis.totals.counts[3]);
+    expect(modules.reduce((a, m) => a + at(m.stats.counts, 3), 0)).toBe(analysis.totals.counts[3]);
     expect(modules.reduce((a, m) => a + m.stats.numel, 0)).toBe(analysis.totals.numel);
     expect(modules.reduce((a, m) => a + m.stats.signConflicts, 0)).toBe(analysis.totals.signConflicts);
   });
@@ -103,11 +104,11 @@ describe('statistics views of the demo set', async () => {
   });
 
   it('derives the pairwise overlaps docs/demo.md reports', () => {
-    const pairs = pairwiseOverlap(analysis.totals)!;
-    expect(pairs[0]![1]).toBe(7633);
-    expect(pairs[1]![2]).toBe(7588);
-    expect(pairs[0]![2]).toBe(3022);
-    expect(pairs[1]![1]).toBe(18806);
+    const pairs = pairwiseOverlap(analysis.totals);
+    expect(pairs?.[0]?.[1]).toBe(7633);
+    expect(pairs?.[1]?.[2]).toBe(7588);
+    expect(pairs?.[0]?.[2]).toBe(3022);
+    expect(pairs?.[1]?.[1]).toBe(18806);
     // The counted pairs agree with the derivation from the counts, which N = 3 allows.
     expect(analysis.totals.pairs).toBeDefined();
     expect(pairwiseOverlap({ ...analysis.totals, pairs: undefined })).toEqual(pairs);
@@ -243,6 +244,11 @@ describe('expectedOutputBytes', () => {
   });
 });
 
+/** Adds one to a counter that must exist. */
+function bump(counts: number[], i: number): void {
+  counts[i] = at(counts, i, 'counts') + 1;
+}
+
 /** Per-element agent sets at random, and the statistics' counts of them, counted here directly. */
 function randomSets(agents: number, elements: number, seed: number) {
   const random = rng(seed);
@@ -257,15 +263,17 @@ function randomSets(agents: number, elements: number, seed: number) {
   };
   for (let i = 0; i < elements; i++) {
     let mask = 0;
-    for (let t = 0; t < agents; t++) if (random() < density[t]!) mask |= 1 << t;
+    density.forEach((d, t) => {
+      if (random() < d) mask |= 1 << t;
+    });
     const members = setMembers(mask, agents);
-    stats.counts[members.length]!++;
+    bump(stats.counts, members.length);
     if (mask === 0) continue;
     sets.set(mask, (sets.get(mask) ?? 0) + 1);
     for (const t of members) {
-      stats.overlap[t]![members.length - 1]!++;
-      if (members.length === 1) stats.unique[t]!++;
-      for (const u of members) stats.pairs[t]![u]!++;
+      bump(at(stats.overlap, t), members.length - 1);
+      if (members.length === 1) bump(stats.unique, t);
+      for (const u of members) bump(at(stats.pairs, t), u);
     }
   }
   return { stats, sets };
@@ -274,7 +282,7 @@ function randomSets(agents: number, elements: number, seed: number) {
 describe('agentSets', () => {
   it.each([1, 2, 3, 4])('recovers every exact agent set for N = %i from the counts and pairs', (agents) => {
     const { stats, sets } = randomSets(agents, 20000, 17 + agents);
-    const derived = agentSets(stats)!;
+    const derived = must(agentSets(stats), 'agent sets');
     for (let mask = 1; mask < 1 << agents; mask++) expect(derived.get(mask) ?? 0).toBe(sets.get(mask) ?? 0);
     expect(sets.size).toBe((1 << agents) - 1);
   });
@@ -282,7 +290,7 @@ describe('agentSets', () => {
   it.each([5, 8])('takes the per-set counts of the statistics for N = %i', (agents) => {
     const { stats, sets } = randomSets(agents, 20000, 40 + agents);
     const perSet = Array.from({ length: 2 ** agents }, (_, mask) => sets.get(mask) ?? 0);
-    const derived = agentSets({ ...stats, sets: perSet })!;
+    const derived = must(agentSets({ ...stats, sets: perSet }), 'agent sets');
     expect(derived.size).toBe(2 ** agents - 1);
     for (let mask = 1; mask < 1 << agents; mask++) expect(derived.get(mask)).toBe(sets.get(mask) ?? 0);
     // A per-set list for another number of agents is not taken.
@@ -305,9 +313,9 @@ describe('atlasOf', () => {
     stats.counts = stats.counts.map(() => int(numel));
     stats.overlap = stats.overlap.map((row) => row.map(() => int(numel)));
     stats.changed = stats.overlap.map((row) => row.reduce((a, b) => a + b, 0));
-    stats.unique = stats.overlap.map((row) => row[0]!);
+    stats.unique = stats.overlap.map((row) => at(row, 0));
     stats.signConflicts = int(numel);
-    stats.pairs = stats.pairs!.map((row) => row.map(() => int(numel)));
+    stats.pairs = must(stats.pairs, 'pairs').map((row) => row.map(() => int(numel)));
     return stats;
   });
   const atlas = atlasOf(tensors, 3);
@@ -335,8 +343,8 @@ describe('atlasOf', () => {
       'norm',
       'head',
     ]);
-    const q = atlas.cells.get(atlasKey('layers.7', 'q'))!;
-    expect(q.tensors).toEqual([
+    const q = atlas.cells.get(atlasKey('layers.7', 'q'));
+    expect(q?.tensors).toEqual([
       'model.layers.7.self_attn.q_proj.weight',
       'model.layers.7.self_attn.q_proj.bias',
     ]);
@@ -353,10 +361,10 @@ describe('atlasOf', () => {
       for (const m of members) {
         numel += m.numel;
         conflicts += m.signConflicts;
-        both += m.pairs![1]![2]!;
+        both += at(at(must(m.pairs, 'pairs'), 1), 2);
         for (let t = 0; t < 3; t++) {
-          changed[t]! += m.changed[t]!;
-          unique[t]! += m.unique[t]!;
+          changed[t] = at(changed, t) + at(m.changed, t);
+          unique[t] = at(unique, t) + at(m.unique, t);
         }
       }
       expect(cell.stats.numel).toBe(numel);
