@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { at, must } from '../io/checked.ts';
 import { encodeFloats } from '../format/dtype.ts';
 import { serializeSafetensors } from '../format/write.ts';
 import { arenaEpisodeSeed, evaluate, loadDemoWeights, playEpisode, readDemoSafetensors } from './arena.ts';
@@ -57,8 +58,11 @@ describe('the committed demo set', () => {
     for (const task of manifest.agents) {
       const agent = load(task);
       const scores = evaluate(agent.weights, agent.config, { tasks: [task as (typeof TASKS)[number]] });
-      const own = scores.tasks[0]!.score;
-      const baseOwn = baseScores.tasks.find((t) => t.name === task)!.score;
+      const own = at(scores.tasks, 0).score;
+      const baseOwn = must(
+        baseScores.tasks.find((t) => t.name === task),
+        `base score on ${task}`,
+      ).score;
       expect(own).toBeGreaterThan(0.9);
       expect(own - baseOwn).toBeGreaterThan(0.2);
     }
@@ -68,8 +72,9 @@ describe('the committed demo set', () => {
     for (const model of manifest.models) {
       const { weights, config } = load(model.path);
       const result = evaluate(weights, config);
-      for (const t of result.tasks) expect(t.score).toBeCloseTo(model.arena[t.name]!, 6);
-      expect(result.mean).toBeCloseTo(model.arena.mean!, 6);
+      for (const t of result.tasks)
+        expect(t.score).toBeCloseTo(must(model.arena[t.name], `${model.path} ${t.name}`), 6);
+      expect(result.mean).toBeCloseTo(must(model.arena.mean, `${model.path} mean`), 6);
       expect(evaluate(weights, config)).toEqual(result);
     }
   });
@@ -85,7 +90,7 @@ describe('evaluate', () => {
       ['key', 12],
     ]);
     for (const t of result.tasks) expect(t.score >= 0 && t.score <= 1).toBe(true);
-    expect(result.mean).toBeCloseTo((result.tasks[0]!.score + result.tasks[1]!.score) / 2, 15);
+    expect(result.mean).toBeCloseTo((at(result.tasks, 0).score + at(result.tasks, 1).score) / 2, 15);
     expect(() => evaluate(weights, config, { episodes: 0 })).toThrow(RangeError);
   });
 
@@ -94,7 +99,7 @@ describe('evaluate', () => {
     let total = 0;
     for (let i = 0; i < 10; i++)
       total += playEpisode(policy, 'door', 1, arenaEpisodeSeed(77, 'door', i)).score;
-    expect(evaluate(weights, config, { episodes: 10, seed: 77, tasks: ['door'] }).tasks[0]!.score).toBe(
+    expect(evaluate(weights, config, { episodes: 10, seed: 77, tasks: ['door'] }).tasks[0]?.score).toBe(
       total / 10,
     );
     expect(createEpisode('door', arenaEpisodeSeed(77, 'door', 0))).not.toEqual(
@@ -127,7 +132,7 @@ describe('loadDemoWeights', () => {
   it('decodes BF16, F16 and F32', () => {
     for (const dtype of ['BF16', 'F16', 'F32'] as const) {
       const out = loadDemoWeights([{ name: 'w', dtype, shape: [2, 2], bytes: encodeFloats(dtype, values) }]);
-      const w = out.get('w')!;
+      const w = must(out.get('w'), 'w');
       expect(Array.from(w.subarray(0, 3))).toEqual([0.5, -1.25, 3]);
       expect(w[3]).toBeCloseTo(0.1, dtype === 'F32' ? 7 : 2);
     }
@@ -151,7 +156,7 @@ describe('loadDemoWeights', () => {
     ]);
     const out = loadDemoWeights(readDemoSafetensors(file));
     expect([...out.keys()].sort()).toEqual(['a', 'b']);
-    expect(out.get('a')![1]).toBe(-1.25);
+    expect(out.get('a')?.[1]).toBe(-1.25);
     expect(() => readDemoSafetensors(file.subarray(0, file.length - 2))).toThrow();
   });
 });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { at } from '../io/checked.ts';
 import {
   AGENT_OFFSET,
   CELLS,
@@ -39,17 +40,17 @@ function shortestPath(e: Episode, goal: number): number {
   const dist = new Array<number>(CELLS).fill(-1);
   dist[e.agent] = 0;
   const queue = [e.agent];
-  for (let q = 0; q < queue.length; q++) {
-    const from = queue[q]!;
+  // The queue grows while it is walked: for..of sees the cells pushed on the way.
+  for (const from of queue) {
     for (let a = 0; a < 4; a++) {
       const to = move(from, a);
       if (dist[to] === -1 && !e.lava[to]) {
-        dist[to] = dist[from]! + 1;
+        dist[to] = at(dist, from) + 1;
         queue.push(to);
       }
     }
   }
-  return dist[goal]!;
+  return at(dist, goal);
 }
 
 describe('createEpisode', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { bf16ToF32, f32ToBf16 } from '../format/dtype.ts';
+import { at, atF32, atF64, must } from '../io/checked.ts';
 import { loadDemoWeights } from './arena.ts';
 import {
   argmax,
@@ -17,6 +18,10 @@ import {
 
 const small: PolicyConfig = { obsSize: 10, hiddenSizes: [6, 5], numActions: 3, tasks: ['a', 'b'] };
 
+function tensor<T>(params: ReadonlyMap<string, T>, name: string): T {
+  return must(params.get(name), `tensor ${name}`);
+}
+
 /** The same network written densely over a 0/1 input, in f64, as a reference. */
 function denseForward(
   params: Map<string, Float32Array>,
@@ -25,26 +30,26 @@ function denseForward(
   task: number,
 ): number[] {
   const [h0Size, h1Size] = config.hiddenSizes as [number, number];
-  const w0 = params.get('layers.0.weight')!;
-  const b0 = params.get('layers.0.bias')!;
-  const e = params.get('task_embed.weight')!;
+  const w0 = tensor(params, 'layers.0.weight');
+  const b0 = tensor(params, 'layers.0.bias');
+  const e = tensor(params, 'task_embed.weight');
   const h0 = Array.from({ length: h0Size }, (_, j) => {
-    let acc = b0[j]! + e[task * h0Size + j]!;
-    for (let i = 0; i < config.obsSize; i++) acc += w0[j * config.obsSize + i]! * x[i]!;
+    let acc = atF32(b0, j) + atF32(e, task * h0Size + j);
+    x.forEach((xi, i) => (acc += atF32(w0, j * config.obsSize + i) * xi));
     return Math.max(acc, 0);
   });
-  const w1 = params.get('layers.1.weight')!;
-  const b1 = params.get('layers.1.bias')!;
+  const w1 = tensor(params, 'layers.1.weight');
+  const b1 = tensor(params, 'layers.1.bias');
   const h1 = Array.from({ length: h1Size }, (_, j) =>
     Math.max(
-      h0.reduce((acc, h, k) => acc + w1[j * h0Size + k]! * h, b1[j]!),
+      h0.reduce((acc, h, k) => acc + atF32(w1, j * h0Size + k) * h, atF32(b1, j)),
       0,
     ),
   );
-  const wh = params.get('head.weight')!;
-  const bh = params.get('head.bias')!;
+  const wh = tensor(params, 'head.weight');
+  const bh = tensor(params, 'head.bias');
   return Array.from({ length: config.numActions }, (_, a) =>
-    h1.reduce((acc, h, k) => acc + wh[a * h1Size + k]! * h, bh[a]!),
+    h1.reduce((acc, h, k) => acc + atF32(wh, a * h1Size + k) * h, atF32(bh, a)),
   );
 }
 
@@ -66,10 +71,11 @@ describe('policy tensors', () => {
     const a = initParams(small, 1);
     expect(initParams(small, 1)).toEqual(a);
     expect(initParams(small, 2).get('layers.0.weight')).not.toEqual(a.get('layers.0.weight'));
-    for (const v of a.get('layers.1.weight')!) expect(Math.abs(v)).toBeLessThanOrEqual(1 / Math.sqrt(6));
-    const embed = initParams({ ...small, tasks: Array.from({ length: 200 }, (_, i) => `t${i}`) }, 3).get(
+    for (const v of tensor(a, 'layers.1.weight')) expect(Math.abs(v)).toBeLessThanOrEqual(1 / Math.sqrt(6));
+    const embed = tensor(
+      initParams({ ...small, tasks: Array.from({ length: 200 }, (_, i) => `t${i}`) }, 3),
       'task_embed.weight',
-    )!;
+    );
     const mean = embed.reduce((s, v) => s + v, 0) / embed.length;
     const variance = embed.reduce((s, v) => s + (v - mean) ** 2, 0) / embed.length;
     expect(Math.abs(mean)).toBeLessThan(0.1);
@@ -88,7 +94,8 @@ describe('Policy', () => {
     for (const task of [0, 1]) {
       const got = Array.from(policy.forward(active, task).logits);
       const want = denseForward(params, small, x, task);
-      got.forEach((g, i) => expect(g).toBeCloseTo(want[i]!, 12));
+      expect(got).toHaveLength(want.length);
+      got.forEach((g, i) => expect(g).toBeCloseTo(at(want, i), 12));
     }
     expect(() => policy.forward(active, 2)).toThrow(RangeError);
   });
@@ -98,11 +105,11 @@ describe('Policy', () => {
     const c = [0.7, -1.3, 0.4];
     const grads = policy.zeroGradients();
     policy.backward(policy.forward(active, 1), c, grads);
-    const loss = (): number => denseForward(params, small, x, 1).reduce((s, l, a) => s + c[a]! * l, 0);
+    const loss = (): number => denseForward(params, small, x, 1).reduce((s, l, a) => s + at(c, a) * l, 0);
     let checked = 0;
     for (const [name, data] of params) {
       for (let i = 0; i < data.length; i += 3) {
-        const keep = data[i]!;
+        const keep = atF32(data, i);
         const h = 1e-3;
         data[i] = keep + h;
         const up = loss();
@@ -110,16 +117,15 @@ describe('Policy', () => {
         const down = loss();
         data[i] = keep;
         const numeric = (up - down) / (2 * h);
-        expect(grads.get(name)![i]!).toBeCloseTo(numeric, 3);
+        expect(atF64(tensor(grads, name), i)).toBeCloseTo(numeric, 3);
         checked += 1;
       }
     }
     expect(checked).toBeGreaterThan(40);
     // Inputs that are 0 and the other task's embedding row get exactly no gradient.
-    expect(grads.get('layers.0.weight')![0]).toBe(0);
+    expect(grads.get('layers.0.weight')?.[0]).toBe(0);
     expect(
-      grads
-        .get('task_embed.weight')!
+      tensor(grads, 'task_embed.weight')
         .subarray(0, 6)
         .every((g) => g === 0),
     ).toBe(true);
@@ -148,18 +154,19 @@ describe('bf16 storage', () => {
     expect(back).toEqual(stored);
 
     const master = new Map([...stored].map(([n, v]) => [n, v.slice()]));
-    const w = master.get('layers.0.weight')!;
-    const w0 = w[0]!;
+    const w = tensor(master, 'layers.0.weight');
+    const w0 = atF32(w, 0);
     // bf16 keeps 8 significant bits: one step at |w0| is 2^(floor(log2|w0|) − 7).
     const ulp = 2 ** (Math.floor(Math.log2(Math.abs(w0))) - 7);
     // Moving away from zero keeps the step size the same on the way.
     w[0] = Math.fround(w0 + Math.sign(w0) * 0.4 * ulp);
-    w[1] = Math.fround(w[1]! + 2 * 2 ** (Math.floor(Math.log2(Math.abs(w[1]!))) - 7));
+    const w1 = atF32(w, 1);
+    w[1] = Math.fround(w1 + 2 * 2 ** (Math.floor(Math.log2(Math.abs(w1))) - 7));
     expect(w[0]).not.toBe(w0);
-    const rounded = roundParamsToBf16(master).get('layers.0.weight')!;
+    const rounded = tensor(roundParamsToBf16(master), 'layers.0.weight');
     expect(rounded[0]).toBe(w0);
-    expect(rounded[1]).not.toBe(stored.get('layers.0.weight')![1]);
-    expect(bf16ToF32(f32ToBf16(w[0]!))).toBe(w0);
+    expect(rounded[1]).not.toBe(tensor(stored, 'layers.0.weight')[1]);
+    expect(bf16ToF32(f32ToBf16(atF32(w, 0)))).toBe(w0);
   });
 });
 
@@ -191,7 +198,7 @@ describe('config.json', () => {
 describe('softmax / argmax', () => {
   it('normalises stably and picks the first maximum', () => {
     const p = softmax([1000, 1000, 999]);
-    expect(p[0]).toBeCloseTo(p[1]!, 15);
+    expect(p[0]).toBeCloseTo(atF64(p, 1), 15);
     expect(p.reduce((a, b) => a + b, 0)).toBeCloseTo(1, 15);
     expect(argmax([0, 2, 2, -1])).toBe(1);
     expect(argmax([NaN, -5, -4])).toBe(2);

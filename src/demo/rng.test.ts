@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { at } from '../io/checked.ts';
 import { deriveSeed, Rng } from './rng.ts';
 
 describe('Rng', () => {
@@ -34,7 +35,8 @@ describe('Rng', () => {
     for (let i = 0; i < 70_000; i++) {
       const f = rng.float();
       expect(f >= 0 && f < 1).toBe(true);
-      counts[rng.int(7)]! += 1;
+      const k = rng.int(7);
+      counts[k] = at(counts, k) + 1;
     }
     for (const c of counts) expect(Math.abs(c - 10_000)).toBeLessThan(500);
     expect(() => rng.int(0)).toThrow(RangeError);

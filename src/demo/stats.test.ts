@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { at, must } from '../io/checked.ts';
 import { changeStats } from './stats.ts';
 
 const m = (values: number[]): Map<string, Float32Array> => new Map([['w', Float32Array.from(values)]]);
@@ -28,14 +29,14 @@ describe('changeStats', () => {
       ['a', Float32Array.from([1 + 2 ** -10, 1])],
       ['b', Float32Array.from([2 ** -17, -0.5, 0])],
     ]);
-    const [s] = changeStats(base, [{ name: 'x', params: agent }], 2 ** -17);
-    expect(s!.perTensor).toEqual([
+    const s = at(changeStats(base, [{ name: 'x', params: agent }], 2 ** -17), 0);
+    expect(s.perTensor).toEqual([
       ['a', 1, 1, 2],
       ['b', 1, 1, 3],
     ]);
-    expect([s!.changed, s!.unique, s!.numel]).toEqual([2, 2, 5]);
-    expect(() => changeStats(base, [{ name: 'y', params: new Map([['a', agent.get('a')!]]) }])).toThrow(
-      /lacks b/,
-    );
+    expect([s.changed, s.unique, s.numel]).toEqual([2, 2, 5]);
+    expect(() =>
+      changeStats(base, [{ name: 'y', params: new Map([['a', must(agent.get('a'), 'a')]]) }]),
+    ).toThrow(/lacks b/);
   });
 });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { at, must } from '../io/checked.ts';
 import { bf16ToF32, f32ToBf16 } from '../format/dtype.ts';
 import { OBS_SIZE, planeFeature, PLANES, WINDOW } from './env.ts';
 import { roundParamsToBf16 } from './policy.ts';
@@ -47,7 +48,7 @@ describe('trainDemoSet', () => {
       expect(agent.storedChanged).toBeGreaterThan(0);
       let differs = 0;
       for (const [name, values] of agent.params) {
-        const base = set.base.params.get(name)!;
+        const base = must(set.base.params.get(name), name);
         values.forEach((v, i) => (differs += v === base[i] ? 0 : 1));
       }
       expect(differs).toBe(agent.storedChanged);
@@ -61,14 +62,14 @@ describe('trainDemoSet', () => {
       expect(roundParamsToBf16(agent.master)).toEqual(agent.params);
       let vanished = 0;
       for (const [name, master] of agent.master) {
-        const base = set.base.params.get(name)!;
-        const stored = agent.params.get(name)!;
-        for (let i = 0; i < master.length; i++) {
-          if (master[i] === base[i] || stored[i] !== base[i]) continue;
+        const base = must(set.base.params.get(name), name);
+        const stored = must(agent.params.get(name), name);
+        master.forEach((m, i) => {
+          if (m === base[i] || stored[i] !== base[i]) return;
           vanished += 1;
           // The master moved, but stayed within half a bf16 step of the base value.
-          expect(bf16ToF32(f32ToBf16(master[i]!))).toBe(base[i]);
-        }
+          expect(bf16ToF32(f32ToBf16(m))).toBe(base[i]);
+        });
       }
       expect(agent.masterChanged - agent.storedChanged).toBe(vanished);
     }
@@ -76,19 +77,25 @@ describe('trainDemoSet', () => {
   });
 
   it('leaves the weights of inputs a task never shows exactly unchanged (lava for the key agent)', () => {
-    const key = set.agents.find((a) => a.task === 'key')!;
-    const door = set.agents.find((a) => a.task === 'door')!;
-    const w = key.params.get('layers.0.weight')!;
-    const base = set.base.params.get('layers.0.weight')!;
+    const key = must(
+      set.agents.find((a) => a.task === 'key'),
+      'key agent',
+    );
+    const door = must(
+      set.agents.find((a) => a.task === 'door'),
+      'door agent',
+    );
+    const w = must(key.params.get('layers.0.weight'), 'layers.0.weight');
+    const base = must(set.base.params.get('layers.0.weight'), 'layers.0.weight');
+    const width = at(reduced.hiddenSizes, 0);
     const inputs = OBS_SIZE;
     const lavaStart = PLANES.indexOf('lava') * WINDOW * WINDOW;
     const lavaColumns = Array.from({ length: WINDOW * WINDOW }, (_, k) => lavaStart + k);
-    for (let j = 0; j < reduced.hiddenSizes[0]!; j++)
+    for (let j = 0; j < width; j++)
       for (const c of lavaColumns) expect(w[j * inputs + c]).toBe(base[j * inputs + c]);
     // The key plane is the key agent's own: the door agent never sees a key.
     const keyColumn = planeFeature(0, 1, 0);
-    const dw = door.params.get('layers.0.weight')!;
-    for (let j = 0; j < reduced.hiddenSizes[0]!; j++)
-      expect(dw[j * inputs + keyColumn]).toBe(base[j * inputs + keyColumn]);
+    const dw = must(door.params.get('layers.0.weight'), 'layers.0.weight');
+    for (let j = 0; j < width; j++) expect(dw[j * inputs + keyColumn]).toBe(base[j * inputs + keyColumn]);
   });
 });
