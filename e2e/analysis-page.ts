@@ -3,6 +3,7 @@
 import { expect, type Locator, type Page } from '@playwright/test';
 import type { AnalysisResult } from '../src/engine/driver.ts';
 import type { StudioData, TaskState } from '../src/state/studio-slice.ts';
+import { must } from '../src/io/checked.ts';
 
 export class AnalysisPage {
   readonly statsPanel: Locator;
@@ -36,14 +37,22 @@ export class AnalysisPage {
   /** Opens the app on the demo and waits for its statistics pass and compatibility check. */
   async openDemo(): Promise<AnalysisResult> {
     await this.page.goto('/');
-    const analysis = await this.page.evaluate(() => window.__mergeStudio!.analysisSettled());
+    const analysis = await this.page.evaluate(() => {
+      const api = window.__mergeStudio;
+      if (!api) throw new Error('window.__mergeStudio is missing: is this an e2e or development build?');
+      return api.analysisSettled();
+    });
     expect(analysis.status).toBe('done');
     await expect(this.statsPanel).toHaveAttribute('data-status', 'done');
-    return (analysis as TaskState<AnalysisResult>).result!;
+    return must((analysis as TaskState<AnalysisResult>).result, 'the demo analysis result');
   }
 
   studio(): Promise<StudioData> {
-    return this.page.evaluate(() => window.__mergeStudio!.studio());
+    return this.page.evaluate(() => {
+      const api = window.__mergeStudio;
+      if (!api) throw new Error('window.__mergeStudio is missing: is this an e2e or development build?');
+      return api.studio();
+    });
   }
 
   layerButton(layer: string): Locator {

@@ -16,6 +16,7 @@ import { AtlasPage } from './atlas-page.ts';
 import { axeViolations } from './axe.ts';
 import { expect, test as base } from './fixtures.ts';
 import { WorkflowPage } from './workflow-page.ts';
+import { at, must } from '../src/io/checked.ts';
 
 const test = base.extend<{ workflow: WorkflowPage; atlas: AtlasPage }>({
   workflow: async ({ page }, use) => {
@@ -111,12 +112,12 @@ test('every atlas cell equals the CPU reference summed over its tensors; the JSO
     const names = mine.flatMap((c) => c.tensors);
     expect([...names].sort()).toEqual([...byName.keys()].sort());
     for (const cell of mine) {
-      const members = cell.tensors.map((n) => byName.get(n)!);
+      const members = cell.tensors.map((n) => must(byName.get(n), n));
       const sum = (pick: (t: TensorStats) => number): number => members.reduce((a, t) => a + pick(t), 0);
       expect([cell.numel, cell.changed, cell.unique], `${cell.row} ${cell.module} agent ${agent}`).toEqual([
         sum((t) => t.numel),
-        sum((t) => t.changed[agent]!),
-        sum((t) => t.unique[agent]!),
+        sum((t) => at(t.changed, agent)),
+        sum((t) => at(t.unique, agent)),
       ]);
     }
   }
@@ -190,7 +191,7 @@ test('every atlas cell equals the CPU reference summed over its tensors; the JSO
 
   // (e) Tables as CSV (integers without separators; the Σ row is the totals) and the atlas as PNG.
   const csv = await atlas.download(page.getByTestId('stats-layers').getByTestId('save-csv'));
-  const sumRow = csv.text.trim().split('\r\n').at(-1)!.split(',');
+  const sumRow = must(csv.text.trim().split('\r\n').at(-1), "the CSV's last row").split(',');
   expect(sumRow.slice(0, 3)).toEqual([
     'Σ layers',
     String(reference.tensors.length),

@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { expect, test as base } from './fixtures.ts';
 import { ExportFolderPage } from './export-page.ts';
 import { WorkflowPage } from './workflow-page.ts';
+import { at, must } from '../src/io/checked.ts';
 
 const test = base.extend<{ workflow: WorkflowPage; folders: ExportFolderPage }>({
   workflow: async ({ page }, use) => {
@@ -28,7 +29,7 @@ test('a merge into a picked folder equals the OPFS merge and is read back with i
 }, testInfo) => {
   await workflow.openDemo();
   await workflow.merge(1);
-  const inOpfs = (await workflow.studio()).merges[0]!;
+  const inOpfs = at((await workflow.studio()).merges, 0, 'merges');
   expect(inOpfs.location).toBe('opfs');
 
   await folders.folderButton.click();
@@ -41,7 +42,7 @@ test('a merge into a picked folder equals the OPFS merge and is read back with i
   await expect(readBack).toHaveAttribute('data-status', 'done');
   await expect(readBack).toHaveAttribute('data-ok', 'true');
 
-  const record = (await workflow.studio()).merges[1]!;
+  const record = at((await workflow.studio()).merges, 1, 'merges');
   expect(record.location).toBe('picked');
   expect(record.folder).toBe(picked);
   // Written in place: the folder holds exactly the driver's files, and nothing went to OPFS merges/.
@@ -66,7 +67,7 @@ test('a merge into a picked folder equals the OPFS merge and is read back with i
   await expect(card.locator('[data-testid="merged-file-readback"][data-ok="true"]')).toHaveCount(
     record.files.length,
   );
-  const report = (await workflow.studio()).readBack[2]!.result!;
+  const report = must((await workflow.studio()).readBack[2]?.result, 'read-back report of merge 2');
   expect(report.extra).toEqual([]);
   for (const file of report.files) {
     expect(file.foundBytes).toBe(file.bytes);

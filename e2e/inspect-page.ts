@@ -2,6 +2,7 @@
 // inspect slice of the window test API (the engine's block counts of the view).
 import { expect, type Locator, type Page } from '@playwright/test';
 import type { ElementExplanation, MaskViewResult } from '../src/engine/inspect.ts';
+import { must } from '../src/io/checked.ts';
 
 /** The inspector's data-json, exactly the shape issue 8 fixes. */
 export type InspectorJson = Pick<
@@ -49,23 +50,26 @@ export class InspectPage {
 
   /** Waits until the view holds a drawn grid that `accept` takes, and returns it. */
   async settled(accept: (mask: MaskJson) => boolean = () => true): Promise<MaskJson> {
-    let found: MaskJson | null = null;
+    // A holder, not a local: the poll's callback sets it, which control flow cannot see.
+    const last: { found: MaskJson | null } = { found: null };
     await expect
       .poll(
         async () => {
           const mask = await this.mask();
-          found = mask && accept(mask) ? mask : null;
-          return found !== null;
+          last.found = mask && accept(mask) ? mask : null;
+          return last.found !== null;
         },
         { timeout: 60_000 },
       )
       .toBe(true);
-    return found!;
+    return must(last.found, 'a drawn grid the test accepts');
   }
 
   mask(): Promise<MaskJson | null> {
     return this.page.evaluate(() => {
-      const { mask } = window.__mergeStudio!.inspect();
+      const api = window.__mergeStudio;
+      if (!api) throw new Error('window.__mergeStudio is missing: is this an e2e or development build?');
+      const { mask } = api.inspect();
       if (mask.status !== 'done' || !mask.result) return null;
       return { ...mask.result, grid: Array.from(mask.result.grid) };
     });

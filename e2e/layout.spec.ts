@@ -9,6 +9,7 @@ import { writeLlamaSet } from '../src/bench/llama-set.ts';
 import { nodeFolder } from '../src/io/node.ts';
 import { axeViolations } from './axe.ts';
 import { WorkflowPage } from './workflow-page.ts';
+import { must } from '../src/io/checked.ts';
 
 const test = base.extend<{ workflow: WorkflowPage }>({
   workflow: async ({ page }, use) => {
@@ -19,7 +20,7 @@ const test = base.extend<{ workflow: WorkflowPage }>({
 /** Whether an element lies inside the viewport (whole, or with `rows` px of its top when it is tall). */
 async function inView(page: Page, testId: string, rows?: number): Promise<boolean> {
   const box = await page.getByTestId(testId).first().boundingBox();
-  const size = page.viewportSize()!;
+  const size = must(page.viewportSize(), 'viewport size');
   if (box === null || box.y < 0 || box.x + box.width > size.width) return false;
   return box.y + (rows ?? box.height) <= size.height;
 }

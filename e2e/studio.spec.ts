@@ -14,6 +14,7 @@ import {
   truncatedCheckpoint,
 } from './studio-reference.ts';
 import { WorkflowPage } from './workflow-page.ts';
+import { at, must } from '../src/io/checked.ts';
 
 const test = base.extend<{ workflow: WorkflowPage }>({
   workflow: async ({ page }, use) => {
@@ -48,10 +49,10 @@ test('opens on the demo set and shows exactly the CPU reference statistics', asy
   const totals = expected.totals;
   await expect(page.getByTestId('stats-numel')).toHaveText(count(totals.numel));
   for (const [t, agent] of ['key', 'door', 'gems'].entries()) {
-    await expect(page.getByTestId(`stats-changed-${agent}`)).toHaveText(count(totals.changed[t]!));
-    await expect(page.getByTestId(`stats-unique-${agent}`)).toHaveText(count(totals.unique[t]!));
+    await expect(page.getByTestId(`stats-changed-${agent}`)).toHaveText(count(at(totals.changed, t)));
+    await expect(page.getByTestId(`stats-unique-${agent}`)).toHaveText(count(at(totals.unique, t)));
     await expect(page.getByTestId('layer-row-sum').getByTestId(`layer-agent-${agent}`)).toHaveText(
-      `${count(totals.changed[t]!)} / ${count(totals.unique[t]!)}`,
+      `${count(at(totals.changed, t))} / ${count(at(totals.unique, t))}`,
     );
   }
   for (const [c, n] of totals.counts.entries())
@@ -95,17 +96,23 @@ test('RAM and RAM+ merges on WebGPU, exported to OPFS, match the CPU reference',
 
   const card = await workflow.merge(1);
 
-  const record = (await workflow.studio()).merges[0]!;
+  const record = at((await workflow.studio()).merges, 0, 'merges');
   expect(record.engine).toMatch(/swiftshader/i);
-  expect(record.lambdas[0]!.toFixed(6)).toBe(preview);
+  expect(record.lambdas[0]?.toFixed(6)).toBe(preview);
   for (const file of ['config.json', 'mergekit_config.yml']) {
     const bytes = await workflow.mergedFile(record.folder, file);
-    expect(bytes.equals(Buffer.from(ramplus.get(file)!)), `${file} equals the CPU reference`).toBe(true);
+    expect(bytes.equals(Buffer.from(must(ramplus.get(file), file))), `${file} equals the CPU reference`).toBe(
+      true,
+    );
   }
   const weights = await workflow.mergedFile(record.folder, 'model.safetensors');
   // Byte for byte except exact bf16 rounding ties of λ·τ (λ = 1.2 is not an f32): the GPU and the
   // CPU reference break those differently, reported to the engine's owners; anything else fails.
-  const ties = await tieDifferences(weights, ramplus.get('model.safetensors')!, record.lambdas);
+  const ties = await tieDifferences(
+    weights,
+    must(ramplus.get('model.safetensors'), 'model.safetensors'),
+    record.lambdas,
+  );
   expect(ties.length).toBeLessThanOrEqual(4);
   const sha = createHash('sha256').update(weights).digest('hex');
   await expect(card.locator('[data-file="model.safetensors"]').getByTestId('merged-file-sha256')).toHaveText(
@@ -124,9 +131,9 @@ test('RAM and RAM+ merges on WebGPU, exported to OPFS, match the CPU reference',
   // RAM (λ = 1) has no such ties: its whole file equals the reference.
   await page.getByTestId('method-select').selectOption('ram');
   await workflow.merge(2);
-  const second = (await workflow.studio()).merges[1]!;
+  const second = at((await workflow.studio()).merges, 1, 'merges');
   const ramWeights = await workflow.mergedFile(second.folder, 'model.safetensors');
-  expect(ramWeights.equals(Buffer.from(ram.get('model.safetensors')!))).toBe(true);
+  expect(ramWeights.equals(Buffer.from(must(ram.get('model.safetensors'), 'model.safetensors')))).toBe(true);
   expect(browserErrors.messages).toEqual([]);
 });
 
@@ -205,8 +212,12 @@ test('the arena scores the base, every agent and the session’s merge', async (
   const rows = (await workflow.studio()).arena.result ?? [];
   expect(rows.map((r) => r.kind)).toEqual(['base', 'agent', 'agent', 'agent', 'merge']);
   for (const row of rows.slice(0, 4)) {
-    const want = manifest.models.find((m) => m.name === row.label)!.arena;
-    for (const task of row.scores.tasks) expect(task.score).toBeCloseTo(want[task.name]!, 5);
+    const want = must(
+      manifest.models.find((m) => m.name === row.label),
+      row.label,
+    ).arena;
+    for (const task of row.scores.tasks)
+      expect(task.score).toBeCloseTo(must(want[task.name], `${row.label} ${task.name}`), 5);
   }
   await expect(page.getByTestId('arena-row-base').getByTestId('arena-score-key')).toHaveText('0.460');
   await expect(page.getByTestId('arena-row-merge-1')).toBeVisible();

@@ -6,6 +6,7 @@ import type { AnalysisResult } from '../src/engine/driver.ts';
 import type { ModelStats } from '../src/methods/stats.ts';
 import type { MethodName } from '../src/methods/types.ts';
 import type { StudioData, TaskState } from '../src/state/studio-slice.ts';
+import { at } from '../src/io/checked.ts';
 
 const count = (n: number): string => new Intl.NumberFormat('en-US').format(n);
 
@@ -36,21 +37,37 @@ export class WorkflowPage {
   }
 
   analysisSettled(): Promise<TaskState<AnalysisResult>> {
-    return this.page.evaluate(() => window.__mergeStudio!.analysisSettled());
+    return this.page.evaluate(() => {
+      const api = window.__mergeStudio;
+      if (!api) throw new Error('window.__mergeStudio is missing: is this an e2e or development build?');
+      return api.analysisSettled();
+    });
   }
 
   studio(): Promise<StudioData> {
-    return this.page.evaluate(() => window.__mergeStudio!.studio());
+    return this.page.evaluate(() => {
+      const api = window.__mergeStudio;
+      if (!api) throw new Error('window.__mergeStudio is missing: is this an e2e or development build?');
+      return api.studio();
+    });
   }
 
   setReadDelay(ms: number): Promise<void> {
-    return this.page.evaluate((delay) => window.__mergeStudio!.setReadDelay(delay), ms);
+    return this.page.evaluate((delay) => {
+      const api = window.__mergeStudio;
+      if (!api) throw new Error('window.__mergeStudio is missing: is this an e2e or development build?');
+      return api.setReadDelay(delay);
+    }, ms);
   }
 
   async mergedFile(folder: string, name: string): Promise<Buffer> {
     const base64 = await this.page.evaluate(
-      ([f, n]) => window.__mergeStudio!.mergedFileBase64(f!, n!),
-      [folder, name],
+      ({ folder, name }) => {
+        const api = window.__mergeStudio;
+        if (!api) throw new Error('window.__mergeStudio is missing: is this an e2e or development build?');
+        return api.mergedFileBase64(folder, name);
+      },
+      { folder, name },
     );
     return Buffer.from(base64, 'base64');
   }
@@ -127,11 +144,11 @@ export class WorkflowPage {
       count(totals.numel),
     );
     for (const [t, agent] of agentLabels.entries()) {
-      await expect(page.getByTestId(`stats-changed-${agent}`)).toHaveText(count(totals.changed[t]!));
-      await expect(page.getByTestId(`stats-unique-${agent}`)).toHaveText(count(totals.unique[t]!));
-      await expect(page.getByTestId(`stats-shared-${agent}`)).toHaveText(count(totals.shared[t]!));
+      await expect(page.getByTestId(`stats-changed-${agent}`)).toHaveText(count(at(totals.changed, t)));
+      await expect(page.getByTestId(`stats-unique-${agent}`)).toHaveText(count(at(totals.unique, t)));
+      await expect(page.getByTestId(`stats-shared-${agent}`)).toHaveText(count(at(totals.shared, t)));
       await expect(page.getByTestId('layer-row-sum').getByTestId(`layer-agent-${agent}`)).toHaveText(
-        `${count(totals.changed[t]!)} / ${count(totals.unique[t]!)}`,
+        `${count(at(totals.changed, t))} / ${count(at(totals.unique, t))}`,
       );
     }
     for (const [c, n] of totals.counts.entries())
