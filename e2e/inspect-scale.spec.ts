@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { expect, test as base } from './fixtures.ts';
 import { InspectPage } from './inspect-page.ts';
 import { WorkflowPage } from './workflow-page.ts';
+import { at, must } from '../src/io/checked.ts';
 
 const DIR = process.env.INSPECT_SCALE_DIR;
 const AGENTS = ['agent-0', 'agent-1', 'agent-2'];
@@ -25,7 +26,9 @@ test.skip(!DIR, 'set INSPECT_SCALE_DIR to a folder written by npm run gen:llama'
 /** The view's state without its grid (a 512 × 448 grid is slow to pass to Node on every poll). */
 function viewState(inspect: InspectPage) {
   return inspect.page.evaluate(() => {
-    const { mask } = window.__mergeStudio!.inspect();
+    const api = window.__mergeStudio;
+    if (!api) throw new Error('window.__mergeStudio is missing: is this an e2e or development build?');
+    const { mask } = api.inspect();
     const r = mask.result;
     return r && mask.status === 'done'
       ? {
@@ -47,26 +50,28 @@ async function timedView(
 ) {
   const started = Date.now();
   await start();
-  let found: Awaited<ReturnType<typeof viewState>> = null;
+  // A holder, not a local: the poll's callback sets it, which control flow cannot see.
+  const last: { found: Awaited<ReturnType<typeof viewState>> } = { found: null };
   await expect
     .poll(
       async () => {
         const v = await viewState(inspect);
-        found = v && accept(v) ? v : null;
-        return found !== null;
+        last.found = v && accept(v) ? v : null;
+        return last.found !== null;
       },
       { timeout: 300_000, intervals: [50] },
     )
     .toBe(true);
-  return { ...found!, wallMs: Date.now() - started };
+  return { ...must(last.found, 'a drawn view the test accepts'), wallMs: Date.now() - started };
 }
 
 test('tensor view draw time on the 0.5B-shaped set', async ({ workflow, inspect, page }) => {
   test.setTimeout(900_000);
   await workflow.openDemo();
   await workflow.removeAllAgents();
-  await workflow.loadBaseFolder(join(DIR!, 'base'));
-  for (const agent of AGENTS) await workflow.addAgentFolder(join(DIR!, agent));
+  const dir = must(DIR, 'the 0.5B-shaped set folder');
+  await workflow.loadBaseFolder(join(dir, 'base'));
+  for (const agent of AGENTS) await workflow.addAgentFolder(join(dir, agent));
   const loaded = Date.now();
   await expect
     .poll(
@@ -78,9 +83,12 @@ test('tensor view draw time on the 0.5B-shaped set', async ({ workflow, inspect,
     )
     .toEqual({ labels: AGENTS, status: 'done' });
   const lines = [`load + statistics pass over 5.15 GB: ${Date.now() - loaded} ms`];
-  const stats = (await workflow.analysisSettled()).result!.tensors;
+  const stats = must((await workflow.analysisSettled()).result, 'analysis result').tensors;
   for (const tensor of ['model.embed_tokens.weight', 'lm_head.weight']) {
-    const numel = stats.find((t) => t.name === tensor)!.numel;
+    const numel = must(
+      stats.find((t) => t.name === tensor),
+      tensor,
+    ).numel;
     const whole = await timedView(
       inspect,
       async () => {
@@ -96,8 +104,11 @@ test('tensor view draw time on the 0.5B-shaped set', async ({ workflow, inspect,
     if (tensor === 'model.embed_tokens.weight') {
       const grid = await inspect.settled((m) => m.tensor === tensor);
       const sums = new Array<number>(2 * grid.agents + 2).fill(0);
-      grid.grid.forEach((v, i) => (sums[i % sums.length]! += v));
-      expect(sums.slice(2 + grid.agents)).toEqual(stats.find((t) => t.name === tensor)!.changed);
+      grid.grid.forEach((v, i) => {
+        const k = i % sums.length;
+        sums[k] = at(sums, k) + v;
+      });
+      expect(sums.slice(2 + grid.agents)).toEqual(stats.find((t) => t.name === tensor)?.changed);
     }
     const zoomed = await timedView(
       inspect,

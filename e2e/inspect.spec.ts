@@ -5,7 +5,7 @@
 // canvas, equal the CPU reference grid and the statistics of the same tensor, zoomed out and in.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { writeLlamaSet, type LlamaSetOptions } from '../src/bench/llama-set.ts';
 import { analyzeModels, mergeModels, type AnalysisResult } from '../src/engine/driver.ts';
 import { maskGeometry, type MaskView } from '../src/methods/mask-geometry.ts';
@@ -22,6 +22,7 @@ import { axeViolations } from './axe.ts';
 import { expect, test as base } from './fixtures.ts';
 import { InspectPage, type InspectorJson } from './inspect-page.ts';
 import { WorkflowPage } from './workflow-page.ts';
+import { at, atF64, must } from '../src/io/checked.ts';
 
 const test = base.extend<{ workflow: WorkflowPage; inspect: InspectPage }>({
   workflow: async ({ page }, use) => {
@@ -50,20 +51,20 @@ let models: { base: Model; agents: Model[] };
 let analysis: AnalysisResult;
 
 async function openFolder(dir: string): Promise<Model> {
-  return openModel(dir.split('/').pop()!, await nodeModelFiles(dir));
+  return openModel(basename(dir), await nodeModelFiles(dir));
 }
 
 /** Decoded stored values of one element in a model. */
 async function valueAt(model: Model, tensor: string, index: number): Promise<number> {
-  const t = model.tensors.get(tensor)!;
+  const t = must(model.tensors.get(tensor), tensor);
   const size = t.dtype === 'F32' ? 4 : 2;
   const bytes = await model.source(t.file).read(t.offset + index * size, size);
-  return decodeFloats(t.dtype as FloatDtype, bytes, 1)[0]!;
+  return atF64(decodeFloats(t.dtype as FloatDtype, bytes, 1), 0);
 }
 
 async function tensorValues(tensor: string): Promise<{ base: Float64Array; agents: Float64Array[] }> {
   const all = async (model: Model): Promise<Float64Array> => {
-    const t = model.tensors.get(tensor)!;
+    const t = must(model.tensors.get(tensor), tensor);
     const bytes = await model.source(t.file).read(t.offset, t.end - t.begin);
     return decodeFloats(t.dtype as FloatDtype, bytes, (t.end - t.begin) / 2);
   };
@@ -94,8 +95,9 @@ function expectedLambdas(params: MethodParams): number[] {
   return AGENTS.map((_, t) => {
     if (params.method === 'ram') return 1;
     if (params.method === 'ramplus') {
-      const shared = changed[t]! - unique[t]!;
-      const rho = unique[t] === 0 ? Infinity : shared / unique[t]!;
+      const own = at(unique, t);
+      const shared = at(changed, t) - own;
+      const rho = own === 0 ? Infinity : shared / own;
       return 1 + params.r * Math.min(Math.max(rho, 0), params.alpha);
     }
     return params.lambda;
@@ -104,7 +106,9 @@ function expectedLambdas(params: MethodParams): number[] {
 
 /** bf16 spacing at a value: the one-ulp tie RAM+ may round apart on the GPU (README, known difference). */
 function bf16Ulp(value: number): number {
-  const bits = Math.max(1, (new Uint32Array(new Float32Array([Math.abs(value)]).buffer)[0]! >>> 23) & 0xff);
+  const word = new DataView(new ArrayBuffer(4));
+  word.setFloat32(0, Math.abs(value));
+  const bits = Math.max(1, (word.getUint32(0) >>> 23) & 0xff);
   return 2 ** (bits - 127 - 7);
 }
 
@@ -164,9 +168,12 @@ test('the inspector equals the CPU reference on random elements for RAM, RAM+ an
     const merged = await referenceMerged(params);
     const lambdas = expectedLambdas(params);
     // The embedding every time (the largest tensor), then random tensors of every kind.
-    const picks = [EMBED, ...Array.from({ length: 4 }, () => names[Math.floor(random() * names.length)]!)];
+    const picks = [EMBED, ...Array.from({ length: 4 }, () => at(names, Math.floor(random() * names.length)))];
     for (const tensor of picks) {
-      const numel = analysis.tensors.find((t) => t.name === tensor)!.numel;
+      const numel = must(
+        analysis.tensors.find((t) => t.name === tensor),
+        tensor,
+      ).numel;
       const index = Math.floor(random() * numel);
       const shown = await inspect.explain(tensor, index);
       const baseValue = await valueAt(models.base, tensor, index);
@@ -204,8 +211,12 @@ test('the inspector equals the CPU reference on random elements for RAM, RAM+ an
   expect(changedSeen).toBeGreaterThan(0);
   expect(sharedSeen).toBeGreaterThan(0);
   // The merged value is decoded from what was written: a bf16 pattern.
-  const last = JSON.parse((await inspect.result.getAttribute('data-json'))!) as InspectorJson;
-  expect(bf16ToF32(new Uint16Array(new Float32Array([last.merged]).buffer)[1]!)).toBe(last.merged);
+  const last = JSON.parse(
+    must(await inspect.result.getAttribute('data-json'), 'inspector data-json'),
+  ) as InspectorJson;
+  const merged = new DataView(new ArrayBuffer(4));
+  merged.setFloat32(0, last.merged);
+  expect(bf16ToF32(merged.getUint16(0))).toBe(last.merged);
 
   expect(await axeViolations(page, '[data-testid="inspect-panel"]')).toEqual([]);
   expect(browserErrors.messages).toEqual([]);
@@ -220,7 +231,10 @@ test('the tensor view draws the embedding; its block counts equal the CPU refere
   test.setTimeout(180_000);
   await loadSet(workflow);
   const values = { name: EMBED, dtype: 'BF16' as const, ...(await tensorValues(EMBED)) };
-  const stats = analysis.tensors.find((t) => t.name === EMBED)!;
+  const stats = must(
+    analysis.tensors.find((t) => t.name === EMBED),
+    EMBED,
+  );
   const shape = [SET.vocab, SET.hidden];
 
   // Whole tensor: 2048 rows in a 512-pixel canvas, four rows per pixel.
@@ -235,14 +249,18 @@ test('the tensor view draws the embedding; its block counts equal the CPU refere
 
   // Its sums are the tensor's statistics: unique per agent, changed per agent, sign conflicts.
   const sums = await page.evaluate(() => {
-    const r = window.__mergeStudio!.inspect().mask.result!;
+    const api = window.__mergeStudio;
+    if (!api) throw new Error('window.__mergeStudio is missing: is this an e2e or development build?');
+    const r = api.inspect().mask.result;
+    if (!r) throw new Error('the tensor view holds no drawn grid');
     const stride = 2 * r.agents + 2;
-    const total = new Array<number>(stride).fill(0);
-    r.grid.forEach((v, i) => (total[i % stride]! += v));
-    return total;
+    // Channel k of every block, summed (the browser side cannot import the checked helpers).
+    return Array.from({ length: stride }, (_, k) =>
+      r.grid.reduce((sum, v, i) => (i % stride === k ? sum + v : sum), 0),
+    );
   });
   expect(sums.slice(0, 3)).toEqual(stats.unique);
-  expect(sums[3]! + sums[4]!).toBe(stats.counts.slice(2).reduce((a, b) => a + b, 0));
+  expect(at(sums, 3) + at(sums, 4)).toBe(stats.counts.slice(2).reduce((a, b) => a + b, 0));
   expect(sums[4]).toBe(stats.signConflicts);
   expect(sums.slice(5)).toEqual(stats.changed);
 
@@ -276,7 +294,9 @@ test('the tensor view draws the embedding; its block counts equal the CPU refere
   await canvas.click({
     position: { x: ((gx + 0.5) / g.gridCols) * box.width, y: ((gy + 0.5) / g.gridRows) * box.height },
   });
-  const block = JSON.parse((await page.getByTestId('tensor-mask-block').getAttribute('data-json'))!) as {
+  const block = JSON.parse(
+    must(await page.getByTestId('tensor-mask-block').getAttribute('data-json'), 'block data-json'),
+  ) as {
     gy: number;
     gx: number;
     changed: number[];
@@ -300,7 +320,7 @@ test('the tensor view draws the embedding; its block counts equal the CPU refere
   const counts = await heads.evaluateAll((rows) =>
     rows.map((row) => [...row.querySelectorAll('td')].map((td) => Number(td.dataset.count))),
   );
-  expect(counts).toEqual(analysis.tensors.find((t) => t.name === query)!.changed.map((n) => [n]));
+  expect(counts).toEqual(analysis.tensors.find((t) => t.name === query)?.changed.map((n) => [n]));
 
   expect(await axeViolations(page, '[data-testid="inspect-panel"]')).toEqual([]);
   expect(browserErrors.messages).toEqual([]);
@@ -312,7 +332,7 @@ test('a tensor or element that does not exist is refused with its name, and the 
   page,
 }) => {
   await workflow.openDemo();
-  const tensor = (await workflow.studio()).analysis.result!.tensors[0]!;
+  const tensor = at(must((await workflow.studio()).analysis.result, 'analysis result').tensors, 0);
   await inspect.tensorInput.fill('no.such.tensor');
   await inspect.run.click();
   await expect(page.getByTestId('inspector-error')).toContainText('has no tensor no.such.tensor');
