@@ -29,6 +29,8 @@ export default tseslint.config(
       'src/ui/*.{ts,tsx}',
       'src/ui/studio/{Inspector,TensorView,ArenaPanel,InspectPanel,StepBar,Studio,common,VirtualTable,colors,summary,NonFinite}.{ts,tsx}',
       'src/ui/studio/{VirtualTable,colors,summary}.test.ts',
+      'e2e/{analysis-page,analysis.spec,atlas.spec,export-folder.spec,inspect-page,inspect-scale.spec,inspect.spec}.ts',
+      'e2e/{layout.spec,nonfinite.spec,sharded-input.spec,studio-reference,studio.spec,workflow-page}.ts',
     ],
     ignores: [
       'src/format/safetensors.ts',

@@ -27,20 +27,25 @@ test('shows NaN / ±Inf per tensor and model, and a merge of those tensors stops
     const baseA = values(64);
     const baseB = values(32);
     baseA[7] = -Infinity;
-    const models = {
-      base: [baseA, baseB],
-      coder: [baseA.map((x, i) => (i % 5 === 0 && i !== 0 ? x + 0.25 : x)), baseB.slice()],
-      writer: [baseA.map((x, i) => (i % 3 === 0 ? x - 0.5 : x)), baseB.map((x) => x + 0.125)],
-    };
+    const coder: [Float32Array, Float32Array] = [
+      baseA.map((x, i) => (i % 5 === 0 && i !== 0 ? x + 0.25 : x)),
+      baseB.slice(),
+    ];
+    const writer: [Float32Array, Float32Array] = [
+      baseA.map((x, i) => (i % 3 === 0 ? x - 0.5 : x)),
+      baseB.map((x) => x + 0.125),
+    ];
     // The coder holds NaN at three elements of `a` and +Inf at one of `b`; −Inf at a[7] is everyone's.
-    for (const i of [1, 2, 4]) models.coder[0]![i] = NaN;
-    models.coder[1]![9] = Infinity;
-    models.writer[0]![7] = -Infinity;
-    models.coder[0]![7] = -Infinity;
+    for (const i of [1, 2, 4]) coder[0][i] = NaN;
+    coder[1][9] = Infinity;
+    writer[0][7] = -Infinity;
+    coder[0][7] = -Infinity;
+    const base: [Float32Array, Float32Array] = [baseA, baseB];
+    const models = { base, coder, writer };
     for (const [name, [a, b]] of Object.entries(models))
       await writeModelFolder(join(root, name), [
-        floatTensor('model.layers.0.a.weight', 'F32', [8, 8], a!),
-        floatTensor('model.layers.0.b.weight', 'F32', [32], b!),
+        floatTensor('model.layers.0.a.weight', 'F32', [8, 8], a),
+        floatTensor('model.layers.0.b.weight', 'F32', [32], b),
       ]);
 
     await workflow.openDemo();

@@ -14,6 +14,7 @@ import { defaultParams } from '../src/methods/defaults.ts';
 import { floatTensor, modelFolderFiles, rng, type FixtureTensor } from '../src/test/fixtures.ts';
 import { expect, test as base } from './fixtures.ts';
 import { WorkflowPage } from './workflow-page.ts';
+import { at, must } from '../src/io/checked.ts';
 
 const test = base.extend<{ workflow: WorkflowPage }>({
   workflow: async ({ page }, use) => {
@@ -99,7 +100,10 @@ const MODELS = new Map(
 );
 
 function referenceModel(label: string): Promise<Model> {
-  const files = [...MODELS.get(label)!].map(([name, bytes]) => ({ name, source: memorySource(name, bytes) }));
+  const files = [...must(MODELS.get(label), label)].map(([name, bytes]) => ({
+    name,
+    source: memorySource(name, bytes),
+  }));
   return openModel(label, files);
 }
 
@@ -126,9 +130,10 @@ test('a sharded base and agents load from folders; statistics and a RAM merge eq
   page,
   browserErrors,
 }) => {
-  const shards = [...MODELS.get('base')!.keys()].filter((f) => /^model-\d{5}-of-\d{5}\.safetensors$/.test(f));
+  const base = must(MODELS.get('base'), 'base');
+  const shards = [...base.keys()].filter((f) => /^model-\d{5}-of-\d{5}\.safetensors$/.test(f));
   expect(shards.length).toBeGreaterThan(2);
-  expect(MODELS.get('base')!.has('model.safetensors.index.json')).toBe(true);
+  expect(base.has('model.safetensors.index.json')).toBe(true);
   const tensorCount = layout().length;
   const parameters = layout().reduce((sum, t) => sum + t.shape.reduce((a, b) => a * b, 1), 0);
 
@@ -170,7 +175,7 @@ test('a sharded base and agents load from folders; statistics and a RAM merge eq
   // (c) A RAM merge exported to OPFS equals the CPU reference merge byte for byte.
   await workflow.selectMethod('ram');
   await workflow.merge(1);
-  const record = (await workflow.studio()).merges[0]!;
+  const record = at((await workflow.studio()).merges, 0, 'merges');
   expect(record.engine).toMatch(/swiftshader/i);
   const out = memoryFolder('reference');
   await mergeModels({
@@ -185,7 +190,10 @@ test('a sharded base and agents load from folders; statistics and a RAM merge eq
   expect(record.files.map((f) => f.file).sort()).toEqual([...out.files.keys()].sort());
   for (const file of ['model.safetensors', 'config.json', 'mergekit_config.yml']) {
     const bytes = await workflow.mergedFile(record.folder, file);
-    expect(bytes.equals(Buffer.from(out.files.get(file)!)), `${file} equals the CPU reference`).toBe(true);
+    expect(
+      bytes.equals(Buffer.from(must(out.files.get(file), file))),
+      `${file} equals the CPU reference`,
+    ).toBe(true);
   }
   expect(browserErrors.messages).toEqual([]);
 });

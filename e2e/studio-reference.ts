@@ -11,6 +11,8 @@ import { memorySource } from '../src/io/source.ts';
 import { createCpuEngine } from '../src/engine/cpu-engine.ts';
 import { defaultParams } from '../src/methods/defaults.ts';
 import type { MethodName } from '../src/methods/types.ts';
+import { at, must } from '../src/io/checked.ts';
+import { bf16ToF32 } from '../src/format/dtype.ts';
 
 export const DEMO_DIR = 'public/demo';
 export const DEMO_AGENTS = ['key', 'door', 'gems'] as const;
@@ -71,8 +73,8 @@ export async function mismatchedCheckpoint(tensor = 'layers.1.weight'): Promise<
   return Buffer.from(serializeSafetensors(tensors));
 }
 
-const bf16 = (bytes: Uint8Array, at: number): number =>
-  new Float32Array(new Uint32Array([((bytes[at]! | (bytes[at + 1]! << 8)) << 16) >>> 0]).buffer)[0]!;
+const bf16 = (bytes: Uint8Array, offset: number): number =>
+  bf16ToF32(new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint16(offset, true));
 
 export interface TieDifference {
   tensor: string;
@@ -96,21 +98,26 @@ export async function tieDifferences(
   if (!Buffer.from(got.subarray(0, header.dataStart)).equals(Buffer.from(want.subarray(0, header.dataStart))))
     throw new Error('the headers differ');
   const inputs = ['base', ...DEMO_AGENTS].map((m) => demoFile(m, 'model.safetensors'));
-  const inputHeader = await readSafetensorsHeader(memorySource('base', inputs[0]!));
+  const inputHeader = await readSafetensorsHeader(memorySource('base', at(inputs, 0)));
   const found: TieDifference[] = [];
   for (const t of header.tensors) {
     if (t.dtype !== 'BF16') throw new Error(`${t.name}: only BF16 outputs are compared here`);
-    const source = inputHeader.tensors.find((x) => x.name === t.name)!;
-    for (let at = t.begin; at < t.end; at += 2) {
-      const pos = header.dataStart + at;
+    const source = must(
+      inputHeader.tensors.find((x) => x.name === t.name),
+      `${t.name} in the demo base`,
+    );
+    for (let byte = t.begin; byte < t.end; byte += 2) {
+      const pos = header.dataStart + byte;
       if (got[pos] === want[pos] && got[pos + 1] === want[pos + 1]) continue;
-      const index = (at - t.begin) / 2;
+      const index = (byte - t.begin) / 2;
       const values = inputs.map((bytes) => bf16(bytes, inputHeader.dataStart + source.begin + index * 2));
-      const taus = values.slice(1).map((v) => v - values[0]!);
+      const baseValue = at(values, 0);
+      const taus = values.slice(1).map((v) => v - baseValue);
       const movers = taus.flatMap((tau, agent) => (Math.abs(tau) > 1e-5 ? [agent] : []));
       const a = bf16(got, pos);
       const b = bf16(want, pos);
-      const exact = values[0]! + lambdas[movers[0] ?? 0]! * taus[movers[0] ?? 0]!;
+      const mover = movers[0] ?? 0;
+      const exact = baseValue + at(lambdas, mover) * at(taus, mover);
       const midpoint = (a + b) / 2;
       const oneUlpApart = Math.abs(a - b) <= Math.abs(midpoint) * 2 ** -7;
       if (movers.length !== 1 || !oneUlpApart || Math.abs(exact - midpoint) > Math.abs(midpoint) * 1e-6)
