@@ -79,6 +79,7 @@ function perTensorLines(used: Map<string, MethodParams>, labels: string[]): stri
     const key = JSON.stringify({
       weight: p.weights,
       density: p.density,
+      gamma: p.gamma,
       lambda: p.lambda,
       epsilon: p.epsilon,
     });
@@ -87,13 +88,25 @@ function perTensorLines(used: Map<string, MethodParams>, labels: string[]): stri
   const lines: string[] = [];
   if (groups.size > 1) {
     lines.push('', '## Parameters per tensor', '', `Agents in order: ${labels.join(', ')}.`, '');
-    lines.push('| weight | density | λ | ε | tensors |', '|---|---|---|---|---|');
+    // Breadcrumbs' gamma gets a column; the other methods' tables are as they were.
+    const gamma = [...used.values()].some((p) => p.gamma !== undefined);
+    lines.push(
+      `| weight | density |${gamma ? ' gamma |' : ''} λ | ε | tensors |`,
+      `|---|---|${gamma ? '---|' : ''}---|---|---|`,
+    );
     for (const [key, names] of groups) {
-      const p = JSON.parse(key) as { weight: number[]; density: number[]; lambda: number; epsilon: number };
+      const p = JSON.parse(key) as {
+        weight: number[];
+        density: number[];
+        gamma?: number[];
+        lambda: number;
+        epsilon: number;
+      };
       const shown =
         names.length > 3 ? `${names.slice(0, 3).join(', ')} … (${names.length})` : names.join(', ');
       lines.push(
-        `| ${p.weight.join(', ')} | ${p.density.join(', ')} | ${p.lambda} | ${p.epsilon} | ${shown} |`,
+        `| ${p.weight.join(', ')} | ${p.density.join(', ')} |${gamma ? ` ${(p.gamma ?? []).join(', ')} |` : ''} ` +
+          `${p.lambda} | ${p.epsilon} | ${shown} |`,
       );
     }
   }

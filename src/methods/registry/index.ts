@@ -2,6 +2,8 @@
 // here. Everything else (CLI flags and help, the YAML reader and writer, the engines, the model card,
 // the studio's merge panel) reads from this list.
 import type { MethodDescriptor } from './descriptor.ts';
+import { breadcrumbs } from './breadcrumbs.ts';
+import { breadcrumbsTies } from './breadcrumbs_ties.ts';
 import { dareLinear } from './dare_linear.ts';
 import { dareTies } from './dare_ties.ts';
 import { linear } from './linear.ts';
@@ -22,6 +24,8 @@ export const METHOD_LIST = [
   ties,
   dareLinear,
   dareTies,
+  breadcrumbs,
+  breadcrumbsTies,
 ] as const;
 
 const BY_NAME: ReadonlyMap<string, MethodDescriptor> = new Map(METHOD_LIST.map((d) => [d.name, d]));
