@@ -291,7 +291,8 @@ function readRecipe(doc: unknown, file: string): Recipe {
   const globalsRaw = plainObject(top.parameters, `${at}: parameters`);
   const global: Record<string, Setting> = {};
   for (const [key, value] of Object.entries(globalsRaw)) {
-    if (!SUPPORTED_GLOBAL.has(key))
+    // gamma is Model Breadcrumbs' own: the other methods refuse it as they always did.
+    if (!SUPPORTED_GLOBAL.has(key) || (key === 'gamma' && !PER_MODEL[method].includes('gamma')))
       throw new RecipeError(`${at}: parameter "${shorten(key, 40)}" is not supported`);
     if (value === null || value === undefined) continue;
     if (key === 'int8_mask') {
@@ -325,14 +326,16 @@ function readRecipe(doc: unknown, file: string): Recipe {
 
   const defaults = mergekitDefaults(method, kept.length);
   const perModel = PER_MODEL[method];
+  // gamma is Model Breadcrumbs' own: the other methods refuse it as they always did.
+  const modelKeys = perModel.includes('gamma') ? MODEL_KEYS : new Set(['weight', 'density']);
   const models: RecipeSettings['models'] = [];
   kept.forEach(({ model, parameters, t }, m) => {
     const where = `${at}: models[${t}] (${shorten(model)})`;
     const own: Record<string, Setting> = {};
     for (const [key, value] of Object.entries(parameters)) {
-      if (!MODEL_KEYS.has(key))
+      if (!modelKeys.has(key))
         throw new RecipeError(
-          `${where}: parameter "${shorten(key, 40)}" is not supported (${[...MODEL_KEYS].join(', ')})`,
+          `${where}: parameter "${shorten(key, 40)}" is not supported (${[...modelKeys].join(', ')})`,
         );
       if (!perModel.includes(key as ModelKey)) {
         notes.push(
