@@ -13,7 +13,7 @@ export const BREADCRUMBS_TIE_RULE =
 
 export const breadcrumbs = defineMethod({
   name: 'breadcrumbs',
-  label: 'Breadcrumbs: drop outliers and small changes, then task arithmetic',
+  label: 'Breadcrumbs: drop outliers, sum the rest',
   help:
     'Per tensor and agent the floor(gamma·n) largest |τ| dropped and the floor(density·n) next kept, ' +
     'then θ₀ + λ Σ w τ̂ (mergekit’s breadcrumbs).',

@@ -5,7 +5,7 @@ import { defineMethod } from './descriptor.ts';
 
 export const breadcrumbsTies = defineMethod({
   name: 'breadcrumbs_ties',
-  label: 'Breadcrumbs-TIES: drop outliers and small changes, elect sign',
+  label: 'Breadcrumbs-TIES: drop outliers, vote',
   help:
     'Per tensor and agent the floor(gamma·n) largest |τ| dropped and the floor(density·n) next kept, ' +
     'then sign election and the agreeing agents’ sum (mergekit’s breadcrumbs_ties).',
