@@ -3,25 +3,44 @@
 // of topk_scan per block of TIE_BLOCK_PAIRS pairs plus a recount inside the block; DARE: the seeded Bernoulli mask, rescaled), the elected
 // sign gamma = +1 iff sum_t w_t tau_t >= 0, then base + lambda * the (optionally weight-normalised)
 // sum over the agents whose w_t tau_t has sign gamma. A zero never agrees.
+// With BAND (Model Breadcrumbs) the kept top-k also loses each agent's top outliers (a second
+// threshold, its tie ranks in rows AGENTS..2·AGENTS−1); without CONSENSUS the sparsified tau are
+// summed as task arithmetic does (`breadcrumbs`), with it as TIES (`breadcrumbs_ties`).
 
 override DARE: bool = false;
-// Some agent keeps only part of the ties at its threshold, so the kernel needs their ranks.
+// Some agent keeps only part of the ties at a threshold, so the kernel needs their ranks.
 override TIE_BREAK: bool = true;
+override BAND: bool = false;
+override CONSENSUS: bool = true;
 
 @group(0) @binding(2) var<storage, read_write> output: array<u32>;
 @group(0) @binding(4) var<storage, read> tie_prefix: array<u32>;
 
-// Ties at agent t's threshold among the elements of pair p's block before element 2p. Ties are rare
-// beside the elements, so recounting them here costs less than workgroup memory and its barriers,
-// which SwiftShader runs far slower.
-fn rank_in_block(t: u32, p: u32) -> u32 {
-  let threshold = vec2<u32>(agents[t].threshold);
+// Ties at `threshold` of agent t among the elements of pair p's block before element 2p. Ties are
+// rare beside the elements, so recounting them here costs less than workgroup memory and its
+// barriers, which SwiftShader runs far slower.
+fn rank_in_block(t: u32, p: u32, threshold: u32) -> u32 {
   var rank = 0u;
   for (var q = p - p % TIE_BLOCK_PAIRS; q < p; q++) {
-    let tie = tau_keys(t + 1u, q) == threshold;
+    let tie = tau_keys(t + 1u, q) == vec2<u32>(threshold);
     rank += select(0u, 1u, tie.x) + select(0u, 1u, tie.y);
   }
   return rank;
+}
+
+// Whether agent t's keys of pair p are in a top-k given as its threshold and the ties it keeps, the
+// ties' ranks in tie-prefix row `row`.
+fn in_top(t: u32, row: u32, p: u32, key: vec2<u32>, threshold: u32, ties_to_keep: u32) -> vec2<bool> {
+  var kept = key > vec2<u32>(threshold);
+  if (TIE_BREAK) {
+    let tie = key == vec2<u32>(threshold);
+    if (ties_to_keep != 0u && any(tie)) {
+      let first = tie_prefix[row * tie_blocks() + p / TIE_BLOCK_PAIRS] + rank_in_block(t, p, threshold);
+      let rank = vec2<u32>(first, first + select(0u, 1u, tie.x));
+      kept = kept | (tie & (rank < vec2<u32>(ties_to_keep)));
+    }
+  }
+  return kept;
 }
 
 // Agent t's sparsified tau of pair p, x = its raw tau, key = its |tau| bits (0 where it holds the
@@ -31,22 +50,41 @@ fn sparsified(t: u32, p: u32, x: vec2<f32>, key: vec2<u32>) -> vec2<f32> {
     return dare_pair(t, p, x);
   }
   let a = agents[t];
-  var kept = key > vec2<u32>(a.threshold);
-  if (TIE_BREAK) {
-    let tie = key == vec2<u32>(a.threshold);
-    if (a.ties_to_keep != 0u && any(tie)) {
-      let first = tie_prefix[t * tie_blocks() + p / TIE_BLOCK_PAIRS] + rank_in_block(t, p);
-      let rank = vec2<u32>(first, first + select(0u, 1u, tie.x));
-      kept = kept | (tie & (rank < vec2<u32>(a.ties_to_keep)));
-    }
+  var kept = in_top(t, t, p, key, a.threshold, a.ties_to_keep);
+  if (BAND) {
+    kept = kept & !in_top(t, AGENTS + t, p, key, a.outlier_threshold, a.outliers_to_drop);
   }
   return select(vec2<f32>(0.0), x, kept);
+}
+
+// Task arithmetic of the sparsified tau (as task_arithmetic.wgsl): base + lambda * sum_t w_t tau_t,
+// over sum_t w_t when normalising unless that sum is below 1e-8 in magnitude.
+fn summed_pair(p: u32) -> vec2<u32> {
+  let base_bits = load_pair_bits(0u, p);
+  let base = bitcast<vec2<f32>>(base_bits);
+  var sum = vec2<f32>(0.0);
+  var weights = 0.0;
+  for (var t = 0u; t < AGENTS; t++) {
+    let bits = load_pair_bits(t + 1u, p);
+    let raw = bitcast<vec2<f32>>(bits) - base;
+    let key = select(bitcast<vec2<u32>>(raw) & vec2<u32>(0x7fffffffu), vec2<u32>(0u), bits == base_bits);
+    let w = agents[t].weight;
+    sum += w * sparsified(t, p, raw, key);
+    weights += w;
+  }
+  if (params.normalize != 0u && abs(weights) >= 1e-8) {
+    sum = sum / weights;
+  }
+  return bitcast<vec2<u32>>(base + params.scale * sum);
 }
 
 // Each agent's inputs are loaded once: the sums over the agents that agree with either sign are
 // both kept, each in agent order, and the elected sign picks one, so the result is that of summing
 // the agreeing agents after the vote.
 fn merged_pair(p: u32) -> vec2<u32> {
+  if (!CONSENSUS) {
+    return summed_pair(p);
+  }
   let base_bits = load_pair_bits(0u, p);
   let base = bitcast<vec2<f32>>(base_bits);
   var vote = vec2<f32>(0.0);

@@ -1,5 +1,8 @@
 // TIES tie-break, step 2 (one workgroup): turns each agent's per-block tie counts into exclusive
 // prefix sums, starting from the ties of the tensor's earlier windows (carry), and advances carry.
+// With BAND (Model Breadcrumbs) the outlier thresholds' rows AGENTS..2·AGENTS−1 too.
+
+override BAND: bool = false;
 
 @group(0) @binding(2) var<storage, read_write> tie_counts: array<u32>;
 @group(0) @binding(4) var<storage, read_write> carry: array<u32>;
@@ -12,7 +15,8 @@ fn main(@builtin(local_invocation_index) lid: u32) {
   let chunk = (n + WORKGROUP - 1u) / WORKGROUP;
   let begin = min(lid * chunk, n);
   let end = min(begin + chunk, n);
-  for (var t = 0u; t < AGENTS; t++) {
+  let rows = select(AGENTS, 2u * AGENTS, BAND);
+  for (var t = 0u; t < rows; t++) {
     let row = t * n;
     var own = 0u;
     for (var i = begin; i < end; i++) {

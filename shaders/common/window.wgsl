@@ -39,6 +39,8 @@ struct Agent {
   ties_to_keep: u32,  // ... and this many equal to it, lowest index first
   prefix: u32,        // radix select: the high bits chosen so far
   searching: u32,     // radix select: this agent's threshold is still being searched
+  outlier_threshold: u32,  // Model Breadcrumbs: |tau| bits above this are dropped as outliers ...
+  outliers_to_drop: u32,   // ... and this many equal to it, lowest index first
 }
 
 @group(0) @binding(0) var<uniform> params: Params;

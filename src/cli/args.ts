@@ -19,6 +19,7 @@ export const OPTIONS = {
   alpha: { type: 'string' },
   lambda: { type: 'string' },
   density: { type: 'string', multiple: true },
+  gamma: { type: 'string', multiple: true },
   weight: { type: 'string', multiple: true },
   seed: { type: 'string' },
   rescale: { type: 'string' },

@@ -213,6 +213,35 @@ describe('merge-studio merge --cpu', () => {
     }
   });
 
+  it('merges Model Breadcrumbs from --density and --gamma, and names its rule in the card', async () => {
+    const out = join(dir, 'out-breadcrumbs');
+    const result = await runCli([
+      'merge',
+      '--base',
+      join(dir, 'base'),
+      ...models(),
+      '--method',
+      'breadcrumbs',
+      '--density',
+      '0.5',
+      '--gamma',
+      '0.15',
+      '--cpu',
+      '--out',
+      out,
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    // n = 9: each agent drops its 1 largest |τ| (element 4), keeps the next 4 (by hand from SPEC.md's
+    // worked example), then the kept τ are summed (weight 1, λ 1, no normalize).
+    const want = [0, 1.5, 0, 1.5, 0, 0.2, 0.1, 0, 0.1];
+    const merged = await readTensor(join(out, 'model.safetensors'), 'w');
+    want.forEach((value, i) => expect(merged[i]).toBeCloseTo(value, 6));
+    const yaml = await readFile(join(out, 'mergekit_config.yml'), 'utf8');
+    expect(yaml).toContain('merge_method: breadcrumbs');
+    expect(yaml).toContain('gamma: 0.15');
+    expect(await readFile(join(out, 'README.md'), 'utf8')).toContain('Tie rule: Breadcrumbs drops');
+  });
+
   it('runs a mergekit YAML recipe', async () => {
     const recipe = join(dir, 'recipe.yml');
     await writeFile(

@@ -2,8 +2,13 @@
 import { parseArgs } from 'node:util';
 import { writeFile } from 'node:fs/promises';
 import { escapeTerminal, inspectModel, formatInspect } from '../format/inspect.ts';
-import { METHODS } from '../methods/types.ts';
+import { METHOD_LIST } from '../methods/registry/index.ts';
 import { loadModel, num, OPTIONS, UsageError, type Values } from './args.ts';
+
+/** The flag that sets a parameter (MethodParams calls the per-agent weights `weights`). */
+function flagOf(key: string): string {
+  return key === 'weights' ? '--weight' : key === 'normalize' ? '--[no-]normalize' : `--${key}`;
+}
 
 export const USAGE = `merge-studio: merge RL-trained agent checkpoints that share one base model.
 
@@ -12,14 +17,16 @@ export const USAGE = `merge-studio: merge RL-trained agent checkpoints that shar
                        --json OUT.json [--cpu]
   merge-studio merge --base PATH --model PATH [--model PATH ...] --method NAME
                      [--epsilon E] [--r R] [--alpha A] [--lambda L] [--density D ...] [--weight W ...]
-                     [--seed S] [--rescale density|l1|none] [--normalize|--no-normalize]
+                     [--gamma G ...] [--seed S] [--rescale density|l1|none] [--normalize|--no-normalize]
                      [--dtype bf16|f16|f32] [--shard-size BYTES] --out DIR [--stats OUT.json] [--cpu]
                      [--stats-in STATS.json (from analyze: RAM+ without a statistics pass)]
   merge-studio merge --config RECIPE.yaml --out DIR [--cpu]
   merge-studio arena MODEL_PATH [--json OUT.json] [--episodes N]
 
-PATH is a .safetensors file or a model folder (single or sharded). Methods: ${METHODS.join(', ')}.
---weight and --density are given once per --model, in order (or once, for all).
+PATH is a .safetensors file or a model folder (single or sharded).
+Methods (--method NAME; each reads the flags listed):
+${METHOD_LIST.map((d) => `  ${d.name.padEnd(17)}${d.help}\n${' '.repeat(19)}${d.parameters.map(flagOf).join(' ')}`).join('\n')}
+--weight, --density and --gamma are given once per --model, in order (or once, for all).
 --rescale: DARE's kept entries × 1/density (default), or each agent's L1 norm per tensor kept (l1,
   mergekit's rule), or as they are (none).
 --config reads mergekit YAML with mergekit's meaning (its defaults, gradients, filters); a file of

@@ -5,6 +5,7 @@ import type { Model } from '../format/model.ts';
 import { checkUnchanged, fileIdentity, nodeFolder, sha256File } from '../io/node.ts';
 import { defaultParams, isMethod, validateParams } from '../methods/defaults.ts';
 import { RecipeError, shorten, type Recipe } from '../methods/recipe.ts';
+import { methodOf } from '../methods/registry/index.ts';
 import { recipeResolver } from '../methods/resolve.ts';
 import { METHODS, type DareRescale, type MethodParams } from '../methods/types.ts';
 import { analyzeModels, mergeModels, predictOutputBytes, type InputFile } from '../engine/driver.ts';
@@ -127,6 +128,7 @@ function recipeFromFlags(values: Values, agents: number): MethodParams {
     normalize: values.normalize ? true : values['no-normalize'] ? false : d.normalize,
     seed: num(values.seed, 'seed') ?? d.seed,
     ...(values.rescale === undefined ? {} : { rescale: rescaleFlag(values.rescale) }),
+    ...(d.gamma ? { gamma: perAgent(values.gamma, 'gamma', agents, d.gamma) } : {}),
   };
 }
 
@@ -180,7 +182,7 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
   const windows = windowElements(values);
   const statsIn = values['stats-in'];
   if (statsIn !== undefined) {
-    if (recipe.params.method !== 'ramplus' && recipe.params.method !== 'ramplus_soft')
+    if (methodOf(recipe.params.method).plan.lambdas !== 'global')
       throw new UsageError('--stats-in serves ramplus and ramplus_soft, whose λ come from the statistics');
     if (values.stats) throw new UsageError('--stats-in already holds the statistics; drop --stats');
   }

@@ -483,6 +483,8 @@ describe.skipIf(!harness)('GPU engine on NaN, ±Inf and overflow', () => {
       });
       try {
         const params = paramsFor(method, 3);
+        // Breadcrumbs would drop these largest |τ| as outliers: with gamma 0 it keeps them.
+        if (params.gamma) params.gamma = [0, 0, 0];
         for (const engine of [gpu, createCpuEngine({ agents: 3 })]) {
           const error = await harness!.run(() => run(engine, input, params, 'F16')).catch((e: unknown) => e);
           expect(nonFiniteCause(error)?.overflow, `${engine.kind}: ${String(error)}`).toBe(big.length);

@@ -7,17 +7,18 @@ import type { MergeEngine, MergeOptions, TensorInput, TensorStats } from '../met
 import { tauKey } from '../methods/float32.ts';
 import {
   accumulateStats,
+  combineWith,
   dareTaus,
   denseTaus,
   keepUnchanged,
-  linearCombine,
-  ramCombine,
   scanNonFinite,
-  taskArithmeticCombine,
-  tiesCombine,
   type SparseTaus,
   type TensorValues,
 } from '../methods/reference.ts';
+import { bandCounts } from '../methods/band.ts';
+import { DEFAULT_GAMMA } from '../methods/defaults.ts';
+import { methodOf, type Sparsify } from '../methods/registry/index.ts';
+import type { MethodParams } from '../methods/types.ts';
 import { RADIX_DIGITS, startTopK, stepTopK, topKCount, topKKept, type TopKState } from '../methods/select.ts';
 import { deriveTensorStats, emptyTensorStats, tensorLocalLambdas } from '../methods/stats.ts';
 import { dareScalesFor } from '../methods/dare-norms.ts';
@@ -72,43 +73,60 @@ export function createCpuEngine(options: CpuEngineOptions): MergeEngine {
     return deriveTensorStats(stats);
   }
 
-  /** Settles every agent's top-k threshold with one histogram pass per radix digit, as the GPU does. */
+  /**
+   * Settles a top-k threshold per count (count i ranks agent i mod N) with one histogram pass per radix
+   * digit, as the GPU does.
+   */
   async function topKStates(
     tensor: TensorInput,
-    densities: readonly number[],
+    counts: readonly number[],
     signal?: AbortSignal,
   ): Promise<TopKState[]> {
-    let states = densities.map((d) => startTopK(topKCount(d, tensor.numel), tensor.numel));
+    let states = counts.map((k) => startTopK(k, tensor.numel));
     for (let digit = 0; digit < RADIX_DIGITS.length && states.some((s) => s.searching); digit++) {
       const { shift, bits } = RADIX_DIGITS[digit]!;
       const high = shift + bits;
       const histograms = states.map(() => new Float64Array(1 << bits));
       for await (const { values } of windows(tensor, signal)) {
-        states.forEach((state, t) => {
+        states.forEach((state, i) => {
           if (!state.searching) return;
-          const agent = values.agents[t]!;
-          const histogram = histograms[t]!;
-          for (let i = 0; i < agent.length; i++) {
-            const key = tauKey(agent[i]!, values.base[i]!);
+          const agent = values.agents[i % n]!;
+          const histogram = histograms[i]!;
+          for (let e = 0; e < agent.length; e++) {
+            const key = tauKey(agent[e]!, values.base[e]!);
             // Shifts by 31 are fine in JS; the prefix match selects keys under the chosen high digits.
             if (key !== 0 && key >>> high === state.prefix >>> high)
               histogram[(key >>> shift) & ((1 << bits) - 1)]!++;
           }
         });
       }
-      states = states.map((state, t) => stepTopK(state, histograms[t]!, digit));
+      states = states.map((state, i) => stepTopK(state, histograms[i]!, digit));
     }
     return states;
   }
 
-  function topKWindow(values: TensorValues, states: readonly TopKState[], tieRanks: number[]): SparseTaus {
+  /**
+   * τ of one window kept where agent t is in the top-k of states[t] and, with `outliers`, not in the
+   * top-k of outliers[t]; `tieRanks` counts each state's ties over the windows so far.
+   */
+  function topKWindow(
+    values: TensorValues,
+    states: readonly TopKState[],
+    tieRanks: number[],
+    outliers?: readonly TopKState[],
+  ): SparseTaus {
     const taus = denseTaus(values);
+    const kept = (state: TopKState, key: number, i: number): boolean =>
+      topKKept(state, key, key === state.threshold ? tieRanks[i]!++ : 0);
     taus.votes.forEach((tau, t) => {
       const state = states[t]!;
+      const outlier = outliers?.[t];
       for (let i = 0; i < tau.length; i++) {
         const key = tauKey(values.agents[t]![i]!, values.base[i]!);
-        const rank = key === state.threshold ? tieRanks[t]!++ : 0;
-        if (topKKept(state, key, rank)) continue;
+        // Both ranks advance on every tie, so the second test must not be skipped by the first.
+        const inTop = kept(state, key, t);
+        const dropped = outlier ? kept(outlier, key, n + t) : false;
+        if (inTop && !dropped) continue;
         tau[i] = 0;
         taus.values[t]![i] = 0;
       }
@@ -116,55 +134,51 @@ export function createCpuEngine(options: CpuEngineOptions): MergeEngine {
     return taus;
   }
 
+  /** The method's sparsification of τ, window by window, after the passes it needs over the tensor. */
+  async function sparsifier(
+    tensor: TensorInput,
+    params: MethodParams,
+    sparsify: Sparsify | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<(values: TensorValues, start: number) => SparseTaus> {
+    if (sparsify === undefined) return (v) => denseTaus(v);
+    if (sparsify === 'dare') return (v, start) => dareTaus(v, start, params);
+    const tieRanks = new Array<number>(2 * n).fill(0);
+    if (sparsify === 'topk') {
+      const states = await topKStates(
+        tensor,
+        params.density.map((d) => topKCount(d, tensor.numel)),
+        signal,
+      );
+      return (v) => topKWindow(v, states, tieRanks);
+    }
+    const bands = params.density.map((d, t) =>
+      bandCounts(d, params.gamma?.[t] ?? DEFAULT_GAMMA, tensor.numel),
+    );
+    const states = await topKStates(
+      tensor,
+      [...bands.map((b) => b.outliers + b.kept), ...bands.map((b) => b.outliers)],
+      signal,
+    );
+    return (v) => topKWindow(v, states.slice(0, n), tieRanks, states.slice(n));
+  }
+
   async function merge(tensor: TensorInput, options: MergeOptions): Promise<void> {
     const { signal } = options;
     const dareScales = await dareScalesFor(tensor, options.params, signal, windowElements);
     const params = dareScales ? { ...options.params, dareScales } : options.params;
     const lambdas = checkMergeOptions(options, n);
-    let combine: (values: TensorValues, start: number) => Float64Array;
-    switch (params.method) {
-      case 'ram':
-      case 'ramplus':
-      case 'ramplus_soft':
-        combine = (v) => ramCombine(v, lambdas, params.epsilon);
-        break;
-      case 'ramplus_tl': {
-        const stats = await analyze(tensor, params.epsilon, signal);
-        const local = tensorLocalLambdas(stats, params.r, params.alpha, params.epsilon);
-        combine = (v) => ramCombine(v, local, params.epsilon);
-        break;
-      }
-      case 'linear':
-        combine = (v) => linearCombine(v, params.weights, params.normalize);
-        break;
-      case 'task_arithmetic':
-        combine = (v) =>
-          taskArithmeticCombine(v, denseTaus(v), params.weights, params.lambda, params.normalize);
-        break;
-      case 'dare_linear':
-        combine = (v, start) =>
-          taskArithmeticCombine(
-            v,
-            dareTaus(v, start, params),
-            params.weights,
-            params.lambda,
-            params.normalize,
-          );
-        break;
-      case 'ties': {
-        const states = await topKStates(tensor, params.density, signal);
-        const tieRanks = new Array<number>(n).fill(0);
-        combine = (v) =>
-          tiesCombine(v, topKWindow(v, states, tieRanks), params.weights, params.lambda, params.normalize);
-        break;
-      }
-      case 'dare_ties':
-        combine = (v, start) =>
-          tiesCombine(v, dareTaus(v, start, params), params.weights, params.lambda, params.normalize);
-        break;
+    const { plan } = methodOf(params.method);
+    let local = lambdas;
+    if (plan.lambdas === 'tensor') {
+      const stats = await analyze(tensor, params.epsilon, signal);
+      local = tensorLocalLambdas(stats, params.r, params.alpha, params.epsilon);
     }
+    const sparse = await sparsifier(tensor, params, plan.sparsify, signal);
+    const combine = (v: TensorValues, start: number): Float64Array =>
+      combineWith(plan, v, params, local, () => sparse(v, start));
     const inputBytes = ((n + 1) * dtypeBits(tensor.dtype)) / 8;
-    const withBase = params.method !== 'linear';
+    const withBase = plan.combine !== 'linear';
     const tally = new NonFiniteTally(n + 1);
     for await (const { start, values } of windows(tensor, signal, withBase)) {
       const scan = scanNonFinite(values, withBase);

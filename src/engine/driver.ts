@@ -2,7 +2,6 @@
 // then streams every tensor through the engine (or copies it raw) into safetensors shards, writes
 // the Hugging Face folder around them, and re-reads what it wrote. Platform-free: it sees models
 // through ByteSources and writes through a FolderSink.
-import packageJson from '../../package.json' with { type: 'json' };
 import { checkCompatibility, type CompatReport } from '../format/compat.ts';
 import { dtypeBits, isMergeableDtype, type FloatDtype } from '../format/dtype.ts';
 import type { Model, ModelTensor } from '../format/model.ts';
@@ -11,16 +10,16 @@ import { indexJson, planShards, type ShardPlan } from '../format/sharded.ts';
 import { layoutSafetensors, SafetensorsStreamWriter, type TensorSpec } from '../format/write.ts';
 import type { FolderSink } from '../io/sink.ts';
 import { ramLambdas, sumStats, type ModelStats } from '../methods/stats.ts';
-import { toMergekitYaml, dtypeToYaml, TIES_TIE_RULE, type Recipe } from '../methods/recipe.ts';
+import { toMergekitYaml, type Recipe } from '../methods/recipe.ts';
+import { methodOf } from '../methods/registry/index.ts';
+import { copyFile, isCompanionFile, modelCard, recipeOf, writeText } from './model-card.ts';
 import { paramsForTensor } from '../methods/resolve.ts';
 import type { MethodParams } from '../methods/types.ts';
 import { Sha256 } from '../io/sha256.ts';
 import { nonFiniteCause, type NonFiniteError } from '../methods/errors.ts';
 import type { MergeEngine, TensorInput, TensorStats } from '../methods/merge-types.ts';
 
-export const TOOL_NAME = 'merge-studio';
-/** From package.json, so the model card names the version that actually wrote it. */
-export const TOOL_VERSION: string = packageJson.version;
+export { TOOL_NAME, TOOL_VERSION, isCompanionFile } from './model-card.ts';
 export const DEFAULT_SHARD_BYTES = 5_000_000_000;
 /** The studio's shard size: under the ~2 GiB a browser can hold as one downloadable file. */
 export const BROWSER_SHARD_BYTES = 2_000_000_000;
@@ -273,49 +272,6 @@ export interface MergeResult {
   outputBytes: number;
 }
 
-const NEEDS_GLOBAL_STATS = new Set(['ramplus', 'ramplus_soft']);
-
-/** Files a Hugging Face model folder carries beside its weights, copied from the base as they are. */
-export function isCompanionFile(name: string): boolean {
-  return (
-    /^tokenizer.*\.(json|model)$/.test(name) ||
-    /^(special_tokens_map|added_tokens|generation_config|preprocessor_config)\.json$/.test(name) ||
-    /^vocab\.(json|txt)$/.test(name) ||
-    name === 'merges.txt' ||
-    /^chat_template.*\.(jinja|json)$/.test(name) ||
-    /\.tiktoken$/.test(name)
-  );
-}
-
-async function writeText(out: FolderSink, file: string, text: string, written: WrittenFile[]): Promise<void> {
-  const bytes = new TextEncoder().encode(text);
-  const sink = await out.create(file);
-  try {
-    await sink.write(bytes);
-    await sink.close();
-  } catch (error) {
-    await sink.abort();
-    throw error;
-  }
-  written.push({ file, bytes: bytes.length });
-}
-
-async function copyFile(out: FolderSink, model: Model, file: string, written: WrittenFile[]): Promise<void> {
-  const entry = model.files.find((f) => f.name === file);
-  if (!entry) return;
-  const sink = await out.create(file);
-  try {
-    const chunk = 8 << 20;
-    for (let offset = 0; offset < entry.source.size; offset += chunk)
-      await sink.write(await entry.source.read(offset, Math.min(chunk, entry.source.size - offset)));
-    await sink.close();
-  } catch (error) {
-    await sink.abort();
-    throw error;
-  }
-  written.push({ file, bytes: entry.source.size });
-}
-
 function dominantDtype(tensors: ModelTensor[]): FloatDtype | undefined {
   const bytes = new Map<FloatDtype, number>();
   for (const t of tensors)
@@ -369,12 +325,14 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
   const { merged, mergedNames, specs, plan } = planOutput(base, agents, job.outDtype, job.shardBytes);
   const models = [base, ...agents];
 
+  // λ from the whole model's statistics need them before the first merged value.
+  const globalStats = methodOf(params.method).plan.lambdas === 'global';
   let analysis = job.analysis;
-  if (!analysis && NEEDS_GLOBAL_STATS.has(params.method))
-    analysis = await analyzeModels({ ...job, epsilon: params.epsilon });
-  const lambdas = NEEDS_GLOBAL_STATS.has(params.method)
-    ? ramLambdas(analysis!.totals, params.method, params.r, params.alpha)
-    : agents.map(() => 1);
+  if (!analysis && globalStats) analysis = await analyzeModels({ ...job, epsilon: params.epsilon });
+  const lambdas =
+    globalStats && analysis
+      ? ramLambdas(analysis.totals, params.method, params.r, params.alpha)
+      : agents.map(() => 1);
 
   const outputBytes = plan.totalSize;
   const copiedBytes = specs
@@ -532,119 +490,4 @@ export async function verifyShards(
         );
     }
   }
-}
-
-function recipeOf(job: MergeJob, outDtype: FloatDtype | undefined): Recipe {
-  return job.recipe
-    ? { ...job.recipe, outDtype }
-    : { base: job.baseLabel, models: job.agentLabels, params: job.params, outDtype, labels: true };
-}
-
-/** What varied per tensor (gradients, filters), grouped so the card stays short. */
-function perTensorLines(used: Map<string, MethodParams>, labels: string[]): string[] {
-  const groups = new Map<string, string[]>();
-  for (const [name, p] of used) {
-    const key = JSON.stringify({
-      weight: p.weights,
-      density: p.density,
-      lambda: p.lambda,
-      epsilon: p.epsilon,
-    });
-    groups.set(key, [...(groups.get(key) ?? []), name]);
-  }
-  const lines: string[] = [];
-  if (groups.size > 1) {
-    lines.push('', '## Parameters per tensor', '', `Agents in order: ${labels.join(', ')}.`, '');
-    lines.push('| weight | density | λ | ε | tensors |', '|---|---|---|---|---|');
-    for (const [key, names] of groups) {
-      const p = JSON.parse(key) as { weight: number[]; density: number[]; lambda: number; epsilon: number };
-      const shown =
-        names.length > 3 ? `${names.slice(0, 3).join(', ')} … (${names.length})` : names.join(', ');
-      lines.push(
-        `| ${p.weight.join(', ')} | ${p.density.join(', ')} | ${p.lambda} | ${p.epsilon} | ${shown} |`,
-      );
-    }
-  }
-  return lines;
-}
-
-function modelCard(input: {
-  job: MergeJob;
-  inputFiles?: InputFile[];
-  lambdas: number[];
-  analysis?: AnalysisResult;
-  outDtype?: FloatDtype;
-  shards: WrittenFile[];
-  merged: number;
-  copied: number;
-  used: Map<string, MethodParams>;
-}): string {
-  const { job, lambdas, analysis, outDtype, shards } = input;
-  const p = job.params;
-  const lines = [
-    '---',
-    'tags:',
-    '- merge',
-    `- ${TOOL_NAME}`,
-    `- ${p.method}`,
-    '---',
-    `# Merged model (${p.method})`,
-    '',
-    `Made with ${TOOL_NAME} ${TOOL_VERSION} (${job.engine.description}).`,
-    '',
-    '## Inputs',
-    '',
-    `- base: \`${job.baseLabel}\``,
-    ...job.agentLabels.map((label, t) => `- agent ${t + 1}: \`${label}\` (λ = ${lambdas[t]?.toFixed(6)})`),
-    '',
-    '## Method and parameters',
-    '',
-    '```yaml',
-    toMergekitYaml(recipeOf(job, outDtype)).trimEnd(),
-    '```',
-    '',
-    `${input.merged} tensors merged, ${input.copied} copied from the base byte for byte.` +
-      (outDtype ? ` Output dtype: ${dtypeToYaml(outDtype)}.` : '') +
-      (job.engine.kind === 'gpu'
-        ? ' Merged values are computed in float32.'
-        : ' Merged values are computed in float64 (CPU reference).'),
-  ];
-  const notes = job.recipe?.notes ?? [];
-  if (notes.length) lines.push('', ...notes.map((note) => `- ${note}`));
-  if (p.method === 'dare_linear' || p.method === 'dare_ties')
-    lines.push(
-      '',
-      `DARE rescale rule: ${p.rescale ?? 'density'} (${
-        {
-          density: 'kept entries × 1/density',
-          l1: 'each agent’s L1 norm per tensor kept, as mergekit',
-          none: 'no rescale',
-        }[p.rescale ?? 'density']
-      }); seed ${p.seed}.`,
-    );
-  if (p.method === 'ties') lines.push('', `Tie rule: ${TIES_TIE_RULE}`);
-  lines.push(...perTensorLines(input.used, job.agentLabels));
-  if (analysis) {
-    lines.push(
-      '',
-      '## Statistics (ε = ' + analysis.epsilon + ')',
-      '',
-      '| agent | changed | unique | shared | ρ |',
-      '|---|---|---|---|---|',
-    );
-    const totals = analysis.totals;
-    job.agentLabels.forEach((label, t) => {
-      const rho = totals.rho[t]!;
-      lines.push(
-        `| ${label} | ${totals.changed[t]} | ${totals.unique[t]} | ${totals.shared[t]} | ${Number.isFinite(rho) ? rho.toFixed(4) : '∞'} |`,
-      );
-    });
-  }
-  if (input.inputFiles?.length) {
-    lines.push('', '## Input files', '', '| model | file | bytes | sha256 |', '|---|---|---|---|');
-    for (const f of input.inputFiles) lines.push(`| ${f.model} | ${f.file} | ${f.bytes} | ${f.sha256} |`);
-  }
-  lines.push('', '## Files', '', '| file | bytes | sha256 |', '|---|---|---|');
-  for (const shard of shards) lines.push(`| ${shard.file} | ${shard.bytes} | ${shard.sha256} |`);
-  return `${lines.join('\n')}\n`;
 }

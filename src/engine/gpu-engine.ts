@@ -54,7 +54,10 @@ import {
   WORKGROUP_SIZE,
 } from './plumbing.ts';
 import { Scheduler } from './scheduler.ts';
-import type { MethodName, MethodParams } from '../methods/types.ts';
+import type { MethodParams } from '../methods/types.ts';
+import { bandCounts } from '../methods/band.ts';
+import { DEFAULT_GAMMA } from '../methods/defaults.ts';
+import { methodOf, type MethodPlan } from '../methods/registry/index.ts';
 import type {
   MergeEngine,
   MergeOptions,
@@ -184,7 +187,8 @@ class GpuEngine implements MergeEngine {
       histogramBytes,
       GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
     );
-    this.carry = this.buffer('carry', n * 4, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+    // Two rows per agent: Model Breadcrumbs ranks ties at two thresholds.
+    this.carry = this.buffer('carry', 2 * n * 4, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
   }
 
   get timings(): StageTimings {
@@ -223,9 +227,9 @@ class GpuEngine implements MergeEngine {
     const outBytes = dtypeBits(outDtype) / 8;
     const job = this.job(tensor, options.signal, outBytes);
     const variant: MergeVariant = { inDtype: tensor.dtype, outDtype, agents: this.agents };
-    const dare = params.method === 'dare_linear' || params.method === 'dare_ties';
-    const plan = dareScalePlan(params);
-    const dareScales = plan === 'pass' ? await this.dareNormsPass(job, params) : plan;
+    const { plan } = methodOf(params.method);
+    const dare = plan.sparsify === 'dare';
+    const dareScales = dare ? await this.dareScales(job, params) : undefined;
     const agents: AgentParams[] = params.weights.map((weight, t) => ({
       weight,
       lambda: lambdas[t],
@@ -236,36 +240,44 @@ class GpuEngine implements MergeEngine {
           }
         : {}),
     }));
-    if (params.method === 'ramplus_tl') {
+    if (plan.lambdas === 'tensor') {
       const stats = emptyTensorStats(tensor.name, tensor.dtype, tensor.numel, this.agents);
       await this.statsPass(job, params.epsilon, stats);
       const local = tensorLocalLambdas(deriveTensorStats(stats), params.r, params.alpha, params.epsilon);
       agents.forEach((a, t) => (a.lambda = local[t]));
     }
+    const band = plan.sparsify === 'band';
     let tieBreak: { ties: Kernel; scan: Kernel } | null = null;
-    if (params.method === 'ties') {
-      const states = await this.selectTopK(job, params.density);
-      states.forEach((s, t) =>
-        Object.assign(agents[t]!, { threshold: s.threshold, tiesToKeep: s.tiesToKeep }),
-      );
+    if (plan.sparsify === 'topk' || band) {
+      const selected = await this.thresholds(job, params);
       // Only a threshold that keeps some but not all of its ties needs their ranks.
-      if (states.some((s) => s.tiesToKeep > 0)) {
+      if (selected.some((s) => s.tiesToKeep > 0)) {
         tieBreak = {
-          ties: await this.kernel(`topk_ties:${tensor.dtype}`, () =>
-            createTopKTiesKernel(this.device, tensor.dtype, this.agents),
+          ties: await this.kernel(`topk_ties:${tensor.dtype}:${band}`, () =>
+            createTopKTiesKernel(this.device, tensor.dtype, this.agents, band),
           ),
-          scan: await this.kernel('topk_scan', () => createTopKScanKernel(this.device, this.agents)),
+          scan: await this.kernel(`topk_scan:${band}`, () =>
+            createTopKScanKernel(this.device, this.agents, band),
+          ),
         };
       }
+      agents.forEach((a, t) => {
+        const kept = selected[t]!;
+        Object.assign(a, { threshold: kept.threshold, tiesToKeep: kept.tiesToKeep });
+        const outlier = selected[this.agents + t];
+        if (outlier)
+          Object.assign(a, { outlierThreshold: outlier.threshold, outliersToDrop: outlier.tiesToKeep });
+      });
     }
-    const kernel = await this.mergeKernel(params.method, variant, tieBreak !== null);
+    const kernel = await this.mergeKernel(plan, variant, tieBreak !== null);
+    const tieRows = band ? 2 * this.agents : this.agents;
     this.scheduler.write(this.agentBuffer, 0, encodeAgents(agents));
     const nameHash = fnv1a32(tensor.name);
     const progressBytes = (this.agents + 1) * job.inBytes;
     const tally = new NonFiniteTally(this.agents + 1);
     await this.runPass(job, {
       label: params.method,
-      withBase: params.method !== 'linear',
+      withBase: plan.combine !== 'linear',
       groups: (w) => mergeGroups(w.count),
       params: (w, d) => ({
         ...this.windowParams(job, w, d),
@@ -279,7 +291,7 @@ class GpuEngine implements MergeEngine {
         if (this.poison) this.scheduler.write(set.output, 0, this.poison, pad4(w.count * outBytes));
         if (tieBreak) {
           if (w.index === 0) encoder.clearBuffer(this.carry);
-          encoder.clearBuffer(set.tieCounts, 0, this.agents * tieBlocks(d.groups) * 4);
+          encoder.clearBuffer(set.tieCounts, 0, tieRows * tieBlocks(d.groups) * 4);
           tieBreak.ties.encode(encoder, set.io, d);
           tieBreak.scan.encode(encoder, set.io, { x: 1, y: 1, groups: 1 });
         }
@@ -302,29 +314,60 @@ class GpuEngine implements MergeEngine {
     tally.throwIfBad();
   }
 
-  private mergeKernel(method: MethodName, variant: MergeVariant, tieBreak: boolean): Promise<Kernel> {
-    const key = `${method}:${variant.inDtype}:${variant.outDtype}`;
-    switch (method) {
+  /** The merge kernel the plan names (kernel ids are the plan's `combine`). */
+  private mergeKernel(plan: MethodPlan, variant: MergeVariant, tieBreak: boolean): Promise<Kernel> {
+    const dare = plan.sparsify === 'dare';
+    const key = `${variant.inDtype}:${variant.outDtype}`;
+    switch (plan.combine) {
       case 'ram':
-      case 'ramplus':
-      case 'ramplus_soft':
-      case 'ramplus_tl':
-        return this.kernel(`ram:${variant.inDtype}:${variant.outDtype}`, () =>
-          createRamKernel(this.device, variant),
-        );
+        return this.kernel(`ram:${key}`, () => createRamKernel(this.device, variant));
       case 'linear':
-        return this.kernel(key, () => createLinearKernel(this.device, variant));
+        return this.kernel(`linear:${key}`, () => createLinearKernel(this.device, variant));
       case 'task_arithmetic':
-      case 'dare_linear':
-        return this.kernel(key, () =>
-          createTaskArithmeticKernel(this.device, variant, method === 'dare_linear'),
+      case 'ties': {
+        const band = plan.sparsify === 'band';
+        const consensus = plan.combine === 'ties';
+        // A sparsification by ranks runs in the TIES kernel, with or without its sign election.
+        if (consensus || band)
+          return this.kernel(`ties:${dare}:${tieBreak}:${band}:${consensus}:${key}`, () =>
+            createTiesKernel(this.device, variant, { dare, tieBreak, band, consensus }),
+          );
+        return this.kernel(`task_arithmetic:${dare}:${key}`, () =>
+          createTaskArithmeticKernel(this.device, variant, dare),
         );
-      case 'ties':
-      case 'dare_ties':
-        return this.kernel(`${key}:${tieBreak}`, () =>
-          createTiesKernel(this.device, variant, method === 'dare_ties', tieBreak),
-        );
+      }
     }
+  }
+
+  /** DARE's per-agent factors: from density alone (undefined), known at once, or by the norms pass. */
+  private async dareScales(job: Job, params: MethodParams): Promise<number[] | undefined> {
+    const plan = dareScalePlan(params);
+    return plan === 'pass' ? await this.dareNormsPass(job, params) : plan;
+  }
+
+  /**
+   * The top-k thresholds of a ranked sparsification: per agent its kept top-k (TIES); for Model
+   * Breadcrumbs then, at N + t, agent t's outliers' top-k.
+   */
+  private async thresholds(job: Job, params: MethodParams): Promise<TopKState[]> {
+    const numel = job.tensor.numel;
+    if (methodOf(params.method).plan.sparsify === 'topk')
+      return this.selectTopK(
+        job,
+        params.density.map((d) => topKCount(d, numel)),
+      );
+    const bands = params.density.map((d, t) => bandCounts(d, params.gamma?.[t] ?? DEFAULT_GAMMA, numel));
+    const kept = await this.selectTopK(
+      job,
+      bands.map((b) => b.outliers + b.kept),
+    );
+    return [
+      ...kept,
+      ...(await this.selectTopK(
+        job,
+        bands.map((b) => b.outliers),
+      )),
+    ];
   }
 
   private async statsPass(job: Job, epsilon: number, stats: TensorStats): Promise<void> {
@@ -379,10 +422,13 @@ class GpuEngine implements MergeEngine {
     return l1Scales(norms);
   }
 
-  /** Settles every agent's TIES threshold: one histogram pass per radix digit while any is unsettled. */
-  private async selectTopK(job: Job, densities: readonly number[]): Promise<TopKState[]> {
+  /**
+   * Settles every agent's top-k threshold for its count of entries: one histogram pass per radix digit
+   * while any is unsettled.
+   */
+  private async selectTopK(job: Job, counts: readonly number[]): Promise<TopKState[]> {
     const { tensor } = job;
-    let states = densities.map((d) => startTopK(topKCount(d, tensor.numel), tensor.numel));
+    let states = counts.map((k) => startTopK(k, tensor.numel));
     const kernel = await this.kernel(`topk_hist:${tensor.dtype}`, () =>
       createTopKHistKernel(this.device, tensor.dtype, this.agents),
     );
@@ -573,9 +619,10 @@ class GpuEngine implements MergeEngine {
       flagBytes,
       GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
     );
+    // Two rows per agent: Model Breadcrumbs ranks ties at two thresholds.
     const tieCounts = this.buffer(
       label('tieCounts'),
-      c.tieBytes,
+      2 * c.tieBytes,
       GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
     );
     const params = this.buffer(

@@ -34,6 +34,8 @@ export const AGENT_FIELDS: readonly { name: string; type: ScalarType }[] = [
   { name: 'ties_to_keep', type: 'u32' },
   { name: 'prefix', type: 'u32' },
   { name: 'searching', type: 'u32' },
+  { name: 'outlier_threshold', type: 'u32' },
+  { name: 'outliers_to_drop', type: 'u32' },
 ];
 
 /** Array stride of Agent. */
@@ -64,6 +66,9 @@ export interface AgentParams {
   tiesToKeep?: number;
   prefix?: number;
   searching?: boolean;
+  /** Model Breadcrumbs: the top-k of the outliers dropped, as threshold and tiesToKeep are the kept. */
+  outlierThreshold?: number;
+  outliersToDrop?: number;
 }
 
 function put(view: DataView, offset: number, type: ScalarType, value: number): void {
@@ -106,6 +111,8 @@ export function encodeAgents(agents: readonly AgentParams[]): Uint8Array {
       ties_to_keep: a.tiesToKeep ?? 0,
       prefix: a.prefix ?? 0,
       searching: a.searching ? 1 : 0,
+      outlier_threshold: a.outlierThreshold ?? 0,
+      outliers_to_drop: a.outliersToDrop ?? 0,
     };
     AGENT_FIELDS.forEach((field, i) => put(view, t * AGENT_BYTES + i * 4, field.type, values[field.name]!));
   });

@@ -7,6 +7,7 @@ import { throwIfAborted } from './errors.ts';
 import type { TensorInput } from './merge-types.ts';
 import { taskVector } from './float32.ts';
 import { dareHash, dareKeepBelow, dareKept, fnv1a32 } from './rng.ts';
+import { methodOf } from './registry/index.ts';
 import type { MethodParams } from './types.ts';
 
 /** mergekit's `rescaled_masked_tensor`: below this either norm, the masked tensor is kept unscaled. */
@@ -60,7 +61,7 @@ export function l1Scales(norms: DareNorms): number[] {
  * known without reading the tensor; `pass` when the L1 rule needs the norms pre-pass.
  */
 export function dareScalePlan(params: MethodParams): number[] | 'pass' | undefined {
-  if (params.method !== 'dare_linear' && params.method !== 'dare_ties') return undefined;
+  if (methodOf(params.method).plan.sparsify !== 'dare') return undefined;
   if (params.dareScales) return params.dareScales;
   const ones = params.density.map(() => 1);
   if (params.rescale === 'none') return ones;

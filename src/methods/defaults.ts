@@ -1,23 +1,16 @@
 // Default parameters of every method (SPEC.md: the paper's for RAM+, mergekit's elsewhere) and a
 // one-line explanation of each parameter for the CLI help and the studio's method picker.
+import { METHOD_LIST, methodOf } from './registry/index.ts';
 import { METHODS, type MethodName, type MethodParams } from './types.ts';
 
 export function isMethod(value: string): value is MethodName {
   return (METHODS as readonly string[]).includes(value);
 }
 
-/** Which parameters a method reads; the others are ignored. */
-export const METHOD_PARAMETERS: Record<MethodName, (keyof MethodParams)[]> = {
-  ram: ['epsilon'],
-  ramplus: ['epsilon', 'r', 'alpha'],
-  ramplus_soft: ['epsilon', 'r'],
-  ramplus_tl: ['epsilon', 'r', 'alpha'],
-  linear: ['weights', 'normalize'],
-  task_arithmetic: ['weights', 'lambda', 'normalize'],
-  ties: ['weights', 'density', 'lambda', 'normalize'],
-  dare_linear: ['weights', 'density', 'lambda', 'normalize', 'seed'],
-  dare_ties: ['weights', 'density', 'lambda', 'normalize', 'seed'],
-};
+/** Which parameters a method reads; the others are ignored (each method's descriptor). */
+export const METHOD_PARAMETERS = Object.fromEntries(
+  METHOD_LIST.map((d) => [d.name, [...d.parameters]]),
+) as Record<MethodName, (keyof MethodParams)[]>;
 
 export const PARAMETER_HELP: Record<keyof MethodParams, string> = {
   method: 'Merge method.',
@@ -37,35 +30,42 @@ export const PARAMETER_HELP: Record<keyof MethodParams, string> = {
     'How DARE rescales the entries it keeps: by 1/density (the DARE paper; the default here), or so ' +
     'that each agent’s L1 norm per tensor is kept (l1, mergekit’s default), or not at all (none).',
   dareScales: 'Per-tensor DARE factors, computed by the merge from the rescale rule.',
+  gamma:
+    'Model Breadcrumbs: per agent, the share of each tensor’s largest |τ| dropped as outliers ' +
+    '(floor(gamma·n) entries) before the floor(density·n) next largest are kept.',
 };
 
+/** Model Breadcrumbs' share of outliers dropped where nothing says (mergekit's default). */
+export const DEFAULT_GAMMA = 0.01;
+
 export function defaultParams(method: MethodName, agents: number): MethodParams {
-  const dare = method === 'dare_linear' || method === 'dare_ties';
+  const { defaults } = methodOf(method);
+  const each = (value: number): number[] => Array.from({ length: agents }, () => value);
   return {
     method,
     epsilon: 1e-5,
     r: 0.1,
-    alpha: method === 'ramplus_tl' ? 0.2 : 2.0,
+    alpha: defaults.alpha ?? 2.0,
     lambda: 1,
-    density: Array.from({ length: agents }, () => (dare || method === 'ties' ? 0.5 : 1)),
-    weights: Array.from({ length: agents }, () => 1),
-    // mergekit's defaults: normalised for linear and the sign-consensus methods only.
-    normalize: method === 'linear' || method === 'ties' || method === 'dare_ties',
+    density: each(defaults.density ?? 1),
+    weights: each(1),
+    normalize: defaults.normalize,
     seed: 0,
+    ...(defaults.gamma === undefined ? {} : { gamma: each(defaults.gamma) }),
   };
 }
 
 /**
  * What a mergekit recipe means where it does not say (mergekit's `merge_methods/registry.py`, SPEC.md
- * "Baselines"): density 1, normalize only for linear and ties, DARE rescaled by the L1 rule.
+ * "Baselines"): density 1, each method's normalize and rescale defaults.
  */
 export function mergekitDefaults(method: MethodName, agents: number): MethodParams {
-  const dare = method === 'dare_linear' || method === 'dare_ties';
+  const { mergekit } = methodOf(method);
   return {
     ...defaultParams(method, agents),
     density: Array.from({ length: agents }, () => 1),
-    normalize: method === 'linear' || method === 'ties',
-    ...(dare ? { rescale: 'l1' as const } : {}),
+    normalize: mergekit.normalize,
+    ...(mergekit.rescale ? { rescale: mergekit.rescale } : {}),
   };
 }
 
@@ -82,6 +82,7 @@ export function validateParams(params: MethodParams, agents: number): string[] {
   if (params.density.length !== agents)
     problems.push(`${params.density.length} densities given for ${agents} agents`);
   if (params.density.some((d) => !(d > 0 && d <= 1))) problems.push('density must be in (0, 1]');
+  if (params.gamma?.some((g) => !(g >= 0 && g <= 1))) problems.push('gamma must be in [0, 1]');
   if (!Number.isInteger(params.seed) || params.seed < 0 || params.seed > 0xffffffff)
     problems.push('seed must be an integer in [0, 2^32)');
   if (params.method === 'linear' && params.normalize && params.weights.reduce((a, b) => a + b, 0) === 0)

@@ -1,6 +1,7 @@
 // Errors and argument checks that the GPU and CPU engines share, so callers see one behaviour.
 
 import type { MergeOptions } from './merge-types.ts';
+import { methodOf } from './registry/index.ts';
 
 /** The error thrown when a merge or analysis is cancelled through its AbortSignal. */
 export function abortError(): Error {
@@ -37,8 +38,8 @@ export async function forTensor<T>(name: string, run: () => Promise<T>): Promise
 }
 
 /**
- * The per-agent λ a RAM-family merge uses: 1 for `ram` (SPEC.md), the driver's global λ for `ramplus`
- * and `ramplus_soft`. Also checks that weights and densities cover the N agents.
+ * The per-agent λ a RAM-family merge uses: the driver's global λ for the methods whose λ come from the
+ * whole model's statistics (`ramplus`, `ramplus_soft`), else 1 (SPEC.md). Also checks that weights and densities cover the N agents.
  */
 export function checkMergeOptions(options: MergeOptions, agents: number): number[] {
   const { params, lambdas } = options;
@@ -47,7 +48,7 @@ export function checkMergeOptions(options: MergeOptions, agents: number): number
       `expected ${agents} weights and densities, got ${params.weights.length} and ${params.density.length}`,
     );
   }
-  if (params.method === 'ramplus' || params.method === 'ramplus_soft') {
+  if (methodOf(params.method).plan.lambdas === 'global') {
     if (lambdas.length !== agents) throw new RangeError(`expected ${agents} lambdas, got ${lambdas.length}`);
     return [...lambdas];
   }

@@ -3,7 +3,9 @@
 // semantics: its defaults, its per-layer gradients and filters, its multi-document (mergekit-multi) form.
 import { parseAllDocuments, stringify } from 'yaml';
 import type { FloatDtype } from '../format/dtype.ts';
-import { isMethod, mergekitDefaults } from './defaults.ts';
+import { DEFAULT_GAMMA, isMethod, mergekitDefaults } from './defaults.ts';
+import { METHOD_LIST, methodOf, type GlobalKey, type ModelKey } from './registry/index.ts';
+import { TIES_TIE_RULE } from './registry/ties.ts';
 import type { DareRescale, MethodName, MethodParams } from './types.ts';
 
 /** A value, a gradient over the layers, or a list of values for tensors whose name contains `filter`. */
@@ -75,63 +77,33 @@ function show(value: unknown): string {
   return shorten(text, 80);
 }
 
-/** Methods mergekit has under the same name; the others are this tool's own. */
-const IN_MERGEKIT: ReadonlySet<MethodName> = new Set([
-  'ram',
-  'ramplus_tl',
-  'linear',
-  'task_arithmetic',
-  'ties',
-  'dare_linear',
-  'dare_ties',
-]);
-
-type GlobalKey = 'epsilon' | 'r' | 'alpha' | 'lambda' | 'normalize' | 'rescale';
-
 /** The global parameters each method reads (mergekit's names), written explicitly on export. */
-export const GLOBAL_PARAMETERS: Record<MethodName, GlobalKey[]> = {
-  ram: ['epsilon'],
-  ramplus: ['epsilon', 'r', 'alpha'],
-  ramplus_soft: ['epsilon', 'r'],
-  ramplus_tl: ['epsilon', 'r', 'alpha'],
-  linear: ['normalize'],
-  task_arithmetic: ['lambda', 'normalize'],
-  ties: ['lambda', 'normalize'],
-  dare_linear: ['lambda', 'normalize', 'rescale'],
-  dare_ties: ['lambda', 'normalize', 'rescale'],
-};
+export const GLOBAL_PARAMETERS = Object.fromEntries(
+  METHOD_LIST.map((d) => [d.name, [...d.mergekit.global]]),
+) as Record<MethodName, GlobalKey[]>;
 
-export type ModelKey = 'weight' | 'density';
+export type { ModelKey };
 
-export const PER_MODEL: Record<MethodName, ModelKey[]> = {
-  ram: [],
-  ramplus: [],
-  ramplus_soft: [],
-  ramplus_tl: [],
-  linear: ['weight'],
-  task_arithmetic: ['weight'],
-  ties: ['weight', 'density'],
-  dare_linear: ['weight', 'density'],
-  dare_ties: ['weight', 'density'],
-};
+export const PER_MODEL = Object.fromEntries(
+  METHOD_LIST.map((d) => [d.name, [...d.mergekit.perModel]]),
+) as Record<MethodName, ModelKey[]>;
 
 /** The recipe value of a model parameter as the engine holds it. */
 export function modelValue(params: MethodParams, key: ModelKey, t: number): number {
-  return key === 'weight' ? (params.weights[t] ?? 1) : (params.density[t] ?? 1);
+  if (key === 'weight') return params.weights[t] ?? 1;
+  if (key === 'gamma') return params.gamma?.[t] ?? DEFAULT_GAMMA;
+  return params.density[t] ?? 1;
 }
 
 function rescaleToYaml(rule: DareRescale | undefined): boolean {
   return rule !== 'none';
 }
 
-/** The TIES rule for equal magnitudes at the top-k threshold, said where users look (card, help). */
-export const TIES_TIE_RULE =
-  'TIES keeps the floor(density·n) largest |τ| per tensor and agent; where several entries share the ' +
-  'smallest kept magnitude, the lowest element indices are kept (deterministic). mergekit sorts with an ' +
-  'unstable torch.argsort and keeps an arbitrary subset of those ties, so on such elements the two differ.';
+export { TIES_TIE_RULE };
 
 export function toMergekitYaml(recipe: Recipe): string {
   const { params } = recipe;
+  const descriptor = methodOf(params.method);
   const perModel = PER_MODEL[params.method];
   const settings = recipe.settings;
   const linear = params.method === 'linear';
@@ -159,9 +131,11 @@ export function toMergekitYaml(recipe: Recipe): string {
       'The model names are the studio’s labels (file or folder names): replace each with its local path ' +
         'or Hub id before running mergekit.',
     );
-  if (!IN_MERGEKIT.has(params.method))
-    notes.push(`"${params.method}" is merge-studio's own method; mergekit's closest is "ramplus_tl".`);
-  if (params.method.startsWith('dare')) {
+  if (!descriptor.mergekit.name)
+    notes.push(
+      `"${params.method}" is merge-studio's own method; mergekit's closest is "${descriptor.mergekit.closest}".`,
+    );
+  if (descriptor.plan.sparsify === 'dare') {
     notes.push(`DARE seed ${params.seed}: merge-studio's own counter-based RNG (mergekit draws its own).`);
     if ((params.rescale ?? 'density') === 'density')
       notes.push(
@@ -169,7 +143,7 @@ export function toMergekitYaml(recipe: Recipe): string {
           '(rescale: true matches each agent’s L1 norm per tensor), so its result differs.',
       );
   }
-  if (params.method === 'ties') notes.push(TIES_TIE_RULE);
+  if (descriptor.tieRule) notes.push(descriptor.tieRule);
   return `${notes.map((line) => `# ${line}`).join('\n')}\n${stringify(doc)}`;
 }
 
@@ -214,13 +188,15 @@ const NO_EFFECT_TOP = new Set([
   'out_shard_size',
   'safe_serialization',
 ]);
-const NUMERIC_GLOBAL = new Set(['epsilon', 'r', 'alpha', 'lambda', 'density', 'weight', 'seed']);
+const NUMERIC_GLOBAL = new Set(['epsilon', 'r', 'alpha', 'lambda', 'density', 'gamma', 'weight', 'seed']);
+const MODEL_KEYS: ReadonlySet<string> = new Set<ModelKey>(['weight', 'density', 'gamma']);
 const SUPPORTED_GLOBAL = new Set([...NUMERIC_GLOBAL, 'normalize', 'rescale', 'int8_mask']);
 
 /** Range of each numeric parameter, checked on every number a setting can produce. */
 function rangeProblem(key: string, value: number): string | undefined {
   if (!Number.isFinite(value)) return 'must be a finite number';
   if (key === 'density' && !(value > 0 && value <= 1)) return 'is outside (0, 1]';
+  if (key === 'gamma' && !(value >= 0 && value <= 1)) return 'is outside [0, 1]';
   if ((key === 'epsilon' || key === 'alpha') && value < 0) return 'must be ≥ 0';
   if (key === 'seed' && !(Number.isInteger(value) && value >= 0 && value <= 0xffffffff))
     return 'must be an integer in [0, 2^32)';
@@ -315,7 +291,8 @@ function readRecipe(doc: unknown, file: string): Recipe {
   const globalsRaw = plainObject(top.parameters, `${at}: parameters`);
   const global: Record<string, Setting> = {};
   for (const [key, value] of Object.entries(globalsRaw)) {
-    if (!SUPPORTED_GLOBAL.has(key))
+    // gamma is Model Breadcrumbs' own: the other methods refuse it as they always did.
+    if (!SUPPORTED_GLOBAL.has(key) || (key === 'gamma' && !PER_MODEL[method].includes('gamma')))
       throw new RecipeError(`${at}: parameter "${shorten(key, 40)}" is not supported`);
     if (value === null || value === undefined) continue;
     if (key === 'int8_mask') {
@@ -349,14 +326,18 @@ function readRecipe(doc: unknown, file: string): Recipe {
 
   const defaults = mergekitDefaults(method, kept.length);
   const perModel = PER_MODEL[method];
+  // gamma is Model Breadcrumbs' own: the other methods refuse it as they always did.
+  const modelKeys = perModel.includes('gamma') ? MODEL_KEYS : new Set(['weight', 'density']);
   const models: RecipeSettings['models'] = [];
   kept.forEach(({ model, parameters, t }, m) => {
     const where = `${at}: models[${t}] (${shorten(model)})`;
     const own: Record<string, Setting> = {};
     for (const [key, value] of Object.entries(parameters)) {
-      if (key !== 'weight' && key !== 'density')
-        throw new RecipeError(`${where}: parameter "${shorten(key, 40)}" is not supported (weight, density)`);
-      if (!perModel.includes(key)) {
+      if (!modelKeys.has(key))
+        throw new RecipeError(
+          `${where}: parameter "${shorten(key, 40)}" is not supported (${[...modelKeys].join(', ')})`,
+        );
+      if (!perModel.includes(key as ModelKey)) {
         notes.push(
           `models[${t}] ${key}: ${method} has no per-model ${key}; not used (mergekit ignores it too).`,
         );
@@ -373,6 +354,7 @@ function readRecipe(doc: unknown, file: string): Recipe {
       const value = own[key] ?? global[key];
       if (typeof value === 'number') {
         if (key === 'weight') defaults.weights[m] = value;
+        else if (key === 'gamma') (defaults.gamma ??= kept.map(() => DEFAULT_GAMMA))[m] = value;
         else defaults.density[m] = value;
       }
     }
@@ -390,7 +372,8 @@ function readRecipe(doc: unknown, file: string): Recipe {
     defaults.normalize = global.normalize;
   }
   if (global.rescale !== undefined) {
-    if (!method.startsWith('dare')) notes.push(`rescale: only DARE rescales; not used by ${method}.`);
+    if (methodOf(method).plan.sparsify !== 'dare')
+      notes.push(`rescale: only DARE rescales; not used by ${method}.`);
     else defaults.rescale = rescaleRule(global.rescale, `${at}: parameters.rescale`);
   }
   const seed = global.seed ?? top.random_seed;

@@ -6,10 +6,13 @@
 import type { FloatDtype } from '../format/dtype.ts';
 import type { TensorStats } from './merge-types.ts';
 import type { MethodParams } from './types.ts';
+import { methodOf, type MethodPlan, type Sparsify } from './registry/index.ts';
 import { epsilonF32, f32Bits, taskVector, tauKey, ulpOf } from './float32.ts';
 import { dareHash, dareKeepBelow, dareKept, dareScale, fnv1a32 } from './rng.ts';
 import { deriveTensorStats, emptyTensorStats, magnitudeBin, tensorLocalLambdas } from './stats.ts';
 import { topKCount } from './select.ts';
+import { bandCounts } from './band.ts';
+import { DEFAULT_GAMMA } from './defaults.ts';
 import { accumulateDareNorms, emptyDareNorms, l1Scales } from './dare-norms.ts';
 
 /** Decoded values of one tensor (or one window of it): the base and the N agents. */
@@ -203,18 +206,18 @@ export function dareTaus(v: TensorValues, start: number, params: MethodParams): 
 }
 
 /**
- * TIES sparsification of a whole tensor: per agent the k = floor(density·numel) largest |τ| (by f32
- * bits), equal magnitudes taken lowest index first; everything else 0.
+ * Per agent, the entries of ranks [from, to) in the order larger |τ| first (by f32 bits), equal
+ * magnitudes lowest index first; everything else 0.
  */
-export function topKTaus(v: TensorValues, densities: readonly number[]): SparseTaus {
+function rankedTaus(v: TensorValues, band: (t: number, n: number) => [number, number]): SparseTaus {
   const dense = denseTaus(v);
   const n = v.base.length;
   dense.votes.forEach((tau, t) => {
-    const k = topKCount(densities[t]!, n);
+    const [from, to] = band(t, n);
     const keys = Uint32Array.from(tau, (_, i) => tauKey(v.agents[t]![i]!, v.base[i]!));
     const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => keys[b]! - keys[a]! || a - b);
     const keep = new Uint8Array(n);
-    for (const i of order.slice(0, k)) keep[i] = 1;
+    for (const i of order.slice(from, to)) keep[i] = 1;
     for (let i = 0; i < n; i++) {
       if (keep[i]) continue;
       tau[i] = 0;
@@ -222,6 +225,29 @@ export function topKTaus(v: TensorValues, densities: readonly number[]): SparseT
     }
   });
   return dense;
+}
+
+/**
+ * TIES sparsification of a whole tensor: per agent the k = floor(density·numel) largest |τ| (by f32
+ * bits), equal magnitudes taken lowest index first; everything else 0.
+ */
+export function topKTaus(v: TensorValues, densities: readonly number[]): SparseTaus {
+  return rankedTaus(v, (t, n) => [0, topKCount(densities[t]!, n)]);
+}
+
+/**
+ * Model Breadcrumbs' sparsification of a whole tensor (bandCounts): per agent, in the order of
+ * topKTaus, the `kept` entries after the `outliers` first; everything else 0.
+ */
+export function bandTaus(
+  v: TensorValues,
+  densities: readonly number[],
+  gammas: readonly number[] | undefined,
+): SparseTaus {
+  return rankedTaus(v, (t, n) => {
+    const { outliers, kept } = bandCounts(densities[t]!, gammas?.[t] ?? DEFAULT_GAMMA, n);
+    return [outliers, outliers + kept];
+  });
 }
 
 /** base + λ Σ_t w_t τ̂_t, over Σ_t w_t when normalising unless |Σ w| < 1e-8 (mergekit). */
@@ -303,40 +329,49 @@ export function referenceMerge(
   return out;
 }
 
-function combineTensor(v: TensorValues, params: MethodParams, lambdas: readonly number[]): Float64Array {
-  const n = v.agents.length;
-  if ((params.method === 'dare_linear' || params.method === 'dare_ties') && !params.dareScales)
-    params = { ...params, dareScales: wholeTensorDareScales(v, params) };
-  switch (params.method) {
+/** The sparsified τ of a whole tensor, as the method's plan says. */
+function sparseTaus(v: TensorValues, params: MethodParams, sparsify: Sparsify | undefined): SparseTaus {
+  if (sparsify === undefined) return denseTaus(v);
+  switch (sparsify) {
+    case 'dare':
+      return dareTaus(v, 0, params);
+    case 'topk':
+      return topKTaus(v, params.density);
+    case 'band':
+      return bandTaus(v, params.density, params.gamma);
+  }
+}
+
+/** One step of the method's plan: its λ, its sparsification of τ, its combination. */
+export function combineWith(
+  plan: MethodPlan,
+  v: TensorValues,
+  params: MethodParams,
+  lambdas: readonly number[],
+  taus: () => SparseTaus,
+): Float64Array {
+  switch (plan.combine) {
     case 'ram':
-      return ramCombine(v, new Array<number>(n).fill(1), params.epsilon);
-    case 'ramplus':
-    case 'ramplus_soft':
       return ramCombine(v, lambdas, params.epsilon);
-    case 'ramplus_tl': {
-      const local = tensorLocalLambdas(
-        referenceStats(v, params.epsilon),
-        params.r,
-        params.alpha,
-        params.epsilon,
-      );
-      return ramCombine(v, local, params.epsilon);
-    }
     case 'linear':
       return linearCombine(v, params.weights, params.normalize);
     case 'task_arithmetic':
-      return taskArithmeticCombine(v, denseTaus(v), params.weights, params.lambda, params.normalize);
-    case 'dare_linear':
-      return taskArithmeticCombine(
-        v,
-        dareTaus(v, 0, params),
-        params.weights,
-        params.lambda,
-        params.normalize,
-      );
+      return taskArithmeticCombine(v, taus(), params.weights, params.lambda, params.normalize);
     case 'ties':
-      return tiesCombine(v, topKTaus(v, params.density), params.weights, params.lambda, params.normalize);
-    case 'dare_ties':
-      return tiesCombine(v, dareTaus(v, 0, params), params.weights, params.lambda, params.normalize);
+      return tiesCombine(v, taus(), params.weights, params.lambda, params.normalize);
   }
+}
+
+function combineTensor(v: TensorValues, params: MethodParams, lambdas: readonly number[]): Float64Array {
+  const { plan } = methodOf(params.method);
+  if (plan.sparsify === 'dare' && !params.dareScales)
+    params = { ...params, dareScales: wholeTensorDareScales(v, params) };
+  const ones = new Array<number>(v.agents.length).fill(1);
+  const local =
+    plan.lambdas === 'one'
+      ? ones
+      : plan.lambdas === 'global'
+        ? lambdas
+        : tensorLocalLambdas(referenceStats(v, params.epsilon), params.r, params.alpha, params.epsilon);
+  return combineWith(plan, v, params, local, () => sparseTaus(v, params, plan.sparsify));
 }

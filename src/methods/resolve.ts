@@ -2,6 +2,7 @@
 // layers) and filters (values for tensors whose name contains a text) resolved as mergekit resolves
 // them (`config.py` evaluate_setting, `plan.py` layer positions).
 import { PER_MODEL, RecipeError, shorten, type Recipe, type Scalar, type Setting } from './recipe.ts';
+import { DEFAULT_GAMMA } from './defaults.ts';
 import type { MethodParams } from './types.ts';
 
 const NUMBERED = /(?:^|\.)(?:layers|layer|h|blocks|block)\.(\d+)\./;
@@ -57,6 +58,7 @@ function asNumber(value: Scalar, where: string): number {
 export function tensorParamsOf(recipe: Recipe, name: string, t: number, file: string): MethodParams {
   const { params, settings } = recipe;
   const p: MethodParams = { ...params, weights: [...params.weights], density: [...params.density] };
+  if (params.gamma) p.gamma = [...params.gamma];
   if (!settings) return p;
   const { global } = settings;
   for (const key of ['epsilon', 'r', 'alpha', 'lambda'] as const) {
@@ -76,6 +78,7 @@ export function tensorParamsOf(recipe: Recipe, name: string, t: number, file: st
         continue;
       }
       if (key === 'weight') p.weights[m] = asNumber(value, where);
+      else if (key === 'gamma') (p.gamma ??= p.weights.map(() => DEFAULT_GAMMA))[m] = asNumber(value, where);
       else p.density[m] = asNumber(value, where);
     }
   });

@@ -4,6 +4,7 @@
 import type { FloatDtype } from '../format/dtype.ts';
 import type { TensorStats } from './merge-types.ts';
 import type { MethodName } from './types.ts';
+import { methodOf } from './registry/index.ts';
 import { f32Bits } from './float32.ts';
 
 export const MAGNITUDE_MIN_EXPONENT = -40;
@@ -162,18 +163,15 @@ export function sumStats(
 }
 
 /**
- * λ_t per agent from global statistics (SPEC.md): `ramplus` 1 + r·clip(ρ, 0, α) with ρ = +∞ (no
- * unique element) clipped to α, `ramplus_soft` 1 + r·shared/changed, 1 when the agent changed nothing
- * and for every other method (`ramplus_tl` computes its λ per tensor).
+ * λ_t per agent from global statistics (SPEC.md), by the method's descriptor (`ramplus` 1 + r·clip(ρ, 0, α)
+ * with ρ = +∞ clipped to α, `ramplus_soft` 1 + r·shared/changed); 1 when the agent changed nothing and
+ * for every method without a global λ (`ramplus_tl` computes its λ per tensor).
  */
 export function ramLambdas(stats: ModelStats, method: MethodName, r: number, alpha: number): number[] {
-  return stats.changed.map((changed, t) => {
-    if (changed === 0) return 1;
-    const shared = stats.shared[t]!;
-    if (method === 'ramplus') return 1 + r * Math.min(Math.max(stats.rho[t]!, 0), alpha);
-    if (method === 'ramplus_soft') return 1 + (r * shared) / changed;
-    return 1;
-  });
+  const { globalLambda } = methodOf(method);
+  return stats.changed.map((changed, t) =>
+    changed === 0 || !globalLambda ? 1 : globalLambda(stats, t, r, alpha),
+  );
 }
 
 /** mergekit `ramplus_tl`: λ_{t,T} = 1 + r·clip(shared / max(unique, ε), 0, α) from one tensor's counts. */

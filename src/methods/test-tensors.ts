@@ -110,5 +110,7 @@ export function testParams(method: MethodName, agents: number, seed: number): Me
     density: [0.3, 0.5, 0.9, 0.25].slice(0, agents),
     lambda: 0.9,
     seed,
+    // Breadcrumbs: one gamma whose outliers shrink to fit (0.2 + 0.9 > 1), and 0.05 where that is 0.
+    ...(defaultParams(method, agents).gamma ? { gamma: [0.05, 0.01, 0.2, 0.1].slice(0, agents) } : {}),
   };
 }

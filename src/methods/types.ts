@@ -1,18 +1,10 @@
 // The merge recipe as plain data: which method, its parameters, and per-agent weights.
 
-export const METHODS = [
-  'ram',
-  'ramplus',
-  'ramplus_soft',
-  'ramplus_tl',
-  'linear',
-  'task_arithmetic',
-  'ties',
-  'dare_linear',
-  'dare_ties',
-] as const;
+import { METHOD_LIST } from './registry/index.ts';
 
-export type MethodName = (typeof METHODS)[number];
+/** Every method's name, in the registry's order (src/methods/registry/index.ts). */
+export type MethodName = (typeof METHOD_LIST)[number]['name'];
+export const METHODS: readonly MethodName[] = METHOD_LIST.map((d) => d.name);
 
 /**
  * How DARE rescales the entries it keeps: `density` multiplies them by 1/density (the DARE paper, this
@@ -21,8 +13,8 @@ export type MethodName = (typeof METHODS)[number];
  */
 export type DareRescale = 'density' | 'l1' | 'none';
 
-export interface MethodParams {
-  method: MethodName;
+/** Every parameter's value; a method reads those its descriptor lists. */
+export interface ParamValues {
   /** |τ| > epsilon counts as changed (RAM family). Default 1e-5. */
   epsilon: number;
   /** RAM+ family rescale strength. Default 0.1. */
@@ -46,4 +38,10 @@ export interface MethodParams {
    * rescale rule gives from density alone. The driver sets it per tensor for `l1` (a norms pre-pass).
    */
   dareScales?: number[];
+  /** Model Breadcrumbs: per agent, the share of the largest |τ| dropped as outliers. Absent: 0.01 each. */
+  gamma?: number[];
+}
+
+export interface MethodParams extends ParamValues {
+  method: MethodName;
 }

@@ -72,6 +72,7 @@ export function checkSessionRecipe(value: unknown): SessionRecipe {
     weights: numbers(p.weights, 'params.weights'),
     normalize: p.normalize,
     seed,
+    ...(p.gamma === undefined ? {} : { gamma: numbers(p.gamma, 'params.gamma') }),
   };
   const outDtype = doc.outDtype ?? null;
   if (outDtype !== null && !DTYPES.includes(outDtype as FloatDtype))

@@ -1,5 +1,6 @@
 // Pipeline module of shaders/ties.wgsl: TIES (after the top-k select of topk_hist / topk_ties /
-// topk_scan) and DARE-TIES with DARE = 1 (CPU reference: tiesCombine in src/methods/reference.ts).
+// topk_scan), DARE-TIES with DARE = 1, and Model Breadcrumbs with BAND = 1 (CONSENSUS = 0 without the
+// sign election) (CPU reference: tiesCombine, taskArithmeticCombine, bandTaus in src/methods/reference.ts).
 
 import source from '../../../shaders/ties.wgsl?raw';
 import { createKernel, type Kernel, type KernelSpec } from './kernel.ts';
@@ -14,19 +15,30 @@ export const TIES_KERNEL: KernelSpec = {
     { binding: 4, name: 'tie_prefix', type: 'read-only-storage' },
     ...MERGE_BINDINGS.filter((b) => b.binding > 4),
   ],
-  constants: ['IN_DTYPE', 'OUT_DTYPE', 'AGENTS', 'DARE', 'TIE_BREAK'],
+  constants: ['IN_DTYPE', 'OUT_DTYPE', 'AGENTS', 'DARE', 'TIE_BREAK', 'BAND', 'CONSENSUS'],
 };
 
-/** `tieBreak`: some agent keeps part of its threshold's ties (ranks from topk_ties / topk_scan). */
+export interface TiesOptions {
+  /** DARE's random drop instead of the top-k. */
+  dare: boolean;
+  /** Some threshold keeps part of its ties (ranks from topk_ties / topk_scan). */
+  tieBreak: boolean;
+  /** Model Breadcrumbs: each agent's top outliers dropped from its top-k. */
+  band?: boolean;
+  /** TIES's sign election; without it the sparsified τ are summed as task arithmetic. */
+  consensus?: boolean;
+}
+
 export function createTiesKernel(
   device: GPUDevice,
   variant: MergeVariant,
-  dare: boolean,
-  tieBreak: boolean,
+  options: TiesOptions,
 ): Promise<Kernel> {
   return createKernel(device, TIES_KERNEL, {
     ...mergeConstants(variant),
-    DARE: dare ? 1 : 0,
-    TIE_BREAK: tieBreak ? 1 : 0,
+    DARE: options.dare ? 1 : 0,
+    TIE_BREAK: options.tieBreak ? 1 : 0,
+    BAND: options.band ? 1 : 0,
+    CONSENSUS: options.consensus === false ? 0 : 1,
   });
 }

@@ -13,9 +13,10 @@ export const TOPK_SCAN_KERNEL: KernelSpec = {
     { binding: 2, name: 'tie_counts', type: 'storage' },
     { binding: 4, name: 'carry', type: 'storage' },
   ],
-  constants: ['AGENTS'],
+  constants: ['AGENTS', 'BAND'],
 };
 
-export function createTopKScanKernel(device: GPUDevice, agents: number): Promise<Kernel> {
-  return createKernel(device, TOPK_SCAN_KERNEL, { AGENTS: agents });
+/** `band`: also the rows of the outlier thresholds' ties (Model Breadcrumbs). */
+export function createTopKScanKernel(device: GPUDevice, agents: number, band = false): Promise<Kernel> {
+  return createKernel(device, TOPK_SCAN_KERNEL, { AGENTS: agents, BAND: band ? 1 : 0 });
 }

@@ -15,13 +15,19 @@ export const TOPK_TIES_KERNEL: KernelSpec = {
     { binding: 2, name: 'tie_counts', type: 'storage' },
     { binding: 3, name: 'agents', type: 'read-only-storage' },
   ],
-  constants: ['IN_DTYPE', 'AGENTS'],
+  constants: ['IN_DTYPE', 'AGENTS', 'BAND'],
 };
 
+/** `band`: also count the ties at each agent's outlier threshold (Model Breadcrumbs). */
 export function createTopKTiesKernel(
   device: GPUDevice,
   inDtype: FloatDtype,
   agents: number,
+  band = false,
 ): Promise<Kernel> {
-  return createKernel(device, TOPK_TIES_KERNEL, { IN_DTYPE: DTYPE_CODE[inDtype], AGENTS: agents });
+  return createKernel(device, TOPK_TIES_KERNEL, {
+    IN_DTYPE: DTYPE_CODE[inDtype],
+    AGENTS: agents,
+    BAND: band ? 1 : 0,
+  });
 }

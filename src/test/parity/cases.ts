@@ -16,6 +16,8 @@ import { runCli } from '../cli.ts';
 import {
   magnitudeKeep,
   mergekitGta,
+  outliersKeep,
+  outlierTies,
   mergekitLinear,
   mergekitRam,
   roundBf16,
@@ -84,6 +86,11 @@ export interface Case {
   expected: (name: string, v: MergekitTensor, round: Round) => number[];
   /** Elements where a different tie order at the TIES threshold may change mergekit's result. */
   tieDependent?: (name: string, v: MergekitTensor) => Uint8Array;
+  /**
+   * Breadcrumbs: tensors where int(gamma·n) = 0, which mergekit's empty slice leaves as the base and
+   * merge-studio merges with no outlier dropped (src/methods/band.ts).
+   */
+  emptySlice?: (name: string, v: MergekitTensor) => boolean;
 }
 
 export const W = [1.0, 0.6, 0.3];
@@ -126,6 +133,36 @@ const gtaTies = (density: number) => (name: string, v: MergekitTensor, round: Ro
     consensus: true,
     normalize: true,
   });
+
+/** breadcrumbs.yml / breadcrumbs_ties.yml: per-model density and gamma. */
+const CRUMB_DENSITY = [0.8, 0.5, 0.6];
+const CRUMB_GAMMA = [0.02, 0.01, 0.1];
+const crumbs = (consensus: boolean) => (_: string, v: MergekitTensor, round: Round) =>
+  mergekitGta(v, round, {
+    weights: W,
+    keep: v.agents.map((a, t) =>
+      outliersKeep(
+        Array.from(a, (x, i) => round(x - v.base[i]!)),
+        CRUMB_DENSITY[t]!,
+        CRUMB_GAMMA[t]!,
+      ),
+    ),
+    consensus,
+    normalize: false,
+  });
+const crumbTies = (_: string, v: MergekitTensor): Uint8Array => {
+  const out = new Uint8Array(v.base.length);
+  v.agents.forEach((a, t) =>
+    outlierTies(
+      Array.from(a, (x, i) => roundF32(x - v.base[i]!)),
+      CRUMB_DENSITY[t]!,
+      CRUMB_GAMMA[t]!,
+    ).forEach((d, i) => (out[i] ||= d)),
+  );
+  return out;
+};
+const crumbEmpty = (_: string, v: MergekitTensor): boolean =>
+  CRUMB_GAMMA.some((g) => Math.trunc(g * v.base.length) === 0);
 
 export const CASES: Case[] = [
   { recipe: 'ram.yml', method: 'ram', expected: (_, v, r) => mergekitRam(v, r, { epsilon: 1e-5 }) },
@@ -205,6 +242,20 @@ export const CASES: Case[] = [
         normalize: false,
       }),
   },
+  {
+    recipe: 'breadcrumbs.yml',
+    method: 'breadcrumbs (density, gamma per model)',
+    expected: crumbs(false),
+    tieDependent: crumbTies,
+    emptySlice: crumbEmpty,
+  },
+  {
+    recipe: 'breadcrumbs_ties.yml',
+    method: 'breadcrumbs_ties (density, gamma per model)',
+    expected: crumbs(true),
+    tieDependent: crumbTies,
+    emptySlice: crumbEmpty,
+  },
 ];
 
 export interface Outcome {
@@ -213,7 +264,9 @@ export interface Outcome {
   tieDependent: number;
   /** Elements whose exact (f64) value lies within f32 rounding of a bf16 rounding midpoint. */
   nearMidpoint: number;
-  /** Differing elements that neither exception explains: must be 0. */
+  /** Elements of tensors that mergekit's empty breadcrumbs slice leaves as the base (emptySlice). */
+  emptySlice: number;
+  /** Differing elements that no exception explains: must be 0. */
   unexplained: number;
   /** Elements that differ from mergekit computing in bfloat16 (recipe `dtype: bfloat16`). */
   bf16MathDiffering: number;
@@ -258,6 +311,7 @@ export async function runCase(set: ParitySet, c: Case, cpu: boolean): Promise<Ou
     differing: 0,
     tieDependent: 0,
     nearMidpoint: 0,
+    emptySlice: 0,
     unexplained: 0,
     bf16MathDiffering: 0,
   };
@@ -273,15 +327,17 @@ export async function runCase(set: ParitySet, c: Case, cpu: boolean): Promise<Ou
     const exact = c.expected(name, v, (x) => x);
     const inBf16Math = c.expected(name, v, roundBf16);
     const ties = c.tieDependent?.(name, v);
+    const empty = c.emptySlice?.(name, v) ?? false;
     want.forEach((value, i) => {
       outcome.elements++;
+      if (empty) outcome.emptySlice++;
       const midpoint = nearBf16Midpoint(exact[i]!);
       if (ties?.[i]) outcome.tieDependent++;
       if (midpoint) outcome.nearMidpoint++;
       if (bf16Bits(roundBf16(inBf16Math[i]!)) !== bits[i]) outcome.bf16MathDiffering++;
       if (bf16Bits(roundBf16(value)) === bits[i]) return;
       outcome.differing++;
-      if (!ties?.[i] && !midpoint) outcome.unexplained++;
+      if (!ties?.[i] && !midpoint && !empty) outcome.unexplained++;
     });
   }
   return outcome;
@@ -300,6 +356,9 @@ export function parityTable(outcomes: Map<string, Outcome>): string {
     '|---|---|---|---|---|---|',
     ...rows,
     '',
+    ...[...outcomes]
+      .filter(([, o]) => o.emptySlice > 0)
+      .map(([method, o]) => `${method}: ${o.emptySlice} elements in tensors where int(gamma·n) = 0`),
   ].join('\n');
 }
 

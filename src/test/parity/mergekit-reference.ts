@@ -123,6 +123,51 @@ export function tieDependent(delta: number[], density: number): Uint8Array {
   return out;
 }
 
+/**
+ * sparsify.py `magnitude_outliers` (Model Breadcrumbs): target_n = int(density·n), n_top = int(gamma·n),
+ * n_bot = n − target_n − n_top (where negative, n_top shrinks by it and n_bot is 0), then the ascending
+ * order's slice `[n_bot:-n_top]`, which Python makes empty when n_top is 0. Equal |δ| in a stable
+ * DESCENDING order (lowest index first, as magnitudeKeep), so ties are counted apart (outlierTies).
+ */
+export function outliersKeep(delta: number[], density: number, gamma: number): Uint8Array {
+  const n = delta.length;
+  const keep = new Uint8Array(n);
+  if (density >= 1) return keep.fill(1);
+  const target = Math.trunc(density * n);
+  let top = Math.trunc(gamma * n);
+  let bottom = n - target - top;
+  if (bottom < 0) {
+    top += bottom;
+    bottom = 0;
+  }
+  const ascending = Array.from(delta, (_, i) => i)
+    .sort((a, b) => Math.abs(delta[b]!) - Math.abs(delta[a]!) || a - b)
+    .reverse();
+  // Python: indices[n_bot:-n_top]; -0 is 0, so the slice ends where it starts.
+  const end = top === 0 ? 0 : n - top;
+  for (const i of ascending.slice(bottom, Math.max(bottom, end))) keep[i] = 1;
+  return keep;
+}
+
+/** Entries tied at either cut of outliersKeep where only some of the tied are kept: order-dependent. */
+export function outlierTies(delta: number[], density: number, gamma: number): Uint8Array {
+  const n = delta.length;
+  const out = new Uint8Array(n);
+  if (density >= 1) return out;
+  const target = Math.trunc(density * n);
+  const top = Math.min(Math.trunc(gamma * n), n - target);
+  const sorted = delta.map((x) => Math.abs(x)).sort((a, b) => b - a);
+  for (const cut of [top, top + target]) {
+    // A cut between two different magnitudes, or at a zero, splits no tie that matters.
+    if (cut <= 0 || cut >= n || sorted[cut - 1] !== sorted[cut] || sorted[cut] === 0) continue;
+    const threshold = sorted[cut]!;
+    delta.forEach((x, i) => {
+      if (Math.abs(x) === threshold) out[i] = 1;
+    });
+  }
+  return out;
+}
+
 /** sparsify.py `rescaled_masked_tensor` with the L1 norm. */
 export function l1Rescaled(delta: number[], keep: Uint8Array, round: Round): number[] {
   const masked = delta.map((x, i) => (keep[i] ? x : 0));

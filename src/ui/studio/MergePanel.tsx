@@ -3,9 +3,10 @@
 // or straight into a picked folder where the browser has a folder picker) with its progress and Cancel.
 import { useId } from 'react';
 import type { FloatDtype } from '../../format/dtype.ts';
-import { METHOD_PARAMETERS, PARAMETER_HELP, validateParams } from '../../methods/defaults.ts';
+import { DEFAULT_GAMMA, PARAMETER_HELP, validateParams } from '../../methods/defaults.ts';
+import { METHOD_LIST, methodOf } from '../../methods/registry/index.ts';
 import { ramLambdas, tensorLocalLambdas } from '../../methods/stats.ts';
-import { METHODS, type MethodName, type MethodParams } from '../../methods/types.ts';
+import type { MethodName, MethodParams } from '../../methods/types.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import { mergeInputs, storageLooksPrivate, type StudioData } from '../../state/studio-slice.ts';
 import { derivationVerdict } from '../../engine/derivation.ts';
@@ -15,18 +16,6 @@ import { ErrorBox, idPart, ProgressBar } from './common.tsx';
 import { directoryPicker } from './LoadPanel.tsx';
 import { RecipeTools } from './RecipeTools.tsx';
 import { branchCounts, expectedOutputBytes, percent } from './summary.ts';
-
-const METHOD_TEXT: Record<MethodName, string> = {
-  ram: 'RAM: mean over contributing agents, unique updates kept',
-  ramplus: 'RAM+: RAM with unique updates rescaled by global ρ',
-  ramplus_soft: 'RAM+s: RAM+ with soft saturation',
-  ramplus_tl: 'RAM+ tensor-local (mergekit ramplus_tl)',
-  linear: 'Linear: weighted mean of the models',
-  task_arithmetic: 'Task arithmetic',
-  ties: 'TIES: trim, elect sign, disjoint mean',
-  dare_linear: 'DARE (linear)',
-  dare_ties: 'DARE-TIES',
-};
 
 type NumberKey = 'epsilon' | 'r' | 'alpha' | 'lambda' | 'seed';
 
@@ -56,7 +45,7 @@ function ListField({
   values,
   labels,
 }: {
-  name: 'weights' | 'density';
+  name: 'weights' | 'density' | 'gamma';
   values: number[];
   labels: string[];
 }) {
@@ -89,7 +78,10 @@ function ListField({
   );
 }
 
-const RAM_FAMILY = new Set<MethodName>(['ram', 'ramplus', 'ramplus_soft', 'ramplus_tl']);
+/** Whether the method combines with the RAM branches (the previews of λ and of the branch counts). */
+function ramFamily(method: MethodName): boolean {
+  return methodOf(method).plan.combine === 'ram';
+}
 
 /**
  * How many elements each branch of a RAM-family merge gets (from the statistics' exact counts at
@@ -100,7 +92,7 @@ function BranchPreview({ data }: { data: StudioData }) {
   if (!analysis) return null;
   const base = data.models.find((m) => m.role === 'base')?.report;
   const outputBytes = expectedOutputBytes(analysis.tensors, base?.tensors ?? [], data.outDtype);
-  const ram = RAM_FAMILY.has(data.params.method);
+  const ram = ramFamily(data.params.method);
   const branches = branchCounts(analysis.totals);
   const numel = analysis.totals.numel;
   const rows = [
@@ -142,11 +134,11 @@ function BranchPreview({ data }: { data: StudioData }) {
 function LambdaPreview({ data, labels }: { data: StudioData; labels: string[] }) {
   const { params } = data;
   const analysis = data.analysis.result;
-  if (!RAM_FAMILY.has(params.method)) return null;
+  if (!ramFamily(params.method)) return null;
   if (!analysis) return <p className="muted">λ preview: waiting for the statistics.</p>;
   const stale = analysis.epsilon !== params.epsilon;
   let cells: string[];
-  if (params.method === 'ramplus_tl') {
+  if (methodOf(params.method).plan.lambdas === 'tensor') {
     const perTensor = analysis.tensors.map((t) =>
       tensorLocalLambdas(t, params.r, params.alpha, params.epsilon),
     );
@@ -244,7 +236,7 @@ export function MergePanel() {
   const mismatch = data.check.result !== null && !data.check.result.compat.ok;
   const blocked = 'blocked' in inputs ? inputs.blocked : mismatch ? 'The models do not match.' : null;
   const running = merge.status === 'running';
-  const shown = METHOD_PARAMETERS[params.method];
+  const shown = methodOf(params.method).parameters;
   const pick = directoryPicker();
   const agentsText = `${labels.length} agent${labels.length === 1 ? '' : 's'}`;
   const disabled = running || blocked !== null || problems.length > 0;
@@ -267,15 +259,22 @@ export function MergePanel() {
             data-testid="method-select"
             onChange={(event) => studioStore.getState().setMethod(event.currentTarget.value as MethodName)}
           >
-            {METHODS.map((m) => (
-              <option key={m} value={m}>
-                {METHOD_TEXT[m]}
+            {METHOD_LIST.map((m) => (
+              <option key={m.name} value={m.name}>
+                {m.label}
               </option>
             ))}
           </select>
         </div>
         {shown.map((name) =>
-          name === 'weights' || name === 'density' ? (
+          name === 'gamma' ? (
+            <ListField
+              key={name}
+              name={name}
+              values={labels.map((_, t) => params.gamma?.[t] ?? DEFAULT_GAMMA)}
+              labels={labels}
+            />
+          ) : name === 'weights' || name === 'density' ? (
             <ListField key={name} name={name} values={params[name]} labels={labels} />
           ) : name === 'normalize' ? (
             <div key={name} className="studio-field">

@@ -1,0 +1,81 @@
+// What a merge method is, as data: its parameters and defaults, its mergekit mapping, and the plan the
+// CPU reference and both engines follow (which λ, which sparsification of τ, which combination). The
+// engines interpret the plan; a method never imports engine code.
+import type { DareRescale, ParamValues } from '../types.ts';
+
+/** The parameters a method can show and read, by their MethodParams key. */
+export type ParameterKey = keyof Omit<ParamValues, 'rescale' | 'dareScales'>;
+
+/** A recipe's global parameters (mergekit's names), written explicitly on export. */
+export type GlobalKey = 'epsilon' | 'r' | 'alpha' | 'lambda' | 'normalize' | 'rescale';
+
+/** A recipe's per-model parameters (mergekit's names). */
+export type ModelKey = 'weight' | 'density' | 'gamma';
+
+/**
+ * How each agent's τ is sparsified before it is combined: `dare` the seeded random drop (rescaled),
+ * `topk` TIES's top-k by |τ|, `band` Model Breadcrumbs' top-k without its largest outliers. Absent:
+ * dense τ.
+ */
+export type Sparsify = 'dare' | 'topk' | 'band';
+
+/**
+ * How the agents are combined: `ram` the RAM branches on the changed masks, `linear` the weighted mean
+ * of the models, `task_arithmetic` base + λ Σ w τ̂, `ties` the elected-sign disjoint sum.
+ */
+export type Combine = 'ram' | 'linear' | 'task_arithmetic' | 'ties';
+
+/**
+ * The per-agent λ of the RAM branches: `one` 1, `global` from the whole model's statistics (a pass
+ * before the merge), `tensor` from each tensor's own statistics (a pass per tensor).
+ */
+export type LambdaSource = 'one' | 'global' | 'tensor';
+
+export interface MethodPlan {
+  combine: Combine;
+  sparsify?: Sparsify;
+  lambdas: LambdaSource;
+}
+
+export interface MethodDescriptor<N extends string = string> {
+  name: N;
+  /** One line: the studio's method picker. */
+  label: string;
+  /** What it does, for the model card and the CLI help. */
+  help: string;
+  /** The parameters it reads, in the order the studio shows them; the others are ignored. */
+  parameters: readonly ParameterKey[];
+  /** Defaults of the studio and the CLI flags where they are not the common ones (defaults.ts). */
+  defaults: { alpha?: number; density?: number; gamma?: number; normalize: boolean };
+  mergekit: {
+    /** Its merge_method in mergekit; absent for this tool's own methods. */
+    name?: string;
+    /** For an own method: mergekit's closest, named in the exported recipe. */
+    closest?: string;
+    global: readonly GlobalKey[];
+    perModel: readonly ModelKey[];
+    /** What mergekit assumes where a recipe does not say (its `registry.py`). */
+    normalize: boolean;
+    rescale?: DareRescale;
+  };
+  plan: MethodPlan;
+  /**
+   * λ of agent t from the whole model's statistics (plan.lambdas = `global`); an agent that changed
+   * nothing gets 1 without asking.
+   */
+  globalLambda?: (stats: GlobalCounts, t: number, r: number, alpha: number) => number;
+  /** What decides equal magnitudes at a threshold, said in the card and the exported recipe. */
+  tieRule?: string;
+}
+
+/** The whole model's counts a global λ reads (a subset of ModelStats). */
+export interface GlobalCounts {
+  changed: readonly number[];
+  shared: readonly number[];
+  rho: readonly number[];
+}
+
+/** Keeps the literal name, so the list of descriptors spells the MethodName union. */
+export function defineMethod<const N extends string>(descriptor: MethodDescriptor<N>): MethodDescriptor<N> {
+  return descriptor;
+}

@@ -1,0 +1,47 @@
+// The one list of merge methods. Adding a method: one descriptor file beside this one, and one line
+// here. Everything else (CLI flags and help, the YAML reader and writer, the engines, the model card,
+// the studio's merge panel) reads from this list.
+import type { MethodDescriptor } from './descriptor.ts';
+import { breadcrumbs } from './breadcrumbs.ts';
+import { breadcrumbsTies } from './breadcrumbs_ties.ts';
+import { dareLinear } from './dare_linear.ts';
+import { dareTies } from './dare_ties.ts';
+import { linear } from './linear.ts';
+import { ram } from './ram.ts';
+import { ramplus } from './ramplus.ts';
+import { ramplusSoft } from './ramplus_soft.ts';
+import { ramplusTl } from './ramplus_tl.ts';
+import { taskArithmetic } from './task_arithmetic.ts';
+import { ties } from './ties.ts';
+
+export const METHOD_LIST = [
+  ram,
+  ramplus,
+  ramplusSoft,
+  ramplusTl,
+  linear,
+  taskArithmetic,
+  ties,
+  dareLinear,
+  dareTies,
+  breadcrumbs,
+  breadcrumbsTies,
+] as const;
+
+const BY_NAME: ReadonlyMap<string, MethodDescriptor> = new Map(METHOD_LIST.map((d) => [d.name, d]));
+
+/** The descriptor of a method name (a MethodName, so it exists). */
+export function methodOf(name: string): MethodDescriptor {
+  const descriptor = BY_NAME.get(name);
+  if (!descriptor) throw new RangeError(`unknown merge method ${JSON.stringify(name)}`);
+  return descriptor;
+}
+
+export type {
+  GlobalKey,
+  MethodDescriptor,
+  MethodPlan,
+  ModelKey,
+  ParameterKey,
+  Sparsify,
+} from './descriptor.ts';
