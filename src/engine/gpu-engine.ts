@@ -4,14 +4,7 @@
 
 import { dtypeBits } from '../format/dtype.ts';
 import { dareKeepBelow, dareScale, fnv1a32 } from '../methods/rng.ts';
-import {
-  RADIX_BINS,
-  RADIX_DIGITS,
-  startTopK,
-  stepTopK,
-  topKCount,
-  type TopKState,
-} from '../methods/select.ts';
+import type { TopKState } from '../methods/select.ts';
 import { deriveTensorStats, emptyTensorStats, tensorLocalLambdas } from '../methods/stats.ts';
 import { dareScalePlan, emptyDareNorms, l1Scales } from '../methods/dare-norms.ts';
 import { addDareNorms, createDareNormsKernel, dareNormsBytes, NORM_GROUPS } from './kernels/dare_norms.ts';
@@ -29,7 +22,6 @@ import { createRamKernel } from './kernels/ram.ts';
 import { addStatsCounters, createStatsKernel, statsLayout } from './kernels/stats.ts';
 import { createTaskArithmeticKernel } from './kernels/task_arithmetic.ts';
 import { createTiesKernel } from './kernels/ties.ts';
-import { createTopKHistKernel } from './kernels/topk_hist.ts';
 import { createTopKScanKernel } from './kernels/topk_scan.ts';
 import { createTopKTiesKernel } from './kernels/topk_ties.ts';
 import {
@@ -41,7 +33,6 @@ import {
   type WindowParams,
 } from './layout.ts';
 import {
-  countGroups,
   statsGroups,
   mergeGroups,
   pad4,
@@ -54,6 +45,7 @@ import {
   WORKGROUP_SIZE,
 } from './plumbing.ts';
 import { Scheduler } from './scheduler.ts';
+import { TopKSelect } from './topk-select.ts';
 import type { MethodName, MethodParams } from '../methods/types.ts';
 import type {
   MergeEngine,
@@ -145,9 +137,8 @@ class GpuEngine implements MergeEngine {
   private readonly maxWindow: number;
   private readonly kernels = new Map<string, Promise<Kernel>>();
   private readonly agentBuffer: GPUBuffer;
-  private readonly histogram: GPUBuffer;
-  private readonly histogramReadback: GPUBuffer;
   private readonly carry: GPUBuffer;
+  private readonly topK: TopKSelect<Job>;
   private sets: BufferSet[] = [];
   private capacity: Capacity = { inputBytes: 0, outputBytes: 0, tieBytes: 0 };
   private poison: Uint8Array | null = null;
@@ -173,18 +164,22 @@ class GpuEngine implements MergeEngine {
       n * AGENT_BYTES,
       GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
     );
-    const histogramBytes = n * RADIX_BINS * 4;
-    this.histogram = this.buffer(
-      'histogram',
-      histogramBytes,
-      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
-    );
-    this.histogramReadback = this.buffer(
-      'histogramReadback',
-      histogramBytes,
-      GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
-    );
     this.carry = this.buffer('carry', n * 4, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+    this.topK = new TopKSelect<Job>({
+      device,
+      scheduler: this.scheduler,
+      agents: n,
+      agentBuffer: this.agentBuffer,
+      kernel: (key, make) => this.kernel(key, make),
+      countPass: (job, pass) =>
+        this.runPass(job, {
+          label: pass.label,
+          withBase: true,
+          groups: (w) => pass.groups(w),
+          params: (w, d) => ({ ...this.windowParams(job, w, d), ...pass.params(w, d) }),
+          encode: (encoder, set, _w, d) => pass.encode(encoder, set.io, d),
+        }),
+    });
   }
 
   get timings(): StageTimings {
@@ -211,7 +206,8 @@ class GpuEngine implements MergeEngine {
     this.destroyed = true;
     for (const set of this.sets) this.destroySet(set);
     this.sets = [];
-    for (const b of [this.agentBuffer, this.histogram, this.histogramReadback, this.carry]) b.destroy();
+    for (const b of [this.agentBuffer, this.carry]) b.destroy();
+    this.topK.destroy();
     for (const kernel of this.kernels.values()) kernel.then((k) => k.destroy(), noop);
     this.kernels.clear();
     this.scheduler.destroy();
@@ -379,39 +375,9 @@ class GpuEngine implements MergeEngine {
     return l1Scales(norms);
   }
 
-  /** Settles every agent's TIES threshold: one histogram pass per radix digit while any is unsettled. */
-  private async selectTopK(job: Job, densities: readonly number[]): Promise<TopKState[]> {
-    const { tensor } = job;
-    let states = densities.map((d) => startTopK(topKCount(d, tensor.numel), tensor.numel));
-    const kernel = await this.kernel(`topk_hist:${tensor.dtype}`, () =>
-      createTopKHistKernel(this.device, tensor.dtype, this.agents),
-    );
-    for (let digit = 0; digit < RADIX_DIGITS.length && states.some((s) => s.searching); digit++) {
-      const { shift, bits } = RADIX_DIGITS[digit]!;
-      this.scheduler.write(
-        this.agentBuffer,
-        0,
-        encodeAgents(states.map((s) => ({ prefix: s.prefix, searching: s.searching }))),
-      );
-      this.scheduler.submit('topk_hist.clear', (encoder) => encoder.clearBuffer(this.histogram));
-      await this.runPass(job, {
-        label: `topk_hist[${digit}]`,
-        withBase: true,
-        groups: (w) => countGroups(w.count),
-        params: (w, d) => ({ ...this.windowParams(job, w, d), digitShift: shift, digitBits: bits }),
-        encode: (encoder, set, _w, d) => kernel.encode(encoder, set.io, d),
-      });
-      this.scheduler.submit('topk_hist.readback', (encoder) =>
-        encoder.copyBufferToBuffer(this.histogram, 0, this.histogramReadback, 0, this.histogram.size),
-      );
-      const counts = new Uint32Array(
-        (await this.scheduler.read(this.histogramReadback, this.histogram.size)).buffer,
-      );
-      states = states.map((s, t) =>
-        stepTopK(s, counts.subarray(t * RADIX_BINS, (t + 1) * RADIX_BINS), digit),
-      );
-    }
-    return states;
+  /** Every agent's TIES threshold and ties to keep (src/engine/topk-select.ts). */
+  private selectTopK(job: Job, densities: readonly number[]): Promise<TopKState[]> {
+    return this.topK.select(job, densities);
   }
 
   /** Runs one pass over the job's windows, two buffer sets in flight, results consumed in order. */
@@ -606,7 +572,6 @@ class GpuEngine implements MergeEngine {
         norms,
         flags,
         agents: this.agentBuffer,
-        histogram: this.histogram,
         tie_counts: tieCounts,
         tie_prefix: tieCounts,
         carry: this.carry,
