@@ -4,6 +4,7 @@
 import {
   RADIX_BINS,
   RADIX_DIGITS,
+  settleSingleKey,
   startTopK,
   stepTopK,
   topKCount,
@@ -11,7 +12,7 @@ import {
 } from '../methods/select.ts';
 import type { TensorInput } from '../methods/merge-types.ts';
 import type { Kernel, KernelIo } from './kernels/kernel.ts';
-import { createTopKHistKernel } from './kernels/topk_hist.ts';
+import { createTopKHistKernel, histogramBin, histogramCounts, TOPK_HIST_SLOTS } from './kernels/topk_hist.ts';
 import { encodeAgents, type WindowParams } from './layout.ts';
 import { countGroups, type Dispatch, type Window } from './plumbing.ts';
 import type { Scheduler } from './scheduler.ts';
@@ -51,7 +52,10 @@ export class TopKSelect<J extends SelectJob> {
 
   constructor(private readonly host: SelectHost<J>) {}
 
-  /** Settles every agent's TIES threshold: one histogram pass per radix digit while any is unsettled. */
+  /**
+   * Settles every agent's TIES threshold: one histogram pass per radix digit while any is unsettled,
+   * the second only for an agent whose first-digit bin holds more than one distinct key.
+   */
   async select(job: J, densities: readonly number[]): Promise<TopKState[]> {
     const { tensor } = job;
     const host = this.host;
@@ -77,10 +81,15 @@ export class TopKSelect<J extends SelectJob> {
       host.scheduler.submit('topk_hist.readback', (encoder) =>
         encoder.copyBufferToBuffer(histogram, 0, readback, 0, histogram.size),
       );
-      const counts = new Uint32Array((await host.scheduler.read(readback, histogram.size)).buffer);
-      states = states.map((s, t) =>
-        stepTopK(s, counts.subarray(t * RADIX_BINS, (t + 1) * RADIX_BINS), digit),
-      );
+      const words = new Uint32Array((await host.scheduler.read(readback, histogram.size)).buffer);
+      states = states.map((s, t) => {
+        if (!s.searching) return s;
+        const next = stepTopK(s, histogramCounts(words, t, bits), digit);
+        // The first digit's bin bounds settle it now when that bin holds a single key.
+        if (digit > 0 || !next.searching) return next;
+        const bin = histogramBin(words, t, (next.prefix >>> shift) & ((1 << bits) - 1), shift);
+        return settleSingleKey(next, bin.least, bin.greatest);
+      });
     }
     return states;
   }
@@ -92,7 +101,7 @@ export class TopKSelect<J extends SelectJob> {
   }
 
   private buffers(): { histogram: GPUBuffer; readback: GPUBuffer } {
-    const bytes = this.host.agents * RADIX_BINS * 4;
+    const bytes = this.host.agents * RADIX_BINS * TOPK_HIST_SLOTS * 4;
     const device = this.host.device;
     this.histogram ??= device.createBuffer({
       label: 'TopKSelect.histogram',
