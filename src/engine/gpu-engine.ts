@@ -234,7 +234,7 @@ class GpuEngine implements MergeEngine {
     }));
     if (params.method === 'ramplus_tl') {
       const stats = emptyTensorStats(tensor.name, tensor.dtype, tensor.numel, this.agents);
-      await this.statsPass(job, params.epsilon, stats);
+      await this.statsPass(job, params.epsilon, stats, true);
       const local = tensorLocalLambdas(deriveTensorStats(stats), params.r, params.alpha, params.epsilon);
       agents.forEach((a, t) => (a.lambda = local[t]));
     }
@@ -323,10 +323,11 @@ class GpuEngine implements MergeEngine {
     }
   }
 
-  private async statsPass(job: Job, epsilon: number, stats: TensorStats): Promise<void> {
+  /** `overlapOnly`: only the counts tensor-local RAM+ takes its λ from (createStatsKernel). */
+  private async statsPass(job: Job, epsilon: number, stats: TensorStats, overlapOnly = false): Promise<void> {
     const dtype = job.tensor.dtype;
-    const kernel = await this.kernel(`stats:${dtype}`, () =>
-      createStatsKernel(this.device, dtype, this.agents),
+    const kernel = await this.kernel(`stats:${dtype}:${overlapOnly}`, () =>
+      createStatsKernel(this.device, dtype, this.agents, overlapOnly),
     );
     const counters = statsLayout(this.agents).count;
     await this.runPass(job, {
