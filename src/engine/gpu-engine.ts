@@ -45,7 +45,7 @@ import {
   WORKGROUP_SIZE,
 } from './plumbing.ts';
 import { Scheduler } from './scheduler.ts';
-import { TopKSelect } from './topk-select.ts';
+import { endOnFirstWindows, TopKSelect } from './topk-select.ts';
 import type { MethodName, MethodParams } from '../methods/types.ts';
 import type {
   MergeEngine,
@@ -113,6 +113,8 @@ interface BufferSet {
 interface PassSpec {
   label: string;
   withBase: boolean;
+  /** The windows in visiting order, where the pass's result does not depend on it (default: in order). */
+  order?: readonly Window[];
   groups(w: Window): number;
   params(w: Window, d: Dispatch): WindowParams;
   encode(encoder: GPUCommandEncoder, set: BufferSet, w: Window, d: Dispatch): void;
@@ -175,6 +177,7 @@ class GpuEngine implements MergeEngine {
         this.runPass(job, {
           label: pass.label,
           withBase: true,
+          order: pass.order,
           groups: (w) => pass.groups(w),
           params: (w, d) => ({ ...this.windowParams(job, w, d), ...pass.params(w, d) }),
           encode: (encoder, set, _w, d) => pass.encode(encoder, set.io, d),
@@ -323,16 +326,20 @@ class GpuEngine implements MergeEngine {
     }
   }
 
-  /** `overlapOnly`: only the counts tensor-local RAM+ takes its λ from (createStatsKernel). */
-  private async statsPass(job: Job, epsilon: number, stats: TensorStats, overlapOnly = false): Promise<void> {
+  /**
+   * `beforeMerge`: the pass before a tensor-local RAM+ merge, which counts only what its λ takes
+   * (createStatsKernel's overlapOnly) and ends on the windows the merge starts with, still resident.
+   */
+  private async statsPass(job: Job, epsilon: number, stats: TensorStats, beforeMerge = false): Promise<void> {
     const dtype = job.tensor.dtype;
-    const kernel = await this.kernel(`stats:${dtype}:${overlapOnly}`, () =>
-      createStatsKernel(this.device, dtype, this.agents, overlapOnly),
+    const kernel = await this.kernel(`stats:${dtype}:${beforeMerge}`, () =>
+      createStatsKernel(this.device, dtype, this.agents, beforeMerge),
     );
     const counters = statsLayout(this.agents).count;
     await this.runPass(job, {
       label: 'stats',
       withBase: true,
+      ...(beforeMerge ? { order: endOnFirstWindows(job.windows) } : {}),
       groups: (w) => statsGroups(w.count),
       params: (w, d) => ({ ...this.windowParams(job, w, d), epsilon }),
       encode: (encoder, set, _w, d) => {
@@ -386,7 +393,7 @@ class GpuEngine implements MergeEngine {
     const sets = this.sets;
     let chain: Promise<void> = Promise.resolve();
     try {
-      for (const w of job.windows) {
+      for (const w of pass.order ?? job.windows) {
         throwIfAborted(job.signal);
         const set = sets[w.index % 2]!;
         await set.busy;

@@ -26,6 +26,8 @@ export interface SelectJob {
 /** One counting pass over a job's windows, with the base uploaded beside the agents. */
 export interface SelectPass {
   label: string;
+  /** The windows in visiting order (a histogram does not depend on it). */
+  order: readonly Window[];
   groups(w: Window): number;
   /** The pass's own parameters; the host adds the window's. */
   params(w: Window, d: Dispatch): Partial<WindowParams>;
@@ -42,6 +44,14 @@ export interface SelectHost<J extends SelectJob> {
   kernel(key: string, make: () => Promise<Kernel>): Promise<Kernel>;
   /** Runs the pass over every window; windows still resident from the last pass are not read again. */
   countPass(job: J, pass: SelectPass): Promise<void>;
+}
+
+/**
+ * The windows of a pass whose result does not depend on their order, visited so that it ends on the
+ * first two: the merge that follows starts on them while the two buffer sets still hold them.
+ */
+export function endOnFirstWindows(windows: readonly Window[]): Window[] {
+  return [...windows.slice(2), ...windows.slice(0, 2)];
 }
 
 export class TopKSelect<J extends SelectJob> {
@@ -74,6 +84,7 @@ export class TopKSelect<J extends SelectJob> {
       host.scheduler.submit('topk_hist.clear', (encoder) => encoder.clearBuffer(histogram));
       await host.countPass(job, {
         label: `topk_hist[${digit}]`,
+        order: endOnFirstWindows(job.windows),
         groups: (w) => countGroups(w.count),
         params: () => ({ digitShift: shift, digitBits: bits }),
         encode: (encoder, io, d) => kernel.encode(encoder, this.io(io, histogram), d),
