@@ -94,8 +94,11 @@ fn magnitude_key(x: f32) -> u32 {
 // The TIES select's |tau| bits of input `slot` at elements 2p, 2p+1: 0 wherever the agent holds the
 // base's bits, so an element every model stores as the same NaN or ±Inf is unchanged (SPEC.md).
 fn tau_keys(slot: u32, p: u32) -> vec2<u32> {
-  let a = load_pair_bits(slot, p);
-  let b = load_pair_bits(0u, p);
+  return pair_keys(load_pair_bits(slot, p), load_pair_bits(0u, p));
+}
+
+// tau_keys from an agent's and the base's f32 bits, for kernels that load the base once per pair.
+fn pair_keys(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
   let x = bitcast<vec2<f32>>(a) - bitcast<vec2<f32>>(b);
   return select(bitcast<vec2<u32>>(x) & vec2<u32>(0x7fffffffu), vec2<u32>(0u), a == b);
 }

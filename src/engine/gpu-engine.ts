@@ -4,14 +4,7 @@
 
 import { dtypeBits } from '../format/dtype.ts';
 import { dareKeepBelow, dareScale, fnv1a32 } from '../methods/rng.ts';
-import {
-  RADIX_BINS,
-  RADIX_DIGITS,
-  startTopK,
-  stepTopK,
-  topKCount,
-  type TopKState,
-} from '../methods/select.ts';
+import { topKCount, type TopKState } from '../methods/select.ts';
 import { deriveTensorStats, emptyTensorStats, tensorLocalLambdas } from '../methods/stats.ts';
 import { dareScalePlan, emptyDareNorms, l1Scales } from '../methods/dare-norms.ts';
 import { addDareNorms, createDareNormsKernel, dareNormsBytes, NORM_GROUPS } from './kernels/dare_norms.ts';
@@ -29,7 +22,6 @@ import { createRamKernel } from './kernels/ram.ts';
 import { addStatsCounters, createStatsKernel, statsLayout } from './kernels/stats.ts';
 import { createTaskArithmeticKernel } from './kernels/task_arithmetic.ts';
 import { createTiesKernel } from './kernels/ties.ts';
-import { createTopKHistKernel } from './kernels/topk_hist.ts';
 import { createTopKScanKernel } from './kernels/topk_scan.ts';
 import { createTopKTiesKernel } from './kernels/topk_ties.ts';
 import {
@@ -41,7 +33,6 @@ import {
   type WindowParams,
 } from './layout.ts';
 import {
-  countGroups,
   statsGroups,
   mergeGroups,
   pad4,
@@ -58,6 +49,7 @@ import type { MethodParams } from '../methods/types.ts';
 import { bandCounts } from '../methods/band.ts';
 import { DEFAULT_GAMMA } from '../methods/defaults.ts';
 import { methodOf, type MethodPlan } from '../methods/registry/index.ts';
+import { endOnFirstWindows, TopKSelect } from './topk-select.ts';
 import type {
   MergeEngine,
   MergeOptions,
@@ -124,6 +116,8 @@ interface BufferSet {
 interface PassSpec {
   label: string;
   withBase: boolean;
+  /** The windows in visiting order, where the pass's result does not depend on it (default: in order). */
+  order?: readonly Window[];
   groups(w: Window): number;
   params(w: Window, d: Dispatch): WindowParams;
   encode(encoder: GPUCommandEncoder, set: BufferSet, w: Window, d: Dispatch): void;
@@ -148,9 +142,8 @@ class GpuEngine implements MergeEngine {
   private readonly maxWindow: number;
   private readonly kernels = new Map<string, Promise<Kernel>>();
   private readonly agentBuffer: GPUBuffer;
-  private readonly histogram: GPUBuffer;
-  private readonly histogramReadback: GPUBuffer;
   private readonly carry: GPUBuffer;
+  private readonly topK: TopKSelect<Job>;
   private sets: BufferSet[] = [];
   private capacity: Capacity = { inputBytes: 0, outputBytes: 0, tieBytes: 0 };
   private poison: Uint8Array | null = null;
@@ -176,19 +169,24 @@ class GpuEngine implements MergeEngine {
       n * AGENT_BYTES,
       GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
     );
-    const histogramBytes = n * RADIX_BINS * 4;
-    this.histogram = this.buffer(
-      'histogram',
-      histogramBytes,
-      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
-    );
-    this.histogramReadback = this.buffer(
-      'histogramReadback',
-      histogramBytes,
-      GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
-    );
     // Two rows per agent: Model Breadcrumbs ranks ties at two thresholds.
     this.carry = this.buffer('carry', 2 * n * 4, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+    this.topK = new TopKSelect<Job>({
+      device,
+      scheduler: this.scheduler,
+      agents: n,
+      agentBuffer: this.agentBuffer,
+      kernel: (key, make) => this.kernel(key, make),
+      countPass: (job, pass) =>
+        this.runPass(job, {
+          label: pass.label,
+          withBase: true,
+          order: pass.order,
+          groups: (w) => pass.groups(w),
+          params: (w, d) => ({ ...this.windowParams(job, w, d), ...pass.params(w, d) }),
+          encode: (encoder, set, _w, d) => pass.encode(encoder, set.io, d),
+        }),
+    });
   }
 
   get timings(): StageTimings {
@@ -215,7 +213,8 @@ class GpuEngine implements MergeEngine {
     this.destroyed = true;
     for (const set of this.sets) this.destroySet(set);
     this.sets = [];
-    for (const b of [this.agentBuffer, this.histogram, this.histogramReadback, this.carry]) b.destroy();
+    for (const b of [this.agentBuffer, this.carry]) b.destroy();
+    this.topK.destroy();
     for (const kernel of this.kernels.values()) kernel.then((k) => k.destroy(), noop);
     this.kernels.clear();
     this.scheduler.destroy();
@@ -242,7 +241,7 @@ class GpuEngine implements MergeEngine {
     }));
     if (plan.lambdas === 'tensor') {
       const stats = emptyTensorStats(tensor.name, tensor.dtype, tensor.numel, this.agents);
-      await this.statsPass(job, params.epsilon, stats);
+      await this.statsPass(job, params.epsilon, stats, true);
       const local = tensorLocalLambdas(deriveTensorStats(stats), params.r, params.alpha, params.epsilon);
       agents.forEach((a, t) => (a.lambda = local[t]));
     }
@@ -370,15 +369,20 @@ class GpuEngine implements MergeEngine {
     ];
   }
 
-  private async statsPass(job: Job, epsilon: number, stats: TensorStats): Promise<void> {
+  /**
+   * `beforeMerge`: the pass before a tensor-local RAM+ merge, which counts only what its λ takes
+   * (createStatsKernel's overlapOnly) and ends on the windows the merge starts with, still resident.
+   */
+  private async statsPass(job: Job, epsilon: number, stats: TensorStats, beforeMerge = false): Promise<void> {
     const dtype = job.tensor.dtype;
-    const kernel = await this.kernel(`stats:${dtype}`, () =>
-      createStatsKernel(this.device, dtype, this.agents),
+    const kernel = await this.kernel(`stats:${dtype}:${beforeMerge}`, () =>
+      createStatsKernel(this.device, dtype, this.agents, beforeMerge),
     );
     const counters = statsLayout(this.agents).count;
     await this.runPass(job, {
       label: 'stats',
       withBase: true,
+      ...(beforeMerge ? { order: endOnFirstWindows(job.windows) } : {}),
       groups: (w) => statsGroups(w.count),
       params: (w, d) => ({ ...this.windowParams(job, w, d), epsilon }),
       encode: (encoder, set, _w, d) => {
@@ -422,42 +426,9 @@ class GpuEngine implements MergeEngine {
     return l1Scales(norms);
   }
 
-  /**
-   * Settles every agent's top-k threshold for its count of entries: one histogram pass per radix digit
-   * while any is unsettled.
-   */
-  private async selectTopK(job: Job, counts: readonly number[]): Promise<TopKState[]> {
-    const { tensor } = job;
-    let states = counts.map((k) => startTopK(k, tensor.numel));
-    const kernel = await this.kernel(`topk_hist:${tensor.dtype}`, () =>
-      createTopKHistKernel(this.device, tensor.dtype, this.agents),
-    );
-    for (let digit = 0; digit < RADIX_DIGITS.length && states.some((s) => s.searching); digit++) {
-      const { shift, bits } = RADIX_DIGITS[digit]!;
-      this.scheduler.write(
-        this.agentBuffer,
-        0,
-        encodeAgents(states.map((s) => ({ prefix: s.prefix, searching: s.searching }))),
-      );
-      this.scheduler.submit('topk_hist.clear', (encoder) => encoder.clearBuffer(this.histogram));
-      await this.runPass(job, {
-        label: `topk_hist[${digit}]`,
-        withBase: true,
-        groups: (w) => countGroups(w.count),
-        params: (w, d) => ({ ...this.windowParams(job, w, d), digitShift: shift, digitBits: bits }),
-        encode: (encoder, set, _w, d) => kernel.encode(encoder, set.io, d),
-      });
-      this.scheduler.submit('topk_hist.readback', (encoder) =>
-        encoder.copyBufferToBuffer(this.histogram, 0, this.histogramReadback, 0, this.histogram.size),
-      );
-      const counts = new Uint32Array(
-        (await this.scheduler.read(this.histogramReadback, this.histogram.size)).buffer,
-      );
-      states = states.map((s, t) =>
-        stepTopK(s, counts.subarray(t * RADIX_BINS, (t + 1) * RADIX_BINS), digit),
-      );
-    }
-    return states;
+  /** Every requested top-k's threshold and ties to keep (src/engine/topk-select.ts). */
+  private selectTopK(job: Job, counts: readonly number[]): Promise<TopKState[]> {
+    return this.topK.select(job, counts);
   }
 
   /** Runs one pass over the job's windows, two buffer sets in flight, results consumed in order. */
@@ -465,7 +436,7 @@ class GpuEngine implements MergeEngine {
     const sets = this.sets;
     let chain: Promise<void> = Promise.resolve();
     try {
-      for (const w of job.windows) {
+      for (const w of pass.order ?? job.windows) {
         throwIfAborted(job.signal);
         const set = sets[w.index % 2]!;
         await set.busy;
@@ -653,7 +624,6 @@ class GpuEngine implements MergeEngine {
         norms,
         flags,
         agents: this.agentBuffer,
-        histogram: this.histogram,
         tie_counts: tieCounts,
         tie_prefix: tieCounts,
         carry: this.carry,

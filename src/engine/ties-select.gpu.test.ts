@@ -1,13 +1,14 @@
-// TIES on the GPU where bf16 checkpoints put it: |τ| takes few distinct values, so each agent's
-// threshold falls inside a run of thousands of equal magnitudes and only part of them is kept, lowest
-// index first, across windows. Checked against the CPU engine (the f64 reference path) on fresh
+// TIES on the GPU where checkpoints put it: |τ| takes few distinct values, so each agent's threshold
+// falls inside a run of thousands of equal magnitudes and only part of them is kept, lowest index
+// first, across windows; in bf16 the threshold's first-digit bin holds one key (one histogram pass),
+// in the f32 case several (two). Checked against the CPU engine (the f64 reference path) on fresh
 // seeded inputs: a tie kept or dropped wrongly is a whole τ off, far outside f32 rounding.
 import { afterAll, describe, expect, it } from 'vitest';
-import { decodeFloats } from '../format/dtype.ts';
 import { createCpuEngine } from './cpu-engine.ts';
 import { defaultParams } from '../methods/defaults.ts';
 import { seededRandom, tensorInput } from '../methods/test-tensors.ts';
-import { RADIX_DIGITS, startTopK, stepTopK, topKCount } from '../methods/select.ts';
+import { RADIX_DIGITS, topKCount } from '../methods/select.ts';
+import { decodeFloats, encodeFloats, type FloatDtype } from '../format/dtype.ts';
 import type { MethodParams } from '../methods/types.ts';
 import { createGpuEngine } from './gpu-engine.ts';
 import { openGpuHarness } from '../test/gpu-harness.ts';
@@ -29,30 +30,58 @@ function bf16(x: number): number {
 }
 
 /** Base in [-1, 1); each agent keeps 30% of it and moves the rest by up to ±0.005, rounded to bf16. */
-function tiedModels(seed: number): Uint16Array[] {
+function tiedBf16(seed: number): Float32Array[] {
   const random = seededRandom(seed);
   const base = new Uint16Array(NUMEL).map(() => bf16(random() * 2 - 1));
   const models = [base];
   for (let t = 0; t < AGENTS; t++)
     models.push(base.map((b) => (random() < 0.3 ? b : bf16(f32(b) + (random() - 0.5) * 0.01))));
+  return models.map((m) => Float32Array.from(m, f32));
+}
+
+/**
+ * f32 whose |τ| share their first radix digit (exponent and top 8 mantissa bits) and differ below it:
+ * a base on a coarse grid moved by ±(1 + m·2⁻²⁰)·2⁻⁸, so the select needs its second digit.
+ */
+function tiedF32(seed: number): Float32Array[] {
+  const random = seededRandom(seed);
+  const int = (n: number): number => Math.floor(random() * n);
+  const base = new Float32Array(NUMEL).map(() => (int(17) - 8) * 2 ** -6);
+  const models = [base];
+  for (let t = 0; t < AGENTS; t++)
+    models.push(
+      base.map((b) =>
+        random() < 0.3 ? b : b + (random() < 0.5 ? -1 : 1) * (1 + int(8) * 2 ** -20) * 2 ** -8,
+      ),
+    );
   return models;
 }
 
-/** Agent 0's threshold at density `density`: how many keys equal it, and how many of them are kept. */
-function thresholdTies(models: Uint16Array[], density: number): { equal: number; kept: number } {
-  const keys = Array.from(models[1]!, (a, i) => {
+/** |τ| bits as the engines key them: 0 where the agent holds the base's bits. */
+function tauKeys(models: Float32Array[], t: number): number[] {
+  const bits = (x: number): number => new Uint32Array(new Float32Array([x]).buffer)[0]!;
+  return Array.from(models[t + 1]!, (a, i) => {
     const b = models[0]![i]!;
-    return a === b ? 0 : new Uint32Array(new Float32Array([f32(a) - f32(b)]).buffer)[0]! & 0x7fffffff;
+    return bits(a) === bits(b) ? 0 : bits(Math.fround(a - b)) & 0x7fffffff;
   });
-  let state = startTopK(topKCount(density, NUMEL), NUMEL);
-  RADIX_DIGITS.forEach(({ shift, bits }, digit) => {
-    const histogram = new Array<number>(1 << bits).fill(0);
-    for (const key of keys)
-      if (key !== 0 && key >>> (shift + bits) === state.prefix >>> (shift + bits))
-        histogram[(key >>> shift) & ((1 << bits) - 1)]!++;
-    state = stepTopK(state, histogram, digit);
-  });
-  return { equal: keys.filter((key) => key === state.threshold).length, kept: state.tiesToKeep };
+}
+
+/**
+ * Agent 0's threshold at density `density`, by a plain sort (independent of the radix select): how
+ * many keys equal it, how many of them are kept, and how many distinct keys share its first digit.
+ */
+function thresholdTies(
+  models: Float32Array[],
+  density: number,
+): { equal: number; kept: number; distinct: number } {
+  const keys = tauKeys(models, 0);
+  const k = topKCount(density, NUMEL);
+  const sorted = keys.filter((key) => key !== 0).sort((a, b) => b - a);
+  const threshold = sorted[k - 1]!;
+  const above = sorted.filter((key) => key > threshold).length;
+  const shift = RADIX_DIGITS[0]!.shift;
+  const bin = new Set(keys.filter((key) => key >>> shift === threshold >>> shift));
+  return { equal: keys.filter((key) => key === threshold).length, kept: k - above, distinct: bin.size };
 }
 
 async function merged(engine: MergeEngine, input: TensorInput, params: MethodParams): Promise<Float64Array> {
@@ -67,41 +96,51 @@ async function merged(engine: MergeEngine, input: TensorInput, params: MethodPar
 }
 
 describe.skipIf(!harness)(`TIES select with many ties ${opened.skip ?? ''}`, () => {
-  for (const window of [undefined, 9_000]) {
-    it(`keeps exactly the CPU engine's entries (${window ? 'many windows' : 'one window'})`, async () => {
-      const models = tiedModels(window ?? 1);
-      const input = tensorInput(
-        'model.layers.0.mlp.up_proj.weight',
-        'BF16',
-        models.map((m) => new Uint8Array(m.buffer)),
-      );
-      const params: MethodParams = { ...defaultParams('ties', AGENTS), density: [0.5, 0.2, 1] };
-      // The inputs must really put the threshold inside a long run of ties (else this tests little).
-      const { equal, kept } = thresholdTies(models, 0.5);
-      expect(kept).toBeGreaterThan(100);
-      expect(equal - kept).toBeGreaterThan(100);
-      const gpu = createGpuEngine(harness!.device, {
-        agents: AGENTS,
-        adapterDescription: harness!.adapterDescription,
-        maxWindowElements: window,
-        poisonOutput: true,
-      });
-      try {
-        const got = await harness!.run(() => merged(gpu, input, params));
-        const want = await merged(
-          createCpuEngine({ agents: AGENTS, maxWindowElements: window }),
-          input,
-          params,
+  // bf16: the threshold's first-digit bin holds one key, so one histogram pass settles the select;
+  // f32: it holds several, and the second digit settles it.
+  const cases: { dtype: FloatDtype; models: (seed: number) => Float32Array[]; distinct: string }[] = [
+    { dtype: 'BF16', models: tiedBf16, distinct: 'one' },
+    { dtype: 'F32', models: tiedF32, distinct: 'several' },
+  ];
+  for (const { dtype, models: make, distinct } of cases)
+    for (const window of [undefined, 9_000]) {
+      it(`keeps exactly the CPU engine's entries (${dtype}, ${window ? 'many windows' : 'one window'})`, async () => {
+        const models = make(window ?? 1);
+        const input = tensorInput(
+          'model.layers.0.mlp.up_proj.weight',
+          dtype,
+          models.map((m) => encodeFloats(dtype, Float64Array.from(m))),
         );
-        const off: string[] = [];
-        want.forEach((w, i) => {
-          if (!(Math.abs(got[i]! - w) <= 2 ** -20 * Math.max(1, Math.abs(w))))
-            off.push(`[${i}] ${got[i]} ≠ ${w}`);
+        const params: MethodParams = { ...defaultParams('ties', AGENTS), density: [0.5, 0.2, 1] };
+        // The inputs must really put the threshold inside a long run of ties (else this tests little),
+        // in a bin of one key or of several as the case says.
+        const ties = thresholdTies(models, 0.5);
+        expect(ties.kept).toBeGreaterThan(100);
+        expect(ties.equal - ties.kept).toBeGreaterThan(100);
+        if (distinct === 'one') expect(ties.distinct).toBe(1);
+        else expect(ties.distinct).toBeGreaterThan(1);
+        const gpu = createGpuEngine(harness!.device, {
+          agents: AGENTS,
+          adapterDescription: harness!.adapterDescription,
+          maxWindowElements: window,
+          poisonOutput: true,
         });
-        expect(off.slice(0, 5)).toEqual([]);
-      } finally {
-        gpu.destroy();
-      }
-    });
-  }
+        try {
+          const got = await harness!.run(() => merged(gpu, input, params));
+          const want = await merged(
+            createCpuEngine({ agents: AGENTS, maxWindowElements: window }),
+            input,
+            params,
+          );
+          const off: string[] = [];
+          want.forEach((w, i) => {
+            if (!(Math.abs(got[i]! - w) <= 2 ** -20 * Math.max(1, Math.abs(w))))
+              off.push(`[${i}] ${got[i]} ≠ ${w}`);
+          });
+          expect(off.slice(0, 5)).toEqual([]);
+        } finally {
+          gpu.destroy();
+        }
+      });
+    }
 });

@@ -5,10 +5,13 @@
 /**
  * Digits of the 31-bit magnitude key, most significant first. Two wide digits: each digit is one more
  * pass over the tensor, and a 2^16-bin row per agent is still a small buffer to clear and read back.
+ * The first takes the exponent and 8 mantissa bits, which is every bit of a |τ| between two nearby
+ * bf16 values: there the first digit's bin usually holds one key and settles the select alone
+ * (settleSingleKey).
  */
 export const RADIX_DIGITS: readonly { shift: number; bits: number }[] = [
-  { shift: 16, bits: 15 },
-  { shift: 0, bits: 16 },
+  { shift: 15, bits: 16 },
+  { shift: 0, bits: 15 },
 ];
 
 /** Histogram row length per agent (the widest digit). */
@@ -70,6 +73,16 @@ export function stepTopK(state: TopKState, histogram: ArrayLike<number>, digit: 
   }
   // Fewer non-zero keys than k: keep them all.
   return settled(0, 0);
+}
+
+/**
+ * Settles a state still searching after the first digit when every key of its chosen bin is the same:
+ * `least` and `greatest` are the least and greatest low bits (below the first digit) of that bin's
+ * keys. The threshold is then that key, and the `need` entries still to choose are its first ties.
+ */
+export function settleSingleKey(state: TopKState, least: number, greatest: number): TopKState {
+  if (!state.searching || least !== greatest) return state;
+  return settled((state.prefix | least) >>> 0, state.need);
 }
 
 /** Whether an entry with this key is kept, `tieRank` being the number of equal keys at lower indices. */

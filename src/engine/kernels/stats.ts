@@ -16,7 +16,7 @@ export const STATS_KERNEL: KernelSpec = {
     { binding: 1, name: 'inputs', type: 'read-only-storage' },
     { binding: 2, name: 'counters', type: 'storage' },
   ],
-  constants: ['IN_DTYPE', 'AGENTS'],
+  constants: ['IN_DTYPE', 'AGENTS', 'OVERLAP_ONLY'],
 };
 
 export interface StatsLayout {
@@ -85,6 +85,19 @@ export function addStatsCounters(stats: TensorStats, counters: Uint32Array, wind
     }
 }
 
-export function createStatsKernel(device: GPUDevice, inDtype: FloatDtype, agents: number): Promise<Kernel> {
-  return createKernel(device, STATS_KERNEL, { IN_DTYPE: DTYPE_CODE[inDtype], AGENTS: agents });
+/**
+ * `overlapOnly`: count only what tensor-local RAM+ needs (counts, overlap, sets, pairs, sign conflicts,
+ * non-finite), leaving the |τ| magnitude bins and one-ulp counts at 0.
+ */
+export function createStatsKernel(
+  device: GPUDevice,
+  inDtype: FloatDtype,
+  agents: number,
+  overlapOnly = false,
+): Promise<Kernel> {
+  return createKernel(device, STATS_KERNEL, {
+    IN_DTYPE: DTYPE_CODE[inDtype],
+    AGENTS: agents,
+    OVERLAP_ONLY: overlapOnly ? 1 : 0,
+  });
 }

@@ -1,7 +1,9 @@
 // Pipeline module of shaders/topk_hist.wgsl: one radix digit's |τ| histogram per agent for the TIES
-// top-k select (CPU reference: stepTopK in src/methods/select.ts, topKTaus in src/methods/reference.ts).
+// top-k select, with each bin's least and greatest lower bits on the first digit (CPU reference:
+// stepTopK and settleSingleKey in src/methods/select.ts, topKTaus in src/methods/reference.ts).
 
 import type { FloatDtype } from '../../format/dtype.ts';
+import { RADIX_BINS } from '../../methods/select.ts';
 import source from '../../../shaders/topk_hist.wgsl?raw';
 import { createKernel, DTYPE_CODE, type Kernel, type KernelSpec } from './kernel.ts';
 import { WINDOW_SOURCES } from './sources.ts';
@@ -17,6 +19,34 @@ export const TOPK_HIST_KERNEL: KernelSpec = {
   ],
   constants: ['IN_DTYPE', 'AGENTS'],
 };
+
+/** u32 words per histogram bin (SLOTS in topk_hist.wgsl). */
+export const TOPK_HIST_SLOTS = 3;
+
+export interface HistogramBin {
+  count: number;
+  /** Least and greatest lower bits (below the digit) of the bin's keys; counted on the first digit only. */
+  least: number;
+  greatest: number;
+}
+
+/** Bin `bin` of agent t's row in the read-back histogram of a digit at `shift`. */
+export function histogramBin(words: Uint32Array, t: number, bin: number, shift: number): HistogramBin {
+  const at = (t * RADIX_BINS + bin) * TOPK_HIST_SLOTS;
+  return {
+    count: words[at] ?? 0,
+    least: 2 ** shift - (words[at + 1] ?? 0),
+    greatest: (words[at + 2] ?? 0) - 1,
+  };
+}
+
+/** Agent t's counts of a digit of `bits` bits (the stepTopK input). */
+export function histogramCounts(words: Uint32Array, t: number, bits: number): Uint32Array {
+  const counts = new Uint32Array(1 << bits);
+  const row = t * RADIX_BINS * TOPK_HIST_SLOTS;
+  for (let d = 0; d < counts.length; d++) counts[d] = words[row + d * TOPK_HIST_SLOTS] ?? 0;
+  return counts;
+}
 
 export function createTopKHistKernel(
   device: GPUDevice,
