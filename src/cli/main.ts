@@ -25,7 +25,9 @@ PATH is a .safetensors file or a model folder (single or sharded). Methods: ${ME
 --config reads mergekit YAML with mergekit's meaning (its defaults, gradients, filters); a file of
   several documents runs them in order, each named stage written to DIR.stages/NAME.
 --cpu merges with the CPU reference instead of WebGPU (slow; for machines without any adapter).
---window-elements N caps the elements per GPU window (default 2^23; smaller uses less memory).`;
+--window-elements N caps the elements per GPU window (default 2^23; smaller uses less memory).
+--memory-budget BYTES bounds all GPU window buffers and their staging copies together (default
+  536870912, 512 MiB); windows shrink to fit it.`;
 
 async function inspect(positionals: string[], values: Values): Promise<void> {
   const path = positionals[0];

@@ -8,6 +8,7 @@ import { createCpuEngine } from './cpu-engine.ts';
 import { describeAdapter, requestEngineDevice, type EngineDevice, type EngineLimits } from './device.ts';
 import { mergeableTensors } from './driver.ts';
 import { createGpuEngine, DEFAULT_WINDOW_ELEMENTS } from './gpu-engine.ts';
+import { DEFAULT_MEMORY_BUDGET, windowCapacity, windowElements, windowMemory } from './plumbing.ts';
 import type { EngineInfo, MemoryEstimate } from './worker-protocol.ts';
 
 let device: Promise<EngineDevice | { error: string }> | null = null;
@@ -48,6 +49,10 @@ export async function createEngine(agents: number): Promise<MergeEngine> {
   return createGpuEngine(found.device, { agents, adapterDescription: describeAdapter(found.adapterInfo) });
 }
 
+/** WebGPU's default maxStorageBufferBindingSize, for the estimate without a device. */
+const SPEC_BINDING = 128 << 20;
+
+/** What a merge of these models will hold: its window buffers, sized as the GPU engine sizes them. */
 export function estimateMemory(
   base: Model,
   report: CompatReport,
@@ -68,10 +73,29 @@ export function estimateMemory(
     );
     widest = Math.max(widest, dtypeBits(t.dtype as FloatDtype) / 8);
   }
-  const binding = limits ? Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize) : 128 << 20;
-  const byBinding = Math.floor(binding / (agents + 1) / widest);
-  const windowElements = Math.max(0, Math.min(largest, DEFAULT_WINDOW_ELEMENTS, byBinding));
-  // Two window sets in flight, each with inputs, an output and its readback copy.
-  const gpuBytes = 2 * windowElements * widest * (agents + 1 + 2);
-  return { mergedTensors: tensors.length, inputBytes, outputBytes, windowElements, gpuBytes };
+  // The engine sizes windows as here; the widest dtype in and out gives the largest buffers.
+  const window =
+    tensors.length === 0
+      ? 0
+      : Math.min(
+          largest,
+          windowElements({
+            agents,
+            inBytes: widest,
+            outBytes: widest,
+            maxStorageBufferBindingSize: limits?.maxStorageBufferBindingSize ?? SPEC_BINDING,
+            maxBufferSize: limits?.maxBufferSize ?? SPEC_BINDING,
+            maxComputeWorkgroupsPerDimension: limits?.maxComputeWorkgroupsPerDimension ?? 65535,
+            maxWindowElements: DEFAULT_WINDOW_ELEMENTS,
+            memoryBudget: DEFAULT_MEMORY_BUDGET,
+          }),
+        );
+  return {
+    mergedTensors: tensors.length,
+    inputBytes,
+    outputBytes,
+    windowElements: window,
+    gpuBytes: windowMemory(windowCapacity(window, agents, widest, widest)),
+    budgetBytes: DEFAULT_MEMORY_BUDGET,
+  };
 }

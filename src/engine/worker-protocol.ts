@@ -39,8 +39,10 @@ export interface MemoryEstimate {
   outputBytes: number;
   /** Elements per GPU window for the largest tensor. */
   windowElements: number;
-  /** Approximate GPU buffer memory of the two in-flight window sets. */
+  /** Bytes of the two in-flight window sets: GPU buffers and their staging copies (windowMemory). */
   gpuBytes: number;
+  /** The memory budget those window buffers are sized to stay within. */
+  budgetBytes: number;
 }
 
 /** Per agent: the bit-identical share of a small sample against the base, or why it could not be read. */
