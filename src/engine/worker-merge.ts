@@ -5,8 +5,9 @@ import { checkUnchanged, directoryHandleFolder } from '../io/browser.ts';
 import { Sha256 } from '../io/sha256.ts';
 import { BROWSER_SHARD_BYTES, mergeModels, predictOutputBytes, type Progress } from './driver.ts';
 import { createEngine } from './worker-device.ts';
-import { model, recalledAnalysis, snapshot } from './worker-models.ts';
-import type { ReadBackFile, WorkerCalls } from './worker-protocol.ts';
+import type { FolderSink } from '../io/sink.ts';
+import { model, readTotals, recalledAnalysis, snapshot } from './worker-models.ts';
+import type { MergeStages, ReadBackFile, WorkerCalls } from './worker-protocol.ts';
 import { checkStorage, checkTarget, claimFolder, mergesRoot, writing } from './worker-storage.ts';
 
 /** What every worker job gets besides its request: its cancel signal and its progress channel. */
@@ -20,8 +21,39 @@ type Call<K extends keyof WorkerCalls> = (
   context: JobContext,
 ) => Promise<WorkerCalls[K]['result']>;
 
+/** A folder whose writes and closes are timed into `writes` (wall time summed, and bytes). */
+function timedFolder(folder: FolderSink, writes: { ms: number; bytes: number }): FolderSink {
+  const time = async <T>(run: () => Promise<T>): Promise<T> => {
+    const started = performance.now();
+    try {
+      return await run();
+    } finally {
+      writes.ms += performance.now() - started;
+    }
+  };
+  return {
+    name: folder.name,
+    list: () => folder.list(),
+    open: (file) => folder.open(file),
+    remove: (file) => folder.remove(file),
+    create: async (file) => {
+      const sink = await time(() => folder.create(file));
+      return {
+        write: (chunk) => {
+          writes.bytes += chunk.byteLength;
+          return time(() => sink.write(chunk));
+        },
+        close: () => time(() => sink.close()),
+        abort: () => sink.abort(),
+      };
+    },
+  };
+}
+
 export const merge: Call<'merge'> = async (request, { signal, progress }) => {
   const started = performance.now();
+  const readsBefore = readTotals();
+  const writes = { ms: 0, bytes: 0 };
   const picked = request.target;
   const base = model(request.base);
   const agents = request.agents.map(model);
@@ -36,7 +68,7 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
     dir = await claimFolder(root, request.folder);
     writing.add(request.folder);
   }
-  const out = directoryHandleFolder(dir);
+  const out = timedFolder(directoryHandleFolder(dir), writes);
   const engine = await createEngine(request.agents.length);
   const inputs = [request.base, ...request.agents].map((slot, m) => ({
     label: m === 0 ? request.baseLabel : (request.agentLabels[m - 1] ?? slot),
@@ -66,6 +98,17 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
       signal,
       onProgress: progress,
     });
+    const readsAfter = readTotals();
+    const timings = engine.timings;
+    const stages: MergeStages = {
+      readMs: readsAfter.ms - readsBefore.ms,
+      readBytes: readsAfter.bytes - readsBefore.bytes,
+      uploadMs: timings?.upload ?? 0,
+      computeMs: timings?.compute ?? 0,
+      readbackMs: timings?.readback ?? 0,
+      writeMs: writes.ms,
+      writeBytes: writes.bytes,
+    };
     const recipeSource = await out.open('mergekit_config.yml');
     const recipe = new TextDecoder().decode(await recipeSource.read(0, recipeSource.size));
     return {
@@ -79,6 +122,7 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
       outputBytes: result.outputBytes,
       mergedTensors: result.mergedTensors,
       copiedTensors: result.copiedTensors,
+      stages,
     };
   } catch (error) {
     // The driver removed its files; an OPFS subfolder goes too, a picked folder stays (empty).

@@ -20,20 +20,33 @@ let nextOpen = 1;
 const snapshots = new Map<string, FileSnapshot[]>();
 let cachedAnalysis: { key: string; result: AnalysisResult } | null = null;
 let readDelayMs = 0;
+/** Every read of a loaded model's files so far: wall time summed over reads, and bytes. */
+const reads = { ms: 0, bytes: 0 };
 
 /** Only the e2e tests set a delay, to have time to cancel. */
 export function setReadDelay(ms: number): void {
   readDelayMs = Math.max(0, ms);
 }
 
-/** A source whose reads wait first (see setReadDelay). */
-function delayed(source: ByteSource): ByteSource {
+/** The read totals so far; a job's share is the difference of two snapshots. */
+export function readTotals(): { ms: number; bytes: number } {
+  return { ...reads };
+}
+
+/** A source whose reads are timed (readTotals) and wait first when the tests ask (setReadDelay). */
+function instrumented(source: ByteSource): ByteSource {
   return {
     name: source.name,
     size: source.size,
     async read(offset, length, into) {
       if (readDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, readDelayMs));
-      return source.read(offset, length, into);
+      const started = performance.now();
+      try {
+        return await source.read(offset, length, into);
+      } finally {
+        reads.ms += performance.now() - started;
+        reads.bytes += length;
+      }
     },
   };
 }
@@ -105,7 +118,7 @@ export async function openSlot(
   const blobs = await modelFiles(files, fetchOwn);
   const opened = await openAdapterAware(
     label,
-    blobs.map(({ name, blob }) => ({ name, source: delayed(blobSource(blob, name)) })),
+    blobs.map(({ name, blob }) => ({ name, source: instrumented(blobSource(blob, name)) })),
   );
   if (opening.get(slot) !== mine)
     throw refusal('AbortError', `${label} was replaced by a newer choice for the same place.`);

@@ -87,6 +87,22 @@ export interface MergeSummary {
   outputBytes: number;
   mergedTensors: number;
   copiedTensors: number;
+  /** Where the merge's time went, measured in the worker (the benchmark reads it). */
+  stages: MergeStages;
+}
+
+/**
+ * A merge's stage times in milliseconds. Reads and writes are summed over calls (parallel reads of
+ * the N+1 inputs overlap); upload includes the reads the engine awaits, as in the CLI's benchmark.
+ */
+export interface MergeStages {
+  readMs: number;
+  readBytes: number;
+  uploadMs: number;
+  computeMs: number;
+  readbackMs: number;
+  writeMs: number;
+  writeBytes: number;
 }
 
 export interface CompareReport {
