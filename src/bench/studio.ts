@@ -12,7 +12,8 @@ import { formatBytes } from '../format/inspect.ts';
 import { nodeFolder } from '../io/node.ts';
 import type { MethodName } from '../methods/types.ts';
 import type { MergeRecord } from '../state/studio-slice.ts';
-import type { MergeStudioTestApi } from '../state/test-api.ts';
+// For its global declaration of window.__mergeStudio, which the page calls run against.
+import type {} from '../state/test-api.ts';
 import { llamaSpecs, writeLlamaSet, type LlamaSetOptions } from './llama-set.ts';
 import { processesWith, sampleMemory, sumMemory, treeOf, type Memory } from './memory.ts';
 import { rawRead } from './raw-read.ts';
@@ -49,11 +50,8 @@ const CHROMIUM_ARGS = [
   '--no-first-run',
 ];
 
-function api(): MergeStudioTestApi {
-  const found = (window as { __mergeStudio?: MergeStudioTestApi }).__mergeStudio;
-  if (!found) throw new Error('the app was not built in e2e mode: it has no test API');
-  return found;
-}
+/** The page's test API (e2e builds only); runs inside the page, so it is written out in each call. */
+const API_MISSING = 'the app was not built in e2e mode: it has no test API';
 
 /** Builds the app in e2e mode (it carries the test API) and serves it with vite preview. */
 async function serve(outDir: string, port: number): Promise<ChildProcess> {
@@ -94,7 +92,10 @@ async function serve(outDir: string, port: number): Promise<ChildProcess> {
 }
 
 async function loadSet(page: Page, dir: string, agents: number): Promise<number> {
-  await page.evaluate(() => api().analysisSettled());
+  await page.evaluate(async (missing) => {
+    if (!window.__mergeStudio) throw new Error(missing);
+    await window.__mergeStudio.analysisSettled();
+  }, API_MISSING);
   while ((await page.getByTestId('model-agent-0-remove').count()) > 0)
     await page.getByTestId('model-agent-0-remove').click();
   const started = performance.now();
@@ -104,8 +105,8 @@ async function loadSet(page: Page, dir: string, agents: number): Promise<number>
   // The studio runs the statistics once the models are in: wait for the pass over all agents.
   for (;;) {
     const state = await page.evaluate(() => {
-      const s = api().studio();
-      return { labels: s.analysisLabels.length, status: s.analysis.status };
+      const s = window.__mergeStudio?.studio();
+      return { labels: s?.analysisLabels.length, status: s?.analysis.status };
     });
     if (state.labels === agents && state.status === 'done') break;
     if (state.status === 'error') throw new Error('the studio failed to load the set or its statistics');
@@ -120,20 +121,21 @@ async function browserMerge(
   pids: () => Promise<number[]>,
 ): Promise<Side & { record: MergeRecord }> {
   await page.getByTestId('method-select').selectOption(method);
-  const count = await page.evaluate(() => api().studio().merges.length);
+  const count = await page.evaluate(() => window.__mergeStudio?.studio().merges.length ?? 0);
   const sampler = sampleMemory(pids);
   await page.getByTestId('merge-run').click();
   for (;;) {
     const state = await page.evaluate(() => {
-      const s = api().studio();
-      return { merges: s.merges.length, status: s.merge.status, error: s.merge.error?.message };
+      const s = window.__mergeStudio?.studio();
+      return { merges: s?.merges.length ?? 0, status: s?.merge.status, error: s?.merge.error?.message };
     });
     if (state.merges > count) break;
     if (state.status === 'error') throw new Error(`the studio's ${method} merge failed: ${state.error}`);
     await new Promise((r) => setTimeout(r, 250));
   }
   const peak = await sampler.stop();
-  const record = await page.evaluate(() => api().studio().merges.at(-1) as MergeRecord);
+  const record = await page.evaluate(() => window.__mergeStudio?.studio().merges.at(-1));
+  if (!record) throw new Error(`the studio's ${method} merge left no record`);
   // Disk is limited: the merge leaves OPFS again.
   await page.evaluate(async (folder) => {
     const root = await navigator.storage.getDirectory();
