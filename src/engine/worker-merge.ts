@@ -68,7 +68,8 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
     dir = await claimFolder(root, request.folder);
     writing.add(request.folder);
   }
-  const out = timedFolder(directoryHandleFolder(dir), writes);
+  // OPFS files are new and written in place (sync access handles); a picked folder gets streams.
+  const out = timedFolder(directoryHandleFolder(dir, { syncAccess: !picked }), writes);
   const engine = await createEngine(request.agents.length);
   const inputs = [request.base, ...request.agents].map((slot, m) => ({
     label: m === 0 ? request.baseLabel : (request.agentLabels[m - 1] ?? slot),
