@@ -65,6 +65,8 @@ test('a merge the storage estimate cannot hold is refused before any folder exis
   });
   await workflow.openDemo();
   await expect(page.getByTestId('merge-private-storage')).toContainText('only 1 MiB of storage');
+  // The export panel says so too: a private window's storage is memory, lost when it closes.
+  await expect(page.getByTestId('export-private-storage')).toContainText('held in memory');
   await workflow.mergeButton.click();
   const error = page.getByTestId('merge-error');
   await expect(error).toContainText(

@@ -1,12 +1,13 @@
 // `npm run bench`: merges a synthetic bf16 set (default ≈1 GB over base + 3 agents) and reports, in
 // one run, raw read throughput of the same files, per-stage times, end-to-end throughput, the ratio
-// end-to-end / raw read, the CPU reference for comparison, and peak memory.
+// end-to-end / raw read, the CPU reference for comparison, and peak memory. With --studio it instead
+// merges a generated Llama-shaped set in the studio (headless Chromium) and the CLI (studio.ts).
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { openModel, type Model } from '../format/model.ts';
-import { nodeFileSource, nodeFolder, nodeModelFiles } from '../io/node.ts';
+import { nodeFolder, nodeModelFiles } from '../io/node.ts';
 import type { ByteSource, ModelFile } from '../io/source.ts';
 import type { FolderSink } from '../io/sink.ts';
 import { mergeModels } from '../engine/driver.ts';
@@ -18,6 +19,7 @@ import { defaultParams } from '../methods/defaults.ts';
 import type { MethodName } from '../methods/types.ts';
 import { acquireNodeGpu } from '../cli/node-gpu.ts';
 import { formatBytes } from '../format/inspect.ts';
+import { rawRead } from './raw-read.ts';
 import { writeSyntheticSet } from './synthetic.ts';
 
 const { values } = parseArgs({
@@ -26,8 +28,28 @@ const { values } = parseArgs({
     agents: { type: 'string', default: '3' },
     methods: { type: 'string', default: 'ram,ramplus' },
     'cpu-share': { type: 'string', default: '0.1' },
+    studio: { type: 'boolean', default: false },
+    layers: { type: 'string', default: '8' },
+    vocab: { type: 'string', default: '32000' },
+    port: { type: 'string', default: '5223' },
+    clean: { type: 'boolean', default: false },
   },
 });
+
+if (values.studio) {
+  const { runStudioBench } = await import('./studio.ts');
+  const table = await runStudioBench({
+    layers: Number(values.layers),
+    vocab: Number(values.vocab),
+    agents: Number(values.agents),
+    methods: values.methods.split(',') as MethodName[],
+    port: Number(values.port),
+    workDir: '.bench',
+    clean: values.clean,
+  });
+  process.stdout.write(`${table}\n`);
+  process.exit(0);
+}
 
 const sizeMb = Number(values['size-mb']);
 const agents = Number(values.agents);
@@ -78,22 +100,6 @@ async function loadTimed(path: string, clock: Clock): Promise<Model> {
   openSources.push(...raw.map((f) => f.source));
   const files: ModelFile[] = raw.map((f) => ({ name: f.name, source: timedSource(f.source, clock) }));
   return openModel(path, files);
-}
-
-async function rawRead(paths: string[]): Promise<{ bytes: number; ms: number }> {
-  const chunk = new Uint8Array(16 << 20);
-  let bytes = 0;
-  const start = performance.now();
-  for (const path of paths) {
-    const source = await nodeFileSource(path);
-    for (let offset = 0; offset < source.size; offset += chunk.length) {
-      const length = Math.min(chunk.length, source.size - offset);
-      await source.read(offset, length, chunk);
-      bytes += length;
-    }
-    await source.close();
-  }
-  return { bytes, ms: performance.now() - start };
 }
 
 interface Row {

@@ -33,6 +33,7 @@ export const OPTIONS = {
   config: { type: 'string' },
   cpu: { type: 'boolean' },
   'window-elements': { type: 'string' },
+  'memory-budget': { type: 'string' },
   episodes: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } satisfies ParseArgsConfig['options'];

@@ -362,6 +362,25 @@ describe('merge-studio merge --cpu', () => {
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('unknown --method nope');
   });
+
+  it('refuses a --memory-budget under 1 MiB before reading anything', async () => {
+    const out = join(dir, 'budget');
+    const result = await runCli([
+      'merge',
+      '--base',
+      join(dir, 'base'),
+      ...models(),
+      '--method',
+      'ram',
+      '--memory-budget',
+      '4096',
+      '--out',
+      out,
+    ]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('--memory-budget must be a whole number of bytes, at least 1048576');
+    expect(await readdir(out).catch(() => [])).toEqual([]);
+  });
 });
 
 describe('merge-studio arena', () => {

@@ -21,7 +21,7 @@ import { runRecipeFile } from './recipe-run.ts';
 async function makeEngine(
   cpu: boolean | undefined,
   agents: number,
-  windowElements?: number,
+  windows: WindowOptions = {},
 ): Promise<MergeEngine> {
   if (cpu) return (await import('../engine/cpu-engine.ts')).createCpuEngine({ agents });
   const { acquireNodeGpu } = await import('./node-gpu.ts');
@@ -33,7 +33,7 @@ async function makeEngine(
   return createGpuEngine(device, {
     agents,
     adapterDescription: description,
-    maxWindowElements: windowElements,
+    ...windows,
   });
 }
 
@@ -70,11 +70,19 @@ function modelFilePaths(path: string, model: Model): string[] {
     : model.files.map((f) => join(path, f.name));
 }
 
-function windowElements(values: Values): number | undefined {
+interface WindowOptions {
+  maxWindowElements?: number;
+  memoryBudget?: number;
+}
+
+function windowElements(values: Values): WindowOptions {
   const n = num(values['window-elements'], 'window-elements');
   if (n !== undefined && !(Number.isInteger(n) && n >= 2))
     throw new UsageError('--window-elements must be an integer ≥ 2');
-  return n;
+  const budget = num(values['memory-budget'], 'memory-budget');
+  if (budget !== undefined && !(Number.isInteger(budget) && budget >= 2 ** 20))
+    throw new UsageError('--memory-budget must be a whole number of bytes, at least 1048576 (1 MiB)');
+  return { maxWindowElements: n, memoryBudget: budget };
 }
 
 export async function analyze(values: Values): Promise<void> {

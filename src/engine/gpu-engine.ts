@@ -38,9 +38,13 @@ import {
   pad4,
   splitDispatch,
   tensorWindows,
+  windowCapacity,
   windowElements,
+  windowMemory,
+  DEFAULT_MEMORY_BUDGET,
   type Dispatch,
   type Window,
+  type WindowCapacity,
   TIE_BLOCK_PAIRS,
   WORKGROUP_SIZE,
 } from './plumbing.ts';
@@ -63,6 +67,8 @@ export interface GpuEngineOptions {
   adapterDescription: string;
   /** Cap on elements per window (default 2^23); tests set it tiny to force many windows. */
   maxWindowElements?: number;
+  /** Bytes all window buffers of both sets may take together (default DEFAULT_MEMORY_BUDGET). */
+  memoryBudget?: number;
   /** Test aid: fill the output buffer with 0xFF bytes before every merge window, so unwritten words show. */
   poisonOutput?: boolean;
 }
@@ -88,11 +94,7 @@ interface Job {
   windows: Window[];
 }
 
-interface Capacity {
-  inputBytes: number;
-  outputBytes: number;
-  tieBytes: number;
-}
+type Capacity = WindowCapacity;
 
 interface BufferSet {
   inputs: GPUBuffer;
@@ -140,6 +142,7 @@ class GpuEngine implements MergeEngine {
   readonly agents: number;
   private readonly scheduler: Scheduler;
   private readonly maxWindow: number;
+  private readonly memoryBudget: number;
   private readonly kernels = new Map<string, Promise<Kernel>>();
   private readonly agentBuffer: GPUBuffer;
   private readonly carry: GPUBuffer;
@@ -163,6 +166,7 @@ class GpuEngine implements MergeEngine {
     this.agents = n;
     this.description = options.adapterDescription;
     this.maxWindow = options.maxWindowElements ?? DEFAULT_WINDOW_ELEMENTS;
+    this.memoryBudget = options.memoryBudget ?? DEFAULT_MEMORY_BUDGET;
     this.scheduler = new Scheduler(device, 'MergeEngine');
     this.agentBuffer = this.buffer(
       'agents',
@@ -522,15 +526,12 @@ class GpuEngine implements MergeEngine {
           maxBufferSize: limits.maxBufferSize,
           maxComputeWorkgroupsPerDimension: limits.maxComputeWorkgroupsPerDimension,
           maxWindowElements: this.maxWindow,
+          memoryBudget: this.memoryBudget,
         }),
       ),
     );
     const slotBytes = pad4(size * inBytes);
-    this.ensureCapacity({
-      inputBytes: (this.agents + 1) * slotBytes,
-      outputBytes: pad4(size * outBytes),
-      tieBytes: this.agents * tieBlocks(mergeGroups(size)) * 4,
-    });
+    this.ensureCapacity(windowCapacity(size, this.agents, inBytes, outBytes));
     return {
       serial: ++this.serial,
       tensor,
@@ -553,11 +554,14 @@ class GpuEngine implements MergeEngine {
     ) {
       return;
     }
-    const capacity: Capacity = {
+    const grown: Capacity = {
       inputBytes: Math.max(need.inputBytes, have.inputBytes),
       outputBytes: Math.max(need.outputBytes, have.outputBytes),
       tieBytes: Math.max(need.tieBytes, have.tieBytes),
     };
+    // Each job's windows fit the budget, but the largest parts of two jobs with other dtypes may
+    // not fit together: then the sets are made for this job alone.
+    const capacity = windowMemory(grown) <= this.memoryBudget ? grown : need;
     for (const set of this.sets) this.destroySet(set);
     this.capacity = capacity;
     this.sets = [0, 1].map((i) => this.createSet(i, capacity));

@@ -2,13 +2,16 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
   countGroups,
+  DEFAULT_MEMORY_BUDGET,
   statsGroups,
   MAX_WINDOW_ELEMENTS,
   mergeGroups,
   pad4,
   splitDispatch,
   tensorWindows,
+  windowCapacity,
   windowElements,
+  windowMemory,
   wordsFor,
   type WindowLimits,
 } from './plumbing.ts';
@@ -103,6 +106,91 @@ describe('windowElements', () => {
 
   it('refuses limits with no room', () => {
     expect(() => windowElements({ ...limits, maxStorageBufferBindingSize: 4 })).toThrow(RangeError);
+  });
+});
+
+describe('windows sized by a memory budget', () => {
+  // A device with large bindings (a 4 GiB card), so only the budget limits the window.
+  const wide: WindowLimits = {
+    agents: 16,
+    inBytes: 4,
+    outBytes: 4,
+    maxStorageBufferBindingSize: 4 * 2 ** 30,
+    maxBufferSize: 4 * 2 ** 30,
+    maxComputeWorkgroupsPerDimension: 65535,
+    maxWindowElements: 2 ** 23,
+  };
+
+  /** What the two buffer sets hold, counted buffer by buffer as the engine allocates them. */
+  function heldBytes(elements: number, l: WindowLimits): number {
+    const slot = Math.ceil((elements * l.inBytes) / 4) * 4;
+    const output = Math.ceil((elements * l.outBytes) / 4) * 4;
+    const tieBlocks = Math.ceil(elements / 512) * 8;
+    const perSet =
+      (l.agents + 1) * slot + // GPU inputs
+      (l.agents + 1) * slot + // staging copy
+      output + // GPU output
+      output + // readback buffer
+      output + // copy handed to the writer
+      l.agents * tieBlocks * 4;
+    return 2 * perSet;
+  }
+
+  it('keeps 16 f32 agents inside the default budget, where the element cap alone took over 2 GiB', () => {
+    expect(heldBytes(windowElements(wide), wide)).toBeGreaterThan(2 * 2 ** 30);
+    const limits = { ...wide, memoryBudget: DEFAULT_MEMORY_BUDGET };
+    const w = windowElements(limits);
+    expect(heldBytes(w, limits)).toBeLessThanOrEqual(DEFAULT_MEMORY_BUDGET);
+    // The largest such window: one more element would not fit.
+    expect(heldBytes(w + 1, limits)).toBeGreaterThan(DEFAULT_MEMORY_BUDGET);
+  });
+
+  it('costs bf16 merges of 3 agents nothing: the element cap is reached first', () => {
+    const limits = { ...wide, agents: 3, inBytes: 2, outBytes: 2, memoryBudget: DEFAULT_MEMORY_BUDGET };
+    expect(windowElements(limits)).toBe(2 ** 23);
+    expect(heldBytes(2 ** 23, limits)).toBeLessThanOrEqual(DEFAULT_MEMORY_BUDGET);
+  });
+
+  it('counts every buffer the engine allocates (windowMemory of windowCapacity)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 5_000_000 }),
+        fc.integer({ min: 1, max: 32 }),
+        fc.constantFrom(2, 4),
+        fc.constantFrom(2, 4),
+        (elements, agents, inBytes, outBytes) => {
+          const l = { ...wide, agents, inBytes, outBytes };
+          expect(windowMemory(windowCapacity(elements, agents, inBytes, outBytes))).toBe(
+            heldBytes(elements, l),
+          );
+        },
+      ),
+    );
+  });
+
+  it('gives the largest window within any budget, down to a few elements', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 32 }),
+        fc.constantFrom(2, 4),
+        fc.constantFrom(2, 4),
+        fc.integer({ min: 2 ** 10, max: 2 ** 32 }),
+        (agents, inBytes, outBytes, memoryBudget) => {
+          const l = { ...wide, agents, inBytes, outBytes, memoryBudget };
+          if (heldBytes(1, l) > memoryBudget) {
+            expect(() => windowElements(l)).toThrow(/memory budget/);
+            return;
+          }
+          const w = windowElements(l);
+          expect(heldBytes(w, l)).toBeLessThanOrEqual(memoryBudget);
+          if (w < 2 ** 23) expect(heldBytes(w + 1, l)).toBeGreaterThan(memoryBudget);
+        },
+      ),
+    );
+  });
+
+  it('refuses a budget too small for one element, saying so', () => {
+    expect(() => windowElements({ ...wide, memoryBudget: 64 })).toThrow(/memory budget of 64 bytes/);
   });
 });
 

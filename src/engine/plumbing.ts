@@ -1,5 +1,6 @@
 // Small pure functions of the GPU engine's geometry: 4-byte padding, words per window, dispatch
-// splitting under the per-dimension workgroup limit, window sizing to the binding limits.
+// splitting under the per-dimension workgroup limit, window sizing to the binding limits and to
+// one memory budget in bytes.
 
 /** Invocations per workgroup of every kernel (WORKGROUP in shaders/common/window.wgsl). */
 export const WORKGROUP_SIZE = 256;
@@ -56,6 +57,46 @@ export function statsGroups(count: number): number {
   return Math.ceil(count / (WORKGROUP_SIZE * STATS_ITEMS));
 }
 
+/**
+ * The engine's default memory budget: every window buffer it holds, on the GPU and in JavaScript,
+ * together. 512 MiB keeps bf16 merges of up to 8 agents at the engine's 2^23-element cap (so the
+ * budget costs them no speed) while 16 f32 agents get windows small enough to stay inside it.
+ */
+export const DEFAULT_MEMORY_BUDGET = 512 * 2 ** 20;
+
+/** The room one buffer set needs for windows of up to `elements` elements (bytes, 4-padded). */
+export interface WindowCapacity {
+  /** N+1 input slots of pad4(elements · inBytes) bytes each. */
+  inputBytes: number;
+  outputBytes: number;
+  /** TIES's tie counts: one u32 per agent and tie block of TIE_BLOCK_PAIRS element pairs. */
+  tieBytes: number;
+}
+
+export function windowCapacity(
+  elements: number,
+  agents: number,
+  inBytes: number,
+  outBytes: number,
+): WindowCapacity {
+  const blocks = Math.ceil(elements / (WORKGROUP_SIZE * MERGE_ITEMS)) * (WORKGROUP_SIZE / TIE_BLOCK_PAIRS);
+  return {
+    inputBytes: (agents + 1) * pad4(elements * inBytes),
+    outputBytes: pad4(elements * outBytes),
+    tieBytes: agents * blocks * 4,
+  };
+}
+
+/**
+ * Bytes the window buffers of both sets take together: per set the inputs twice (the GPU binding and
+ * the JavaScript staging copy it is uploaded from), the output three times (the GPU binding, the
+ * mappable readback buffer and the copy the readback hands to the writer) and the tie counts.
+ * Buffers of fixed size (parameters, counters, histograms: a few KiB) are not counted.
+ */
+export function windowMemory(c: WindowCapacity): number {
+  return 2 * (2 * c.inputBytes + 3 * c.outputBytes + c.tieBytes);
+}
+
 export interface WindowLimits {
   agents: number;
   inBytes: number;
@@ -63,13 +104,16 @@ export interface WindowLimits {
   maxStorageBufferBindingSize: number;
   maxBufferSize: number;
   maxComputeWorkgroupsPerDimension: number;
-  /** The engine's own cap (memory, latency per submit). */
+  /** The engine's own cap (latency per submit). */
   maxWindowElements: number;
+  /** Bytes all window buffers may take together (bytesPerWindowElement); none: no byte cap. */
+  memoryBudget?: number;
 }
 
 /**
  * The most elements one window may hold: N+1 input slots in one binding, the output and the TIES
- * per-workgroup tie counts each within one binding, and the merge dispatch within the 2D grid.
+ * per-workgroup tie counts each within one binding, the merge dispatch within the 2D grid, and
+ * both buffer sets within the memory budget.
  */
 export function windowElements(limits: WindowLimits): number {
   const binding = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
@@ -88,7 +132,29 @@ export function windowElements(limits: WindowLimits): number {
     byTieCounts,
   );
   if (elements < 1) throw new RangeError('the device limits leave no room for a window of one element');
-  return elements;
+  return fitBudget(elements, limits);
+}
+
+/** The largest window of at most `elements` whose buffers (windowMemory) fit the memory budget. */
+function fitBudget(elements: number, limits: WindowLimits): number {
+  const budget = limits.memoryBudget;
+  if (budget === undefined) return elements;
+  const { agents, inBytes, outBytes } = limits;
+  const cost = (n: number): number => windowMemory(windowCapacity(n, agents, inBytes, outBytes));
+  if (cost(elements) <= budget) return elements;
+  // cost grows with n, by at most a few words of padding over its linear part: bisect.
+  let low = 0;
+  let high = elements;
+  while (high - low > 1) {
+    const mid = Math.floor((low + high) / 2);
+    if (cost(mid) <= budget) low = mid;
+    else high = mid;
+  }
+  if (low < 1)
+    throw new RangeError(
+      `a memory budget of ${budget} bytes leaves no room for a window of one element (${cost(1)} bytes)`,
+    );
+  return low;
 }
 
 export interface Window {

@@ -39,8 +39,10 @@ export interface MemoryEstimate {
   outputBytes: number;
   /** Elements per GPU window for the largest tensor. */
   windowElements: number;
-  /** Approximate GPU buffer memory of the two in-flight window sets. */
+  /** Bytes of the two in-flight window sets: GPU buffers and their staging copies (windowMemory). */
   gpuBytes: number;
+  /** The memory budget those window buffers are sized to stay within. */
+  budgetBytes: number;
 }
 
 /** Per agent: the bit-identical share of a small sample against the base, or why it could not be read. */
@@ -85,6 +87,22 @@ export interface MergeSummary {
   outputBytes: number;
   mergedTensors: number;
   copiedTensors: number;
+  /** Where the merge's time went, measured in the worker (the benchmark reads it). */
+  stages: MergeStages;
+}
+
+/**
+ * A merge's stage times in milliseconds. Reads and writes are summed over calls (parallel reads of
+ * the N+1 inputs overlap); upload includes the reads the engine awaits, as in the CLI's benchmark.
+ */
+export interface MergeStages {
+  readMs: number;
+  readBytes: number;
+  uploadMs: number;
+  computeMs: number;
+  readbackMs: number;
+  writeMs: number;
+  writeBytes: number;
 }
 
 export interface CompareReport {

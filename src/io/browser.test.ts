@@ -16,7 +16,35 @@ const BYTES = Uint8Array.from({ length: 64 }, (_, i) => i * 3);
 
 class FakeDirectory {
   readonly files = new Map<string, Uint8Array>();
-  constructor(readonly name: string) {}
+  /** How each file was last opened for writing. */
+  readonly opened: string[] = [];
+  /** Bytes a sync write takes at most (a full disk writes less than asked). */
+  syncLimit = Infinity;
+  constructor(
+    readonly name: string,
+    readonly opfs = false,
+  ) {}
+
+  /** OPFS only: a handle that writes in place, as FileSystemSyncAccessHandle does. */
+  private syncAccess(name: string) {
+    const files = this.files;
+    let open = true;
+    return {
+      write: (data: Uint8Array, { at }: { at: number }) => {
+        if (!open) throw new DOMException('closed', 'InvalidStateError');
+        const n = Math.min(data.byteLength, this.syncLimit);
+        const old = files.get(name) ?? new Uint8Array(0);
+        const grown = new Uint8Array(Math.max(old.byteLength, at + n));
+        grown.set(old);
+        grown.set(data.subarray(0, n), at);
+        files.set(name, grown);
+        return n;
+      },
+      truncate: (size: number) => files.set(name, (files.get(name) ?? new Uint8Array(0)).slice(0, size)),
+      flush: () => undefined,
+      close: () => void (open = false),
+    };
+  }
 
   private handle(name: string) {
     const files = this.files;
@@ -24,7 +52,16 @@ class FakeDirectory {
       kind: 'file' as const,
       name,
       getFile: async () => new File([files.get(name)!.slice()], name),
+      ...(this.opfs
+        ? {
+            createSyncAccessHandle: async () => {
+              this.opened.push(`sync:${name}`);
+              return this.syncAccess(name);
+            },
+          }
+        : {}),
       createWritable: async () => {
+        this.opened.push(`stream:${name}`);
         const chunks: Uint8Array[] = [];
         return {
           write: async (data: Uint8Array) => void chunks.push(data.slice()),
@@ -114,6 +151,48 @@ describe('directoryHandleFolder', () => {
     await replaced.write(BYTES);
     await replaced.abort();
     expect(dir.files.get('old.json')).toEqual(Uint8Array.from([1]));
+  });
+
+  it('with syncAccess, writes new OPFS files in place, chunk after chunk', async () => {
+    const dir = new FakeDirectory('merge', true);
+    const folder = directoryHandleFolder(dir.asHandle(), { syncAccess: true });
+    const sink = await folder.create('model.safetensors');
+    for (let at = 0; at < BYTES.length; at += 7) await sink.write(BYTES.subarray(at, at + 7));
+    await sink.close();
+    expect(dir.opened).toEqual(['sync:model.safetensors']);
+    expect(dir.files.get('model.safetensors')).toEqual(BYTES);
+    await expect(sink.write(BYTES)).rejects.toMatchObject({ code: 'WriteMismatch' });
+    // A file that exists is replaced through a stream, so it stays whole until the new one is.
+    const again = await folder.create('model.safetensors');
+    await again.write(BYTES.subarray(0, 5));
+    expect(dir.files.get('model.safetensors')).toEqual(BYTES);
+    await again.close();
+    expect(dir.opened).toEqual(['sync:model.safetensors', 'stream:model.safetensors']);
+    expect(dir.files.get('model.safetensors')).toEqual(BYTES.subarray(0, 5));
+  });
+
+  it('with syncAccess, removes an aborted file and names one the storage could not hold', async () => {
+    const dir = new FakeDirectory('merge', true);
+    const folder = directoryHandleFolder(dir.asHandle(), { syncAccess: true });
+    const aborted = await folder.create('a.safetensors');
+    await aborted.write(BYTES);
+    await aborted.abort();
+    expect(dir.files.has('a.safetensors')).toBe(false);
+    dir.syncLimit = 10;
+    const full = await folder.create('b.safetensors');
+    await expect(full.write(BYTES)).rejects.toMatchObject({
+      code: 'WriteMismatch',
+      file: 'b.safetensors',
+      message: expect.stringMatching(/wrote 10 of 64 bytes at offset 0: the browser's storage is full/),
+    });
+  });
+
+  it('without syncAccess, or where the handle has none, writes through createWritable', async () => {
+    const opfs = new FakeDirectory('merge', true);
+    await (await directoryHandleFolder(opfs.asHandle()).create('x')).close();
+    const picked = new FakeDirectory('picked');
+    await (await directoryHandleFolder(picked.asHandle(), { syncAccess: true }).create('x')).close();
+    expect([...opfs.opened, ...picked.opened]).toEqual(['stream:x', 'stream:x']);
   });
 
   it('skips Chromium swap files and refuses unsafe names', async () => {

@@ -6,7 +6,7 @@ import { BROWSER_SHARD_BYTES, type WrittenFile } from '../../engine/driver.ts';
 import { mergedFile } from '../../engine/worker-client.ts';
 import type { LibraryEntry, ReadBackFile, ReadBackReport } from '../../engine/worker-protocol.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
-import type { MergeRecord, TaskState } from '../../state/studio-slice.ts';
+import { storageLooksPrivate, type MergeRecord, type TaskState } from '../../state/studio-slice.ts';
 import { formatBytes, formatDuration } from '../format.ts';
 import { ErrorBox, idPart, ProgressBar } from './common.tsx';
 import { ComparePanel } from './ComparePanel.tsx';
@@ -375,6 +375,16 @@ function StorageLine() {
         ? 'it is kept persistently.'
         : 'the browser may clear it when the disk runs short (a large merge asks to keep it).'}
       {asked === 'denied' && ' The browser declined to keep it persistently: save large merges to a folder.'}
+      {storageLooksPrivate(storage) && (
+        <strong data-testid="export-private-storage">
+          {' '}
+          A quota this small is what a private window gives: its storage is held in memory, so every merge
+          kept here takes that much RAM until the window closes, and is lost then.{' '}
+          {directoryPicker()
+            ? 'Prefer Merge into a folder… for a large model: it writes straight to disk.'
+            : 'Save a large model to disk right after merging, or use a normal window.'}
+        </strong>
+      )}
     </p>
   );
 }

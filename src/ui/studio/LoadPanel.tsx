@@ -608,9 +608,16 @@ function CompatReportView() {
             <dd data-testid="memory-output">{formatBytes(memory.outputBytes)}</dd>
           </div>
           <div className="facts__row">
-            <dt>GPU buffers (≈)</dt>
+            <dt>Window buffers</dt>
             <dd data-testid="memory-gpu">
               {formatBytes(memory.gpuBytes)} ({formatCount(memory.windowElements)} elements per window)
+            </dd>
+          </div>
+          <div className="facts__row">
+            <dt>Memory budget</dt>
+            <dd data-testid="memory-budget">
+              {formatBytes(memory.budgetBytes)} for GPU buffers and their copies in the worker, at any model
+              size
             </dd>
           </div>
         </dl>

@@ -1,0 +1,93 @@
+// Memory of processes as Linux accounts it: PSS (shared pages split between their users) and RSS from
+// /proc/PID/smaps_rollup, summed over a set of processes, and sampled while work runs.
+import { readdir, readFile } from 'node:fs/promises';
+
+export interface Memory {
+  pss: number;
+  rss: number;
+  processes: number;
+}
+
+/** PSS and RSS of one process in bytes; null once it has exited (or is not ours to read). */
+async function processMemory(pid: number): Promise<{ pss: number; rss: number } | null> {
+  try {
+    const text = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8');
+    const kb = (field: string): number =>
+      Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0);
+    return { pss: kb('Pss') * 1024, rss: kb('Rss') * 1024 };
+  } catch {
+    return null;
+  }
+}
+
+/** Every live process id with its parent and command line. */
+async function processTable(): Promise<{ pid: number; ppid: number; cmdline: string }[]> {
+  const rows: { pid: number; ppid: number; cmdline: string }[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = await readFile(`/proc/${entry}/stat`, 'utf8');
+      // The command name in parentheses may hold spaces: the fields after its closing one are fixed.
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const cmdline = (await readFile(`/proc/${entry}/cmdline`, 'utf8')).replaceAll('\0', ' ');
+      rows.push({ pid: Number(entry), ppid, cmdline });
+    } catch {
+      // Gone between the listing and the read.
+    }
+  }
+  return rows;
+}
+
+/** The process and all its descendants. */
+export async function treeOf(root: number): Promise<number[]> {
+  const table = await processTable();
+  const pids = new Set([root]);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const row of table)
+      if (pids.has(row.ppid) && !pids.has(row.pid)) {
+        pids.add(row.pid);
+        grew = true;
+      }
+  }
+  return [...pids];
+}
+
+/** Processes whose command line contains `marker` (e.g. a browser profile's --user-data-dir). */
+export async function processesWith(marker: string): Promise<number[]> {
+  return (await processTable()).filter((row) => row.cmdline.includes(marker)).map((row) => row.pid);
+}
+
+export async function sumMemory(pids: readonly number[]): Promise<Memory> {
+  const total: Memory = { pss: 0, rss: 0, processes: 0 };
+  for (const pid of pids) {
+    const m = await processMemory(pid);
+    if (!m) continue;
+    total.pss += m.pss;
+    total.rss += m.rss;
+    total.processes++;
+  }
+  return total;
+}
+
+/** Samples the memory of `pids()` every `everyMs` until stopped; keeps the peak of PSS and of RSS. */
+export function sampleMemory(pids: () => Promise<number[]>, everyMs = 250): { stop(): Promise<Memory> } {
+  const peak: Memory = { pss: 0, rss: 0, processes: 0 };
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const now = await sumMemory(await pids());
+      peak.pss = Math.max(peak.pss, now.pss);
+      peak.rss = Math.max(peak.rss, now.rss);
+      peak.processes = Math.max(peak.processes, now.processes);
+      await new Promise((resolve) => setTimeout(resolve, everyMs));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return peak;
+    },
+  };
+}

@@ -1,0 +1,263 @@
+// `npm run bench -- --studio`: the same generated Llama-shaped set merged in one run by the studio in
+// headless Chromium (the built app, models loaded through its folder inputs, Merge clicked) and by the
+// CLI, per method: wall time, GB/s, ratio to a raw read of the files, browser ÷ CLI, the worker's
+// stage times, and the peak memory of each side (Chromium's processes summed, idle and during).
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { chromium, type Page } from '@playwright/test';
+import { formatBytes } from '../format/inspect.ts';
+import { nodeFolder } from '../io/node.ts';
+import type { MethodName } from '../methods/types.ts';
+import type { MergeRecord } from '../state/studio-slice.ts';
+// For its global declaration of window.__mergeStudio, which the page calls run against.
+import type {} from '../state/test-api.ts';
+import { llamaSpecs, writeLlamaSet, type LlamaSetOptions } from './llama-set.ts';
+import { processesWith, sampleMemory, sumMemory, treeOf, type Memory } from './memory.ts';
+import { rawRead } from './raw-read.ts';
+
+export interface StudioBenchOptions {
+  /** Layers of the generated set (hidden 896 and Qwen2's other widths; vocab below). */
+  layers: number;
+  vocab: number;
+  agents: number;
+  methods: MethodName[];
+  port: number;
+  /** Where sets and the build go; sets are kept for the next run unless `clean`. */
+  workDir: string;
+  clean: boolean;
+}
+
+interface Side {
+  ms: number;
+  peak: Memory;
+}
+
+interface Result {
+  method: MethodName;
+  browser: Side & { record: MergeRecord };
+  cli: Side;
+}
+
+const CHROMIUM_ARGS = [
+  '--enable-unsafe-webgpu',
+  '--disable-quic',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
+
+/** The page's test API (e2e builds only); runs inside the page, so it is written out in each call. */
+const API_MISSING = 'the app was not built in e2e mode: it has no test API';
+
+/** Builds the app in e2e mode (it carries the test API) and serves it with vite preview. */
+async function serve(outDir: string, port: number): Promise<ChildProcess> {
+  const build = spawnSync(
+    'npx',
+    ['vite', 'build', '--mode', 'e2e', '--outDir', outDir, '--emptyOutDir', '--logLevel', 'warn'],
+    {
+      stdio: 'inherit',
+    },
+  );
+  if (build.status !== 0) throw new Error(`vite build failed (exit ${build.status})`);
+  const server = spawn(
+    'npx',
+    [
+      'vite',
+      'preview',
+      '--mode',
+      'e2e',
+      '--outDir',
+      outDir,
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--strictPort',
+    ],
+    { stdio: 'ignore', detached: true },
+  );
+  for (let tries = 0; tries < 100; tries++) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/`)).ok) return server;
+    } catch {
+      // Not listening yet.
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`vite preview did not answer on port ${port}`);
+}
+
+async function loadSet(page: Page, dir: string, agents: number): Promise<number> {
+  await page.evaluate(async (missing) => {
+    if (!window.__mergeStudio) throw new Error(missing);
+    await window.__mergeStudio.analysisSettled();
+  }, API_MISSING);
+  while ((await page.getByTestId('model-agent-0-remove').count()) > 0)
+    await page.getByTestId('model-agent-0-remove').click();
+  const started = performance.now();
+  await page.getByTestId('model-base-folder-input').setInputFiles(join(dir, 'base'));
+  for (let t = 0; t < agents; t++)
+    await page.getByTestId('model-new-agent-folder-input').setInputFiles(join(dir, `agent-${t}`));
+  // The studio runs the statistics once the models are in: wait for the pass over all agents.
+  for (;;) {
+    const state = await page.evaluate(() => {
+      const s = window.__mergeStudio?.studio();
+      return { labels: s?.analysisLabels.length, status: s?.analysis.status };
+    });
+    if (state.labels === agents && state.status === 'done') break;
+    if (state.status === 'error') throw new Error('the studio failed to load the set or its statistics');
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return performance.now() - started;
+}
+
+async function browserMerge(
+  page: Page,
+  method: MethodName,
+  pids: () => Promise<number[]>,
+): Promise<Side & { record: MergeRecord }> {
+  await page.getByTestId('method-select').selectOption(method);
+  const count = await page.evaluate(() => window.__mergeStudio?.studio().merges.length ?? 0);
+  const sampler = sampleMemory(pids);
+  await page.getByTestId('merge-run').click();
+  for (;;) {
+    const state = await page.evaluate(() => {
+      const s = window.__mergeStudio?.studio();
+      return { merges: s?.merges.length ?? 0, status: s?.merge.status, error: s?.merge.error?.message };
+    });
+    if (state.merges > count) break;
+    if (state.status === 'error') throw new Error(`the studio's ${method} merge failed: ${state.error}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const peak = await sampler.stop();
+  const record = await page.evaluate(() => window.__mergeStudio?.studio().merges.at(-1));
+  if (!record) throw new Error(`the studio's ${method} merge left no record`);
+  // Disk is limited: the merge leaves OPFS again.
+  await page.evaluate(async (folder) => {
+    const root = await navigator.storage.getDirectory();
+    await (await root.getDirectoryHandle('merges')).removeEntry(folder, { recursive: true });
+  }, record.folder);
+  return { ms: record.elapsedMs, peak, record };
+}
+
+/** Runs the CLI as a person would; its time is the merge time it prints, its memory the tree's peak. */
+async function cli(args: string[]): Promise<Side & { stderr: string }> {
+  const child = spawn(process.execPath, [resolve('bin/merge-studio.mjs'), ...args], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const pid = child.pid;
+  if (pid === undefined) throw new Error('the CLI did not start');
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const sampler = sampleMemory(() => treeOf(pid));
+  const started = performance.now();
+  const code = await new Promise<number | null>((r) => child.on('exit', r));
+  const wall = performance.now() - started;
+  const peak = await sampler.stop();
+  if (code !== 0) throw new Error(`merge-studio ${args[0]} exited ${code}: ${stderr.slice(-2000)}`);
+  const printed = / in ([\d.]+) s;/.exec(stderr);
+  return { ms: printed ? Number(printed[1]) * 1000 : wall, peak, stderr };
+}
+
+export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
+  const set: LlamaSetOptions = {
+    layers: o.layers,
+    hidden: 896,
+    vocab: o.vocab,
+    agents: o.agents,
+    seed: 1,
+    shardBytes: 400_000_000,
+  };
+  const modelBytes = llamaSpecs(set).reduce((sum, s) => sum + s.shape.reduce((a, b) => a * b, 1) * 2, 0);
+  const dir = join(o.workDir, `llama-${o.layers}l-${o.vocab}v-${o.agents}a`);
+  if (!existsSync(join(dir, `agent-${o.agents - 1}`, 'config.json'))) {
+    process.stderr.write(`Generating ${o.agents + 1} models of ${formatBytes(modelBytes)} in ${dir}…\n`);
+    await writeLlamaSet(set, (name) => nodeFolder(join(dir, name)));
+  }
+  const models = ['base', ...Array.from({ length: o.agents }, (_, t) => `agent-${t}`)];
+  const files = models.flatMap((m) => {
+    const listing = spawnSync('ls', [join(dir, m)], { encoding: 'utf8' }).stdout.split('\n');
+    return listing.filter((f) => f.endsWith('.safetensors')).map((f) => join(dir, m, f));
+  });
+  const raw = await rawRead(files);
+  const modelArgs = models.slice(1).flatMap((m) => ['--model', join(dir, m)]);
+  const base = ['--base', join(dir, 'base')];
+
+  const server = await serve(join(o.workDir, 'studio-build'), o.port);
+  const profile = await mkdtemp(join(tmpdir(), 'merge-studio-bench-'));
+  // A persistent profile keeps OPFS on disk, as a person's browser does (an incognito one holds it in memory).
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    headless: true,
+    args: CHROMIUM_ARGS,
+  });
+  const chromiumPids = () => processesWith(profile);
+  const results: Result[] = [];
+  let statsMs: number;
+  let idle: Memory;
+  let cliStats: Side | null = null;
+  const statsPath = join(o.workDir, 'stats.json');
+  try {
+    const page = context.pages()[0] ?? (await context.newPage());
+    await page.goto(`http://127.0.0.1:${o.port}/`);
+    statsMs = await loadSet(page, dir, o.agents);
+    await new Promise((r) => setTimeout(r, 2000));
+    idle = await sumMemory(await chromiumPids());
+    // analyze is timed against the studio's statistics, and serves the CLI's RAM+ as --stats-in.
+    if (o.methods.some((m) => m === 'ramplus' || m === 'ramplus_soft'))
+      cliStats = await cli(['analyze', ...base, ...modelArgs, '--json', statsPath]);
+    for (const method of o.methods) {
+      process.stderr.write(`${method}: studio…\n`);
+      const browser = await browserMerge(page, method, chromiumPids);
+      process.stderr.write(`${method}: CLI…\n`);
+      const out = join(o.workDir, `cli-${method}`);
+      await rm(out, { recursive: true, force: true });
+      // The studio's RAM+ takes ρ from the statistics it already computed; the CLI's from analyze's.
+      const statsIn = method === 'ramplus' || method === 'ramplus_soft' ? ['--stats-in', statsPath] : [];
+      const cliSide = await cli([
+        'merge',
+        ...base,
+        ...modelArgs,
+        '--method',
+        method,
+        ...statsIn,
+        '--out',
+        out,
+      ]);
+      await rm(out, { recursive: true, force: true });
+      results.push({ method, browser, cli: cliSide });
+    }
+  } finally {
+    await context.close();
+    if (server.pid !== undefined) process.kill(-server.pid);
+    await rm(profile, { recursive: true, force: true });
+    if (o.clean) await rm(dir, { recursive: true, force: true });
+  }
+
+  const inputBytes = modelBytes * (o.agents + 1);
+  const gbps = (ms: number): number => inputBytes / 1e9 / (ms / 1000);
+  const rawGbps = raw.bytes / 1e9 / (raw.ms / 1000);
+  const s = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
+  const lines = [
+    `Set: ${dir}, ${formatBytes(raw.bytes)} over base + ${o.agents} agents (bf16, Qwen2 widths, ${o.layers} layers, vocab ${o.vocab}); raw read ${s(raw.ms)} = ${rawGbps.toFixed(3)} GB/s.`,
+    `Statistics: studio ${s(statsMs)} (loading included), CLI analyze ${cliStats ? s(cliStats.ms) : '— (not run)'}.`,
+    `Chromium idle with the set loaded: PSS ${formatBytes(idle.pss)}, RSS ${formatBytes(idle.rss)} (${idle.processes} processes).`,
+    '',
+    '| method | studio | CLI | studio ÷ CLI | studio GB/s | ÷ raw read | read | upload | compute | readback | write | Chromium peak PSS (Δ idle) | Chromium peak RSS | CLI peak PSS / RSS |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+  ];
+  for (const r of results) {
+    const st = r.browser.record.stages;
+    lines.push(
+      `| ${r.method} | ${s(r.browser.ms)} | ${s(r.cli.ms)} | ${(r.browser.ms / r.cli.ms).toFixed(2)} | ${gbps(r.browser.ms).toFixed(3)} | ${(gbps(r.browser.ms) / rawGbps).toFixed(3)} | ` +
+        `${s(st.readMs)} | ${s(st.uploadMs)} | ${s(st.computeMs)} | ${s(st.readbackMs)} | ${s(st.writeMs)} | ` +
+        `${formatBytes(r.browser.peak.pss)} (+${formatBytes(r.browser.peak.pss - idle.pss)}) | ${formatBytes(r.browser.peak.rss)} | ` +
+        `${formatBytes(r.cli.peak.pss)} / ${formatBytes(r.cli.peak.rss)} |`,
+    );
+  }
+  return lines.join('\n');
+}

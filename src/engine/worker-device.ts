@@ -1,0 +1,101 @@
+// The engine worker's GPU: one device for every job (the CPU reference when there is none), what
+// the engine card shows of it, and the memory a merge will hold.
+import type { CompatReport } from '../format/compat.ts';
+import { dtypeBits, type FloatDtype } from '../format/dtype.ts';
+import type { Model } from '../format/model.ts';
+import type { MergeEngine } from '../methods/merge-types.ts';
+import { createCpuEngine } from './cpu-engine.ts';
+import { describeAdapter, requestEngineDevice, type EngineDevice, type EngineLimits } from './device.ts';
+import { mergeableTensors } from './driver.ts';
+import { createGpuEngine, DEFAULT_WINDOW_ELEMENTS } from './gpu-engine.ts';
+import { DEFAULT_MEMORY_BUDGET, windowCapacity, windowElements, windowMemory } from './plumbing.ts';
+import type { EngineInfo, MemoryEstimate } from './worker-protocol.ts';
+
+let device: Promise<EngineDevice | { error: string }> | null = null;
+
+export function acquireDevice(): Promise<EngineDevice | { error: string }> {
+  device ??= (async () => {
+    const gpu = (navigator as { gpu?: GPU }).gpu;
+    if (!gpu) return { error: 'this browser offers no WebGPU inside a Web Worker' };
+    try {
+      return await requestEngineDevice(gpu, {
+        // A lost device is requested afresh by the next job.
+        onLost: () => {
+          device = null;
+        },
+      });
+    } catch (error) {
+      return { error: error instanceof Error ? error.message : String(error) };
+    }
+  })();
+  return device;
+}
+
+export async function engineInfo(): Promise<EngineInfo> {
+  const found = await acquireDevice();
+  if ('error' in found)
+    return { kind: 'cpu', description: 'CPU reference (no GPU)', limits: null, fallbackReason: found.error };
+  return {
+    kind: 'gpu',
+    description: describeAdapter(found.adapterInfo),
+    limits: found.limits,
+    fallbackReason: null,
+  };
+}
+
+export async function createEngine(agents: number): Promise<MergeEngine> {
+  const found = await acquireDevice();
+  if ('error' in found) return createCpuEngine({ agents });
+  return createGpuEngine(found.device, { agents, adapterDescription: describeAdapter(found.adapterInfo) });
+}
+
+/** WebGPU's default maxStorageBufferBindingSize, for the estimate without a device. */
+const SPEC_BINDING = 128 << 20;
+
+/** What a merge of these models will hold: its window buffers, sized as the GPU engine sizes them. */
+export function estimateMemory(
+  base: Model,
+  report: CompatReport,
+  agents: number,
+  limits: EngineLimits | null,
+): MemoryEstimate {
+  const tensors = report.ok ? mergeableTensors(base, report) : [];
+  let inputBytes = 0;
+  let outputBytes = 0;
+  let largest = 0;
+  let widest = 2;
+  for (const t of tensors) {
+    inputBytes += (t.end - t.begin) * (agents + 1);
+    outputBytes += t.end - t.begin;
+    largest = Math.max(
+      largest,
+      t.shape.reduce((a, b) => a * b, 1),
+    );
+    widest = Math.max(widest, dtypeBits(t.dtype as FloatDtype) / 8);
+  }
+  // The engine sizes windows as here; the widest dtype in and out gives the largest buffers.
+  const window =
+    tensors.length === 0
+      ? 0
+      : Math.min(
+          largest,
+          windowElements({
+            agents,
+            inBytes: widest,
+            outBytes: widest,
+            maxStorageBufferBindingSize: limits?.maxStorageBufferBindingSize ?? SPEC_BINDING,
+            maxBufferSize: limits?.maxBufferSize ?? SPEC_BINDING,
+            maxComputeWorkgroupsPerDimension: limits?.maxComputeWorkgroupsPerDimension ?? 65535,
+            maxWindowElements: DEFAULT_WINDOW_ELEMENTS,
+            memoryBudget: DEFAULT_MEMORY_BUDGET,
+          }),
+        );
+  return {
+    mergedTensors: tensors.length,
+    inputBytes,
+    outputBytes,
+    windowElements: window,
+    gpuBytes: windowMemory(windowCapacity(window, agents, widest, widest)),
+    budgetBytes: DEFAULT_MEMORY_BUDGET,
+  };
+}

@@ -1,0 +1,217 @@
+// The engine worker's merge jobs: a merge into OPFS or a picked folder (checked before any work,
+// removed on failure, kept only if no input changed), a copy of a merge out of OPFS, and the
+// read-back that checks a written folder against the sizes and hashes the merge reported.
+import { checkUnchanged, directoryHandleFolder } from '../io/browser.ts';
+import { Sha256 } from '../io/sha256.ts';
+import { BROWSER_SHARD_BYTES, mergeModels, predictOutputBytes, type Progress } from './driver.ts';
+import { createEngine } from './worker-device.ts';
+import type { FolderSink } from '../io/sink.ts';
+import { model, readTotals, recalledAnalysis, snapshot } from './worker-models.ts';
+import type { MergeStages, ReadBackFile, WorkerCalls } from './worker-protocol.ts';
+import { checkStorage, checkTarget, claimFolder, mergesRoot, writing } from './worker-storage.ts';
+
+/** What every worker job gets besides its request: its cancel signal and its progress channel. */
+export interface JobContext {
+  signal: AbortSignal;
+  progress: (p: Progress) => void;
+}
+
+type Call<K extends keyof WorkerCalls> = (
+  request: WorkerCalls[K]['request'],
+  context: JobContext,
+) => Promise<WorkerCalls[K]['result']>;
+
+/** A folder whose writes and closes are timed into `writes` (wall time summed, and bytes). */
+function timedFolder(folder: FolderSink, writes: { ms: number; bytes: number }): FolderSink {
+  const time = async <T>(run: () => Promise<T>): Promise<T> => {
+    const started = performance.now();
+    try {
+      return await run();
+    } finally {
+      writes.ms += performance.now() - started;
+    }
+  };
+  return {
+    name: folder.name,
+    list: () => folder.list(),
+    open: (file) => folder.open(file),
+    remove: (file) => folder.remove(file),
+    create: async (file) => {
+      const sink = await time(() => folder.create(file));
+      return {
+        write: (chunk) => {
+          writes.bytes += chunk.byteLength;
+          return time(() => sink.write(chunk));
+        },
+        close: () => time(() => sink.close()),
+        abort: () => sink.abort(),
+      };
+    },
+  };
+}
+
+export const merge: Call<'merge'> = async (request, { signal, progress }) => {
+  const started = performance.now();
+  const readsBefore = readTotals();
+  const writes = { ms: 0, bytes: 0 };
+  const picked = request.target;
+  const base = model(request.base);
+  const agents = request.agents.map(model);
+  if (picked) await checkTarget(picked);
+  else if (request.storage)
+    checkStorage(request.storage, predictOutputBytes(base, agents, request.outDtype, BROWSER_SHARD_BYTES));
+  let root: FileSystemDirectoryHandle | null = null;
+  let dir: FileSystemDirectoryHandle;
+  if (picked) dir = picked;
+  else {
+    root = await mergesRoot();
+    dir = await claimFolder(root, request.folder);
+    writing.add(request.folder);
+  }
+  // OPFS files are new and written in place (sync access handles); a picked folder gets streams.
+  const out = timedFolder(directoryHandleFolder(dir, { syncAccess: !picked }), writes);
+  const engine = await createEngine(request.agents.length);
+  const inputs = [request.base, ...request.agents].map((slot, m) => ({
+    label: m === 0 ? request.baseLabel : (request.agentLabels[m - 1] ?? slot),
+    files: snapshot(slot),
+  }));
+  const unchanged = async (): Promise<void> => {
+    for (const input of inputs) await checkUnchanged(input.label, input.files);
+  };
+  try {
+    const result = await mergeModels({
+      base,
+      agents,
+      engine,
+      params: request.params,
+      outDtype: request.outDtype,
+      shardBytes: BROWSER_SHARD_BYTES,
+      out,
+      baseLabel: request.baseLabel,
+      agentLabels: request.agentLabels,
+      analysis: recalledAnalysis(request.base, request.agents, request.params.epsilon),
+      // Awaited after the shards and before the model card, which makes a folder complete: an
+      // input changed meanwhile fails the merge and the driver removes what it wrote.
+      inputFiles: async () => {
+        await unchanged();
+        return [];
+      },
+      signal,
+      onProgress: progress,
+    });
+    const readsAfter = readTotals();
+    const timings = engine.timings;
+    const stages: MergeStages = {
+      readMs: readsAfter.ms - readsBefore.ms,
+      readBytes: readsAfter.bytes - readsBefore.bytes,
+      uploadMs: timings?.upload ?? 0,
+      computeMs: timings?.compute ?? 0,
+      readbackMs: timings?.readback ?? 0,
+      writeMs: writes.ms,
+      writeBytes: writes.bytes,
+    };
+    const recipeSource = await out.open('mergekit_config.yml');
+    const recipe = new TextDecoder().decode(await recipeSource.read(0, recipeSource.size));
+    return {
+      folder: picked ? picked.name : request.folder,
+      location: picked ? 'picked' : 'opfs',
+      files: result.files,
+      lambdas: result.lambdas,
+      recipe,
+      engine: engine.description,
+      elapsedMs: performance.now() - started,
+      outputBytes: result.outputBytes,
+      mergedTensors: result.mergedTensors,
+      copiedTensors: result.copiedTensors,
+      stages,
+    };
+  } catch (error) {
+    // The driver removed its files; an OPFS subfolder goes too, a picked folder stays (empty).
+    await root?.removeEntry(request.folder, { recursive: true }).catch(() => undefined);
+    // A read that failed because an input changed is reported as that change, naming the model.
+    if (!(error instanceof Error && error.name === 'AbortError')) await unchanged();
+    throw error;
+  } finally {
+    writing.delete(request.folder);
+    engine.destroy();
+  }
+};
+
+export const copy: Call<'copy'> = async ({ folder, target }, { signal }) => {
+  const from = directoryHandleFolder(await (await mergesRoot()).getDirectoryHandle(folder));
+  const to = directoryHandleFolder(target);
+  const names = await from.list();
+  for (const name of names) {
+    if (signal.aborted) throw new DOMException('The copy was cancelled', 'AbortError');
+    const source = await from.open(name);
+    const sink = await to.create(name);
+    try {
+      const chunk = 8 << 20;
+      for (let at = 0; at < source.size; at += chunk)
+        await sink.write(await source.read(at, Math.min(chunk, source.size - at)));
+      await sink.close();
+    } catch (error) {
+      await sink.abort();
+      throw error;
+    }
+  }
+  return names;
+};
+
+/** Throttles read-back progress to ten events a second at most. */
+function throttled(progress: (p: Progress) => void): (p: Progress) => void {
+  let sent = 0;
+  return (p) => {
+    const now = performance.now();
+    if (now - sent < 100) return;
+    sent = now;
+    progress(p);
+  };
+}
+
+export const readBack: Call<'readBack'> = async ({ target, files }, { signal, progress }) => {
+  const folder = directoryHandleFolder(target);
+  const present = new Set(await folder.list());
+  const bytesTotal = files.reduce((sum, f) => sum + (f.sha256 && present.has(f.file) ? f.bytes : 0), 0);
+  const started = performance.now();
+  let bytesDone = 0;
+  const report = throttled(progress);
+  const checked: ReadBackFile[] = [];
+  for (const [index, written] of files.entries()) {
+    if (!present.has(written.file)) {
+      checked.push({ ...written, foundBytes: null, ok: false });
+      continue;
+    }
+    const source = await folder.open(written.file);
+    const entry: ReadBackFile = { ...written, foundBytes: source.size, ok: source.size === written.bytes };
+    if (written.sha256 !== undefined) {
+      const hash = new Sha256();
+      const chunk = 8 << 20;
+      for (let at = 0; at < source.size; at += chunk) {
+        if (signal.aborted) throw new DOMException('The read-back was cancelled', 'AbortError');
+        const bytes = await source.read(at, Math.min(chunk, source.size - at));
+        hash.update(bytes);
+        bytesDone += bytes.length;
+        const elapsedMs = performance.now() - started;
+        const bytesPerSecond = elapsedMs > 0 ? (bytesDone / elapsedMs) * 1000 : 0;
+        report({
+          stage: 'verify',
+          tensorsDone: index,
+          tensorsTotal: files.length,
+          bytesDone,
+          bytesTotal,
+          currentTensor: written.file,
+          elapsedMs,
+          bytesPerSecond,
+          etaMs: bytesPerSecond > 0 ? ((bytesTotal - bytesDone) / bytesPerSecond) * 1000 : undefined,
+        });
+      }
+      entry.foundSha256 = hash.hex();
+      entry.ok &&= entry.foundSha256 === written.sha256;
+    }
+    checked.push(entry);
+  }
+  const written = new Set(files.map((f) => f.file));
+  const extra = [...present].filter((name) => !written.has(name));
+  return { files: checked, extra, ok: extra.length === 0 && checked.every((f) => f.ok) };
+};
