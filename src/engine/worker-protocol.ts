@@ -3,13 +3,13 @@
 // other, so the worker stays an entry of its own and the page never loads worker code.
 import type { CompatReport } from '../format/compat.ts';
 import type { FloatDtype } from '../format/dtype.ts';
-import type { InspectReport } from '../format/inspect.ts';
 import type { MethodParams } from '../methods/types.ts';
 import type { DerivationSample } from './derivation.ts';
 import type { EngineLimits } from './device.ts';
 import type { AnalysisResult, Progress, WrittenFile } from './driver.ts';
 import type { ElementExplanation, ExplainCall, MaskViewCall, MaskViewResult } from './inspect.ts';
 import type { LibraryEntry } from './library.ts';
+import type { ModelSummary } from './model-transfer.ts';
 import type { ProbeResult } from './probe.ts';
 
 /** OPFS folder under which every merge gets its own subfolder. */
@@ -122,7 +122,7 @@ export interface ReadBackReport {
 
 /** Every call the worker answers: its request fields and its result. */
 export interface WorkerCalls {
-  open: { request: { slot: string; label: string; files: FileRef[] }; result: InspectReport };
+  open: { request: { slot: string; label: string; files: FileRef[] }; result: ModelSummary };
   close: { request: { slot: string }; result: null };
   check: { request: { base: string; agents: string[] }; result: CheckReport };
   analyze: { request: { base: string; agents: string[]; epsilon: number }; result: AnalysisResult };

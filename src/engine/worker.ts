@@ -8,9 +8,10 @@ import type { DemoModelConfig } from '../demo/policy.ts';
 import { checkCompatibility, type CompatReport } from '../format/compat.ts';
 import { decodeFloats, dtypeBits, isMergeableDtype, type FloatDtype } from '../format/dtype.ts';
 import { SafetensorsError } from '../io/errors.ts';
-import { formatBytes, inspectModel } from '../format/inspect.ts';
+import { formatBytes } from '../format/inspect.ts';
 import { ADAPTER_CONFIG, adapterMessage, detectAdapter } from '../format/peft.ts';
 import { openModel, type Model } from '../format/model.ts';
+import { summarizeModel } from './model-transfer.ts';
 import {
   blobSource,
   checkUnchanged,
@@ -392,7 +393,7 @@ const handlers: Handlers = {
       slot,
       blobs.map(({ name, blob }) => fileSnapshot(name, blob)),
     );
-    return inspectModel(opened);
+    return summarizeModel(opened);
   },
   async close({ slot }) {
     opening.delete(slot);

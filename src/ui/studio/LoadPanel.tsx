@@ -444,7 +444,7 @@ function ModelCard({ model, index, count }: { model: StudioModel; index: number;
           </div>
           <div className="facts__row">
             <dt>Tensors</dt>
-            <dd data-testid={`${testId}-tensors`}>{formatCount(report.tensors.length)}</dd>
+            <dd data-testid={`${testId}-tensors`}>{formatCount(report.tensors.count)}</dd>
           </div>
           <div className="facts__row">
             <dt>Shards</dt>

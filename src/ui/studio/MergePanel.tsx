@@ -9,6 +9,7 @@ import { METHODS, type MethodName, type MethodParams } from '../../methods/types
 import { studioStore, useStudio } from '../../state/store.ts';
 import { mergeInputs, storageLooksPrivate, type StudioData } from '../../state/studio-slice.ts';
 import { derivationVerdict } from '../../engine/derivation.ts';
+import { tensorRecords } from '../../engine/model-transfer.ts';
 import type { MergeSummary } from '../../engine/worker-protocol.ts';
 import { formatBytes, formatCount, formatDuration } from '../format.ts';
 import { ErrorBox, idPart, ProgressBar } from './common.tsx';
@@ -99,7 +100,7 @@ function BranchPreview({ data }: { data: StudioData }) {
   const analysis = data.analysis.result;
   if (!analysis) return null;
   const base = data.models.find((m) => m.role === 'base')?.report;
-  const outputBytes = expectedOutputBytes(analysis.tensors, base?.tensors ?? [], data.outDtype);
+  const outputBytes = expectedOutputBytes(analysis.tensors, base ? tensorRecords(base) : [], data.outDtype);
   const ram = RAM_FAMILY.has(data.params.method);
   const branches = branchCounts(analysis.totals);
   const numel = analysis.totals.numel;
