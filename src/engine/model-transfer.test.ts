@@ -1,13 +1,21 @@
 // The open reply's columns: after a structured clone (what postMessage does) every tensor decodes to
 // the record the spec it was written from implies, shards, scalars and non-ASCII names included.
 import { describe, expect, it } from 'vitest';
+import { checkCompatibility } from '../format/compat.ts';
 import { inspectModel } from '../format/inspect.ts';
 import { openModel } from '../format/model.ts';
 import { tensorByteLength } from '../format/safetensors.ts';
 import { indexJson, planShards } from '../format/sharded.ts';
 import { compareNames, serializeSafetensors, type TensorSpec } from '../format/write.ts';
 import { memorySource } from '../io/source.ts';
-import { summarizeModel, tensorName, tensorRecord, tensorRecords } from './model-transfer.ts';
+import {
+  issueAt,
+  summarizeCompat,
+  summarizeModel,
+  tensorName,
+  tensorRecord,
+  tensorRecords,
+} from './model-transfer.ts';
 
 const SPECS: TensorSpec[] = [
   { name: 'model.embed_tokens.weight', dtype: 'BF16', shape: [10, 4] },
@@ -77,5 +85,40 @@ describe('summarizeModel', () => {
       'dtypes',
       'warnings',
     ]);
+  });
+});
+
+describe('summarizeCompat', () => {
+  it('decodes, after a structured clone, to every issue of the report in its order', async () => {
+    const { model: base } = await shardedModel();
+    const single = (specs: TensorSpec[]) => {
+      const bytes = serializeSafetensors(
+        specs.map((t) => ({ ...t, data: new Uint8Array(tensorByteLength(t.dtype, t.shape)) })),
+      );
+      return [{ name: 'model.safetensors', source: memorySource('model.safetensors', bytes) }];
+    };
+    // One agent misses a tensor and has an extra one; the other differs in a shape and a dtype.
+    const first = await openModel(
+      'first',
+      single([...SPECS.slice(1), { name: 'x', dtype: 'F32', shape: [1] }]),
+    );
+    const second = await openModel(
+      'second',
+      single(
+        SPECS.map((s, i) =>
+          i === 1 ? { ...s, shape: [4, 5] } : i === 2 ? { ...s, dtype: 'F32' as const } : s,
+        ),
+      ),
+    );
+    const report = checkCompatibility(base, [first, second]);
+    expect(new Set(report.issues.map((i) => i.kind))).toEqual(
+      new Set(['missing', 'extra', 'shape', 'dtype']),
+    );
+    const summary = structuredClone(summarizeCompat(report));
+    const { issues, ...rest } = report;
+    const { issues: columns, ...summaryRest } = summary;
+    expect(summaryRest).toEqual(rest);
+    expect(columns.count).toBe(issues.length);
+    expect(Array.from({ length: columns.count }, (_, i) => issueAt(columns, i))).toEqual(issues);
   });
 });

@@ -9,7 +9,7 @@ import type { EngineLimits } from './device.ts';
 import type { AnalysisResult, Progress, WrittenFile } from './driver.ts';
 import type { ElementExplanation, ExplainCall, MaskViewCall, MaskViewResult } from './inspect.ts';
 import type { LibraryEntry } from './library.ts';
-import type { ModelSummary } from './model-transfer.ts';
+import type { CompatSummary, ModelSummary } from './model-transfer.ts';
 import type { ProbeResult } from './probe.ts';
 
 /** OPFS folder under which every merge gets its own subfolder. */
@@ -49,7 +49,8 @@ export type DerivationReport =
   | { slot: string; sample?: undefined; error: WorkerErrorInfo };
 
 export interface CheckReport {
-  compat: CompatReport;
+  /** Its issues in columns (model-transfer.ts): a 300k-tensor mismatch would be 300k objects. */
+  compat: CompatSummary;
   engine: EngineInfo;
   memory: MemoryEstimate;
   /** In the order of the request's agents. */

@@ -11,7 +11,7 @@ import { SafetensorsError } from '../io/errors.ts';
 import { formatBytes } from '../format/inspect.ts';
 import { ADAPTER_CONFIG, adapterMessage, detectAdapter } from '../format/peft.ts';
 import { openModel, type Model } from '../format/model.ts';
-import { summarizeModel } from './model-transfer.ts';
+import { summarizeCompat, summarizeModel } from './model-transfer.ts';
 import {
   blobSource,
   checkUnchanged,
@@ -417,7 +417,7 @@ const handlers: Handlers = {
       }),
     );
     return {
-      compat,
+      compat: summarizeCompat(compat),
       engine,
       memory: estimateMemory(baseModel, compat, agents.length, engine.limits),
       derivation,
