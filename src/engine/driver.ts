@@ -287,7 +287,12 @@ export function isCompanionFile(name: string): boolean {
   );
 }
 
-async function writeText(out: FolderSink, file: string, text: string, written: WrittenFile[]): Promise<void> {
+export async function writeText(
+  out: FolderSink,
+  file: string,
+  text: string,
+  written: WrittenFile[],
+): Promise<void> {
   const bytes = new TextEncoder().encode(text);
   const sink = await out.create(file);
   try {

@@ -9,6 +9,7 @@ import type { EngineLimits } from './device.ts';
 import type { AnalysisResult, Progress, WrittenFile } from './driver.ts';
 import type { ElementExplanation, ExplainCall, MaskViewCall, MaskViewResult } from './inspect.ts';
 import type { LibraryEntry } from './library.ts';
+import type { MergeBranches } from './merge-branches.ts';
 import type { CompatSummary, ModelSummary } from './model-transfer.ts';
 import type { ProbeResult } from './probe.ts';
 
@@ -86,6 +87,8 @@ export interface MergeSummary {
   outputBytes: number;
   mergedTensors: number;
   copiedTensors: number;
+  /** Elements per branch from the statistics the merge used (also in merge_branches.json); null without. */
+  branches: MergeBranches | null;
 }
 
 export interface CompareReport {

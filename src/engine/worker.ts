@@ -12,6 +12,7 @@ import { formatBytes } from '../format/inspect.ts';
 import { ADAPTER_CONFIG, adapterMessage, detectAdapter } from '../format/peft.ts';
 import { openModel, type Model } from '../format/model.ts';
 import { summarizeCompat, summarizeModel } from './model-transfer.ts';
+import { BRANCHES_FILE, mergeBranches } from './merge-branches.ts';
 import {
   blobSource,
   checkUnchanged,
@@ -32,6 +33,7 @@ import {
   mergeModels,
   predictOutputBytes,
   BROWSER_SHARD_BYTES,
+  writeText,
   type AnalysisResult,
   type Progress,
 } from './driver.ts';
@@ -486,10 +488,17 @@ const handlers: Handlers = {
       });
       const recipeSource = await out.open('mergekit_config.yml');
       const recipe = new TextDecoder().decode(await recipeSource.read(0, recipeSource.size));
+      const branches = result.analysis
+        ? mergeBranches(result.analysis.epsilon, request.agentLabels, result.analysis.totals)
+        : null;
+      // After the card: a folder without it is still complete, its branches just unknown.
+      if (branches)
+        await writeText(out, BRANCHES_FILE, `${JSON.stringify(branches, null, 2)}\n`, result.files);
       return {
         folder: picked ? picked.name : request.folder,
         location: picked ? 'picked' : 'opfs',
         files: result.files,
+        branches,
         lambdas: result.lambdas,
         recipe,
         engine: engine.description,
