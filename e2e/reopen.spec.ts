@@ -3,24 +3,12 @@
 // on the restored recipe reopens it as the same agent.
 import { tensorRecords } from '../src/engine/model-transfer.ts';
 import { floatTensor, modelFolderFiles, rng } from '../src/test/fixtures.ts';
-import { expect, test } from './fixtures.ts';
 import { ExportFolderPage } from './export-page.ts';
-import { launchPersistent, type PersistentBrowser } from './persistent.ts';
-import { WorkflowPage } from './workflow-page.ts';
-
-let browser: PersistentBrowser | null = null;
-
-test.afterEach(async () => {
-  await browser?.close();
-  browser = null;
-});
+import { expect, test } from './persistent.ts';
 
 test('an agent folder picked with showDirectoryPicker is reopened with one click after a reload', async ({
-  baseURL,
-}, testInfo) => {
-  browser = await launchPersistent(testInfo, baseURL);
-  const { page } = browser;
-  const workflow = new WorkflowPage(page);
+  persistent: { page, workflow },
+}) => {
   await new ExportFolderPage(page).installPicker();
   await workflow.openDemo();
 
