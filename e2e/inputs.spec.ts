@@ -2,10 +2,9 @@
 // saying what they are and what to load instead; a 300,000-tensor header shows within 2 s, its
 // differences grouped by kind and virtualised.
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, test as base } from './fixtures.ts';
+import { tempFolders } from './temp-folders.ts';
 import { WorkflowPage } from './workflow-page.ts';
 
 const test = base.extend<{ workflow: WorkflowPage }>({
@@ -62,14 +61,9 @@ test.describe('PEFT adapters', () => {
 });
 
 test.describe('a 300,000-tensor header', () => {
-  let dir = '';
-  test.beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'merge-studio-many-'));
-    await writeFile(join(dir, 'many.safetensors'), manyTensors(TENSORS));
-  });
-  test.afterAll(async () => {
-    if (dir) await rm(dir, { recursive: true, force: true });
-  });
+  const at = tempFolders(test, 'many', () => ({
+    '.': new Map([['many.safetensors', manyTensors(TENSORS)]]),
+  }));
 
   test('shows within 2 s of being read, the page responsive throughout, its differences grouped and virtualised', async ({
     workflow,
@@ -78,7 +72,7 @@ test.describe('a 300,000-tensor header', () => {
     test.setTimeout(120_000);
     await workflow.openDemo();
     // Timed from the file's arrival in the page: Playwright's upload of 23 MB is not the app's time.
-    await page.getByTestId('model-new-agent-files-input').setInputFiles(join(dir, 'many.safetensors'));
+    await page.getByTestId('model-new-agent-files-input').setInputFiles(at('many.safetensors'));
     const started = Date.now();
     // The header is parsed in the worker: meanwhile the page answers at once, every time.
     let slowest = 0;
