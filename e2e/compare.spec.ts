@@ -92,10 +92,10 @@ async function expectBranches(
   }
 }
 
-test('two merges side by side: parameters, differing elements per layer, arena deltas', async ({
+test('two merges side by side: parameters, branch counts, differing elements per layer, arena deltas', async ({
   workflow,
   page,
-}) => {
+}, testInfo) => {
   test.setTimeout(120_000);
   await workflow.openDemo();
   await workflow.selectMethod('ram');
@@ -151,4 +151,5 @@ test('two merges side by side: parameters, differing elements per layer, arena d
   const atCoarse = await demoBranches(1e-3);
   expect(atCoarse.unchanged).toBeGreaterThan(atDefault.unchanged ?? 0);
   await expectBranches(compare, atDefault, atCoarse);
+  await workflow.shoot(compare.getByTestId('compare-branches'), 'compare-branches', testInfo);
 });
