@@ -1,8 +1,11 @@
-// Two merges side by side: parameters, the share of elements that differ per layer (equal to a count
-// made here in Node from the two exported files), and arena scores with their deltas.
+// Two merges side by side: parameters, the elements per branch (equal to counts made here in Node
+// from the demo's files), the share of elements that differ per layer (equal to a count made here
+// from the two exported files), and arena scores with their deltas.
+import type { Locator } from '@playwright/test';
 import { readSafetensorsHeader } from '../src/format/safetensors.ts';
 import { memorySource } from '../src/io/source.ts';
 import { expect, test as base } from './fixtures.ts';
+import { DEMO_AGENTS, demoFile } from './studio-reference.ts';
 import { WorkflowPage } from './workflow-page.ts';
 
 const test = base.extend<{ workflow: WorkflowPage }>({
@@ -28,10 +31,71 @@ async function differing(a: Buffer, b: Buffer): Promise<number> {
   return count;
 }
 
-test('two merges side by side: parameters, differing elements per layer, arena deltas', async ({
+/** Branch counts over the demo's bf16 tensors at ε, straight from SPEC.md: changed iff |τ| > ε. */
+async function demoBranches(epsilon: number): Promise<Record<string, number>> {
+  const files = ['base', ...DEMO_AGENTS].map((m) => Buffer.from(demoFile(m, 'model.safetensors')));
+  const headers = await Promise.all(files.map((f, m) => readSafetensorsHeader(memorySource(`${m}`, f))));
+  const bf16 = (file: Buffer, at: number): number => {
+    const bits = Buffer.alloc(4);
+    bits.writeUInt16LE(file.readUInt16LE(at), 2);
+    return bits.readFloatLE(0);
+  };
+  const counts: Record<string, number> = {
+    numel: 0,
+    unchanged: 0,
+    unique: 0,
+    shared: 0,
+    'sign-conflicts': 0,
+  };
+  for (const label of DEMO_AGENTS) counts[`unique-${label}`] = 0;
+  const count = (key: string): void => {
+    counts[key] = (counts[key] ?? 0) + 1;
+  };
+  for (const tensor of headers[0]!.tensors) {
+    const at = headers.map((h) => {
+      const t = h.tensors.find((u) => u.name === tensor.name)!;
+      return h.dataStart + t.begin;
+    });
+    for (let i = 0; i < (tensor.end - tensor.begin) / 2; i++) {
+      const base = bf16(files[0]!, at[0]! + 2 * i);
+      const taus = DEMO_AGENTS.map((_, t) => bf16(files[t + 1]!, at[t + 1]! + 2 * i) - base);
+      const changed = taus.map((tau, t) => [tau, t] as const).filter(([tau]) => Math.abs(tau) > epsilon);
+      count('numel');
+      const [only] = changed;
+      if (changed.length === 0) count('unchanged');
+      else if (changed.length === 1 && only) {
+        count('unique');
+        count(`unique-${DEMO_AGENTS[only[1]]}`);
+      } else {
+        count('shared');
+        if (changed.some(([tau]) => tau > 0) && changed.some(([tau]) => tau < 0)) count('sign-conflicts');
+      }
+    }
+  }
+  return counts;
+}
+
+/** Each count row of the branch table holds these two numbers, and Δ is the second minus the first. */
+async function expectBranches(
+  compare: Locator,
+  first: Record<string, number>,
+  second: Record<string, number>,
+): Promise<void> {
+  for (const key of Object.keys(first)) {
+    const row = compare.getByTestId(`compare-branch-${key}`);
+    await expect(row).toHaveAttribute('data-a', String(first[key]));
+    await expect(row).toHaveAttribute('data-b', String(second[key]));
+    const delta = (second[key] ?? 0) - (first[key] ?? 0);
+    await expect(row.locator('td').last()).toHaveText(
+      `${delta >= 0 ? '+' : ''}${delta.toLocaleString('en-US')}`,
+    );
+  }
+}
+
+test('two merges side by side: parameters, branch counts, differing elements per layer, arena deltas', async ({
   workflow,
   page,
-}) => {
+}, testInfo) => {
   test.setTimeout(120_000);
   await workflow.openDemo();
   await workflow.selectMethod('ram');
@@ -70,4 +134,22 @@ test('two merges side by side: parameters, differing elements per layer, arena d
   const mean = compare.getByTestId('compare-arena-mean');
   await expect(mean).toContainText(a.toFixed(3));
   await expect(mean).toContainText(`${b - a >= 0 ? '+' : ''}${(b - a).toFixed(3)}`);
+
+  // Branches: both used the statistics at the default ε, counted here from the files; Δ = 0.
+  const atDefault = await demoBranches(1e-5);
+  expect(atDefault.unique).toBeGreaterThan(0);
+  expect(atDefault.shared).toBeGreaterThan(0);
+  await expectBranches(compare, atDefault, atDefault);
+
+  // A RAM+ merge at another ε recounts its statistics: its branches differ, and so do the deltas.
+  await workflow.selectMethod('ramplus');
+  await page.getByTestId('param-epsilon').fill('0.001');
+  await workflow.merge(3);
+  const third = (await workflow.studio()).merges[2]!;
+  await compare.getByTestId('compare-b').selectOption(`opfs:${third.folder}`);
+  await expect(compare.getByTestId('compare-branch-epsilon')).toContainText('0.001');
+  const atCoarse = await demoBranches(1e-3);
+  expect(atCoarse.unchanged).toBeGreaterThan(atDefault.unchanged ?? 0);
+  await expectBranches(compare, atDefault, atCoarse);
+  await workflow.shoot(compare.getByTestId('compare-branches'), 'compare-branches', testInfo);
 });

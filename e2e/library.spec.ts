@@ -1,23 +1,12 @@
 // The merges library across reloads, in a persistent profile: a finished merge is listed as complete
-// with its files after a reload and merge-delete removes its folder from OPFS; a merge interrupted by
-// a reload is listed as incomplete.
-import { expect, test } from '@playwright/test';
-import { launchPersistent, type PersistentBrowser } from './persistent.ts';
-import { WorkflowPage } from './workflow-page.ts';
-
-let browser: PersistentBrowser | null = null;
-
-test.afterEach(async () => {
-  await browser?.close();
-  browser = null;
-});
+// with its files (and its branch counts) after a reload and merge-delete removes its folder from OPFS;
+// a merge interrupted by a reload is listed as incomplete.
+import { parseBranches } from '../src/engine/merge-branches.ts';
+import { expect, test } from './persistent.ts';
 
 test('a merge is listed as complete after a reload, with its files, and merge-delete removes it', async ({
-  baseURL,
-}, testInfo) => {
-  browser = await launchPersistent(testInfo, baseURL);
-  const { page } = browser;
-  const workflow = new WorkflowPage(page);
+  persistent: { page, workflow },
+}) => {
   await workflow.openDemo();
   await workflow.merge(1);
   const record = (await workflow.studio()).merges[0]!;
@@ -34,6 +23,10 @@ test('a merge is listed as complete after a reload, with its files, and merge-de
     .getByTestId('merge-card-file')
     .evaluateAll((rows) => rows.map((row) => row.getAttribute('data-file')));
   expect(files.sort()).toEqual(record.files.map((f) => f.file).sort());
+  // The branch counts the merge kept beside its card come back with the library (Compare reads them).
+  expect(record.branches?.numel).toBeGreaterThan(0);
+  const entry = (await workflow.studio()).library.result?.find((e) => e.folder === record.folder);
+  expect(parseBranches(entry?.branches ?? null)).toEqual(record.branches);
   await expect(card.getByTestId('merge-card-readme')).toContainText(
     record.files.find((f) => f.sha256)!.sha256!,
   );
@@ -44,10 +37,9 @@ test('a merge is listed as complete after a reload, with its files, and merge-de
   expect(await workflow.opfsMerges()).toEqual([]);
 });
 
-test('a merge interrupted by a reload is listed as incomplete', async ({ baseURL }, testInfo) => {
-  browser = await launchPersistent(testInfo, baseURL);
-  const { page } = browser;
-  const workflow = new WorkflowPage(page);
+test('a merge interrupted by a reload is listed as incomplete', async ({
+  persistent: { page, workflow },
+}) => {
   await workflow.openDemo();
   await workflow.setReadDelay(300);
   await workflow.mergeButton.click();

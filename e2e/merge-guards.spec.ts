@@ -2,11 +2,10 @@
 // hold is refused before any folder exists (with the note a private window's small quota gets), and
 // an agent file rewritten on disk during the merge fails it, naming the agent and the file, with
 // its folder removed.
-import { mkdir, mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { utimes, writeFile } from 'node:fs/promises';
 import { floatTensor, modelFolderFiles, rng } from '../src/test/fixtures.ts';
 import { expect, test as base } from './fixtures.ts';
+import { tempFolders } from './temp-folders.ts';
 import { WorkflowPage } from './workflow-page.ts';
 
 const test = base.extend<{ workflow: WorkflowPage }>({
@@ -39,20 +38,9 @@ function modelFiles(
   return { files: modelFolderFiles(tensors), values };
 }
 
-let root = '';
-
-test.beforeAll(async () => {
-  root = await mkdtemp(join(tmpdir(), 'merge-studio-guards-'));
+const at = tempFolders(test, 'guards', () => {
   const base = modelFiles(1);
-  const models = { base: base.files, writer: modelFiles(2, base.values).files };
-  for (const [label, files] of Object.entries(models)) {
-    await mkdir(join(root, label));
-    for (const [name, bytes] of files) await writeFile(join(root, label, name), bytes);
-  }
-});
-
-test.afterAll(async () => {
-  if (root) await rm(root, { recursive: true, force: true });
+  return { base: base.files, writer: modelFiles(2, base.values).files };
 });
 
 test('a merge the storage estimate cannot hold is refused before any folder exists', async ({
@@ -83,8 +71,8 @@ test('an agent file rewritten during the merge fails it, naming the agent and fi
 }) => {
   await workflow.openDemo();
   await workflow.removeAllAgents();
-  await workflow.loadBaseFolder(join(root, 'base'));
-  await workflow.addAgentFolder(join(root, 'writer'));
+  await workflow.loadBaseFolder(at('base'));
+  await workflow.addAgentFolder(at('writer'));
   await workflow.analysisOf(['writer']);
   await workflow.selectMethod('linear');
   await workflow.setReadDelay(400);
@@ -93,7 +81,7 @@ test('an agent file rewritten during the merge fails it, naming the agent and fi
 
   // The same size with other bytes and a later modification time: a retrained checkpoint saved over it.
   const rewritten = modelFiles(3, modelFiles(1).values).files.get('model.safetensors')!;
-  const path = join(root, 'writer', 'model.safetensors');
+  const path = at('writer', 'model.safetensors');
   await writeFile(path, rewritten);
   const later = new Date(Date.now() + 60_000);
   await utimes(path, later, later);

@@ -1,32 +1,21 @@
 // Model folders picked with showDirectoryPicker come back after a reload: an OPFS folder stands in
 // for the native picker (the same handle code path), the handle is kept in IndexedDB, and one click
 // on the restored recipe reopens it as the same agent.
+import { tensorRecords } from '../src/engine/model-transfer.ts';
 import { floatTensor, modelFolderFiles, rng } from '../src/test/fixtures.ts';
-import { expect, test } from './fixtures.ts';
 import { ExportFolderPage } from './export-page.ts';
-import { launchPersistent, type PersistentBrowser } from './persistent.ts';
-import { WorkflowPage } from './workflow-page.ts';
-
-let browser: PersistentBrowser | null = null;
-
-test.afterEach(async () => {
-  await browser?.close();
-  browser = null;
-});
+import { expect, test } from './persistent.ts';
 
 test('an agent folder picked with showDirectoryPicker is reopened with one click after a reload', async ({
-  baseURL,
-}, testInfo) => {
-  browser = await launchPersistent(testInfo, baseURL);
-  const { page } = browser;
-  const workflow = new WorkflowPage(page);
+  persistent: { page, workflow },
+}) => {
   await new ExportFolderPage(page).installPicker();
   await workflow.openDemo();
 
   // An agent with the demo base's tensors, each element moved at random, written into OPFS.
   const base = (await workflow.studio()).models.find((m) => m.role === 'base')!.report!;
   const random = rng(7);
-  const tensors = base.tensors
+  const tensors = tensorRecords(base)
     .filter((t) => t.dtype === 'F32')
     .map((t) => {
       const numel = t.shape.reduce((a, b) => a * b, 1);

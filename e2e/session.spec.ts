@@ -1,22 +1,19 @@
 // Sessions: the method, every parameter and the output dtype survive a reload (persistent profile);
 // a link made in one browser reproduces the recipe in a fresh one; a bad link is reported and the app
 // carries on; mergekit YAML imports into the recipe and a recipe it cannot honour is refused by name.
+import { mergeTests } from '@playwright/test';
 import { expect, test as base } from './fixtures.ts';
-import { launchPersistent, type PersistentBrowser } from './persistent.ts';
+import { test as persistentTest } from './persistent.ts';
 import { WorkflowPage } from './workflow-page.ts';
 
-const test = base.extend<{ workflow: WorkflowPage }>({
-  workflow: async ({ page }, use) => {
-    await use(new WorkflowPage(page));
-  },
-});
-
-let persistent: PersistentBrowser | null = null;
-
-test.afterEach(async () => {
-  await persistent?.close();
-  persistent = null;
-});
+const test = mergeTests(
+  base.extend<{ workflow: WorkflowPage }>({
+    workflow: async ({ page }, use) => {
+      await use(new WorkflowPage(page));
+    },
+  }),
+  persistentTest,
+);
 
 /** Sets a DARE-TIES recipe through the UI: λ, seed, one weight, one density, float32 output. */
 async function setRecipe(workflow: WorkflowPage): Promise<void> {
@@ -40,17 +37,15 @@ async function expectRecipe(workflow: WorkflowPage): Promise<void> {
   await expect(page.getByTestId('out-dtype')).toHaveValue('F32');
 }
 
-test('the method and its parameters survive a reload', async ({ baseURL }, testInfo) => {
-  persistent = await launchPersistent(testInfo, baseURL);
-  const workflow = new WorkflowPage(persistent.page);
+test('the method and its parameters survive a reload', async ({ persistent: { page, workflow } }) => {
   await workflow.openDemo();
   await setRecipe(workflow);
-  await persistent.page.reload();
+  await page.reload();
   await workflow.analysisSettled();
   await expectRecipe(workflow);
-  await expect(persistent.page.getByTestId('recipe-restored')).toHaveAttribute('data-from', 'saved');
+  await expect(page.getByTestId('recipe-restored')).toHaveAttribute('data-from', 'saved');
   // The demo's models are the ones the recipe named: nothing to pick again.
-  await expect(persistent.page.getByTestId('recipe-restored')).not.toContainText('choose those models');
+  await expect(page.getByTestId('recipe-restored')).not.toContainText('choose those models');
 });
 
 test('a link reproduces the recipe in a fresh browser; a bad link is reported', async ({

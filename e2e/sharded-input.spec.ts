@@ -6,6 +6,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { analyzeModels, mergeModels } from '../src/engine/driver.ts';
+import { BRANCHES_FILE } from '../src/engine/merge-branches.ts';
 import { openModel, type Model } from '../src/format/model.ts';
 import { memoryFolder } from '../src/io/sink.ts';
 import { memorySource } from '../src/io/source.ts';
@@ -187,7 +188,8 @@ test('a sharded base and agents load from folders; statistics and a RAM merge eq
     agentLabels: [...AGENTS],
   });
   expect(record.params).toEqual(defaultParams('ram', AGENTS.length));
-  expect(record.files.map((f) => f.file).sort()).toEqual([...out.files.keys()].sort());
+  // The studio adds the branch counts of the statistics it merged with (merge-branches.ts).
+  expect(record.files.map((f) => f.file).sort()).toEqual([...out.files.keys(), BRANCHES_FILE].sort());
   for (const file of ['model.safetensors', 'config.json', 'mergekit_config.yml']) {
     const bytes = await workflow.mergedFile(record.folder, file);
     expect(

@@ -1,8 +1,10 @@
-// Times parseSafetensorsHeader on the e2e's 300,000-tensor header (same shape as
-// e2e/inputs.spec.ts), so the worker's parse cost can be profiled and compared outside a browser.
+// Times the worker's open of the e2e's 300,000-tensor header (same shape as e2e/inputs.spec.ts)
+// outside a browser: the header parse, openModel, the open reply's encoding and its structured clone
+// (what postMessage costs, both sides together).
 import { memorySource } from '../io/source.ts';
 import { openModel } from '../format/model.ts';
 import { parseSafetensorsHeader } from '../format/safetensors.ts';
+import { summarizeModel } from '../engine/model-transfer.ts';
 
 function manyTensors(count: number): Uint8Array {
   const entries: string[] = [];
@@ -33,7 +35,13 @@ for (let run = 0; run < runs; run++) {
     { name: 'many.safetensors', source: memorySource('many.safetensors', bytes) },
   ]);
   const modelMs = performance.now() - opened;
+  const encoded = performance.now();
+  const reply = summarizeModel(model);
+  const encodeMs = performance.now() - encoded;
+  const cloned = performance.now();
+  structuredClone(reply);
+  const cloneMs = performance.now() - cloned;
   console.log(
-    `run ${run + 1}: header of ${header.tensors.length} tensors in ${ms.toFixed(0)} ms; openModel (${model.tensors.size} tensors) in ${modelMs.toFixed(0)} ms`,
+    `run ${run + 1}: header of ${header.tensors.length} tensors in ${ms.toFixed(0)} ms; openModel (${model.tensors.size} tensors) in ${modelMs.toFixed(0)} ms; open reply encoded in ${encodeMs.toFixed(0)} ms, cloned in ${cloneMs.toFixed(0)} ms`,
   );
 }

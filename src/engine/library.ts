@@ -1,6 +1,7 @@
 // The merges library: every subfolder of OPFS `merges/`, with its files and whether the merge in it
 // finished. The driver writes the model card (README.md) last, after the shards and their index, so a
 // folder is complete only when the card and every weight file the folder claims are there.
+import { BRANCHES_FILE } from './merge-branches.ts';
 
 export interface LibraryFile {
   file: string;
@@ -20,6 +21,8 @@ export interface LibraryEntry {
   /** The model card (README.md) and recipe (mergekit_config.yml), when present. */
   card: string | null;
   recipe: string | null;
+  /** merge_branches.json (merge-branches.ts), when the merge had statistics. */
+  branches: string | null;
 }
 
 const INDEX = 'model.safetensors.index.json';
@@ -92,6 +95,7 @@ export async function listLibrary(root: FileSystemDirectoryHandle): Promise<Libr
       modified,
       card: names.has(CARD) ? await readText(dir, CARD) : null,
       recipe: names.has('mergekit_config.yml') ? await readText(dir, 'mergekit_config.yml') : null,
+      branches: names.has(BRANCHES_FILE) ? await readText(dir, BRANCHES_FILE) : null,
     });
   }
   return entries.sort((a, b) => b.modified - a.modified || (a.folder < b.folder ? 1 : -1));

@@ -5,6 +5,8 @@ import { checkUnchanged, directoryHandleFolder } from '../io/browser.ts';
 import { Sha256 } from '../io/sha256.ts';
 import { BROWSER_SHARD_BYTES, mergeModels, predictOutputBytes, type Progress } from './driver.ts';
 import { createEngine } from './worker-device.ts';
+import { BRANCHES_FILE, mergeBranches } from './merge-branches.ts';
+import { writeText } from './model-card.ts';
 import type { FolderSink } from '../io/sink.ts';
 import { model, readTotals, recalledAnalysis, snapshot } from './worker-models.ts';
 import type { MergeStages, ReadBackFile, WorkerCalls } from './worker-protocol.ts';
@@ -112,10 +114,16 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
     };
     const recipeSource = await out.open('mergekit_config.yml');
     const recipe = new TextDecoder().decode(await recipeSource.read(0, recipeSource.size));
+    const branches = result.analysis
+      ? mergeBranches(result.analysis.epsilon, request.agentLabels, result.analysis.totals)
+      : null;
+    // After the card: a folder without it is still complete, its branches just unknown.
+    if (branches) await writeText(out, BRANCHES_FILE, `${JSON.stringify(branches, null, 2)}\n`, result.files);
     return {
       folder: picked ? picked.name : request.folder,
       location: picked ? 'picked' : 'opfs',
       files: result.files,
+      branches,
       lambdas: result.lambdas,
       recipe,
       engine: engine.description,

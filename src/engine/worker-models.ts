@@ -1,7 +1,7 @@
 // The models the engine worker holds, by slot: opening them from Blobs or the app's own URLs (PEFT
 // adapters refused with one message), the files' snapshots checked again before a merge is kept,
 // and the statistics of the last analysis, which serve later merges of the same models.
-import { inspectModel, type InspectReport } from '../format/inspect.ts';
+import { summarizeModel, type ModelSummary } from './model-transfer.ts';
 import { openModel, type Model } from '../format/model.ts';
 import { ADAPTER_CONFIG, adapterMessage, detectAdapter } from '../format/peft.ts';
 import { blobSource, directoryHandleFiles, fileSnapshot, type FileSnapshot } from '../io/browser.ts';
@@ -111,7 +111,7 @@ export async function openSlot(
   label: string,
   files: FileRef[],
   fetchOwn: (url: string) => Promise<Response>,
-): Promise<InspectReport> {
+): Promise<ModelSummary> {
   const mine = nextOpen++;
   opening.set(slot, mine);
   forget(slot);
@@ -127,7 +127,7 @@ export async function openSlot(
     slot,
     blobs.map(({ name, blob }) => fileSnapshot(name, blob)),
   );
-  return inspectModel(opened);
+  return summarizeModel(opened);
 }
 
 /** Drops a slot's model; the cached analysis may have been of it, so it goes too. */

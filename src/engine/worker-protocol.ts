@@ -3,13 +3,14 @@
 // other, so the worker stays an entry of its own and the page never loads worker code.
 import type { CompatReport } from '../format/compat.ts';
 import type { FloatDtype } from '../format/dtype.ts';
-import type { InspectReport } from '../format/inspect.ts';
 import type { MethodParams } from '../methods/types.ts';
 import type { DerivationSample } from './derivation.ts';
 import type { EngineLimits } from './device.ts';
 import type { AnalysisResult, Progress, WrittenFile } from './driver.ts';
 import type { ElementExplanation, ExplainCall, MaskViewCall, MaskViewResult } from './inspect.ts';
 import type { LibraryEntry } from './library.ts';
+import type { MergeBranches } from './merge-branches.ts';
+import type { CompatSummary, ModelSummary } from './model-transfer.ts';
 import type { ProbeResult } from './probe.ts';
 
 /** OPFS folder under which every merge gets its own subfolder. */
@@ -51,7 +52,8 @@ export type DerivationReport =
   | { slot: string; sample?: undefined; error: WorkerErrorInfo };
 
 export interface CheckReport {
-  compat: CompatReport;
+  /** Its issues in columns (model-transfer.ts): a 300k-tensor mismatch would be 300k objects. */
+  compat: CompatSummary;
   engine: EngineInfo;
   memory: MemoryEstimate;
   /** In the order of the request's agents. */
@@ -87,6 +89,8 @@ export interface MergeSummary {
   outputBytes: number;
   mergedTensors: number;
   copiedTensors: number;
+  /** Elements per branch from the statistics the merge used (also in merge_branches.json); null without. */
+  branches: MergeBranches | null;
   /** Where the merge's time went, measured in the worker (the benchmark reads it). */
   stages: MergeStages;
 }
@@ -140,7 +144,7 @@ export interface ReadBackReport {
 
 /** Every call the worker answers: its request fields and its result. */
 export interface WorkerCalls {
-  open: { request: { slot: string; label: string; files: FileRef[] }; result: InspectReport };
+  open: { request: { slot: string; label: string; files: FileRef[] }; result: ModelSummary };
   close: { request: { slot: string }; result: null };
   check: { request: { base: string; agents: string[] }; result: CheckReport };
   analyze: { request: { base: string; agents: string[]; epsilon: number }; result: AnalysisResult };

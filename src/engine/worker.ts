@@ -7,6 +7,7 @@ import { lockDownNetwork } from './network-lockdown.ts';
 import { evaluate, modelDemoTensors } from '../demo/arena.ts';
 import type { DemoModelConfig } from '../demo/policy.ts';
 import { checkCompatibility } from '../format/compat.ts';
+import { summarizeCompat } from './model-transfer.ts';
 import { describeAdapter } from './device.ts';
 import { sampleDerivation } from './derivation.ts';
 import { analyzeModels } from './driver.ts';
@@ -75,7 +76,7 @@ const handlers: Handlers = {
       }),
     );
     return {
-      compat,
+      compat: summarizeCompat(compat),
       engine,
       memory: estimateMemory(baseModel, compat, agents.length, engine.limits),
       derivation,

@@ -29,26 +29,32 @@ export interface InspectReport {
 
 export function inspectModel(model: Model): InspectReport {
   const tensors: InspectReport['tensors'] = [];
+  for (const t of model.tensors.values())
+    tensors.push({ name: t.name, dtype: t.dtype, shape: [...t.shape], file: t.file, bytes: t.end - t.begin });
+  const { name, sharded, files, ...rest } = modelFacts(model);
+  return { name, sharded, files, tensors, ...rest };
+}
+
+/** The report without its tensor list: what a summary of the model needs besides one row per tensor. */
+export function modelFacts(model: Model): Omit<InspectReport, 'tensors'> {
   const dtypes: Record<string, number> = {};
   let parameters = 0;
   for (const t of model.tensors.values()) {
     const elements = t.shape.reduce((product, dim) => product * dim, 1);
     parameters += elements;
     dtypes[t.dtype] = (dtypes[t.dtype] ?? 0) + elements;
-    tensors.push({ name: t.name, dtype: t.dtype, shape: [...t.shape], file: t.file, bytes: t.end - t.begin });
   }
-  const report: InspectReport = {
+  const facts: Omit<InspectReport, 'tensors'> = {
     name: model.name,
     sharded: model.sharded,
     files: model.shards.map((h) => ({ file: h.file, bytes: h.fileSize, tensors: h.tensors.length })),
-    tensors,
     totalBytes: model.totalBytes,
     parameters,
     dtypes,
     warnings: [...model.warnings],
   };
-  if (model.config) report.config = configFacts(model.config);
-  return report;
+  if (model.config) facts.config = configFacts(model.config);
+  return facts;
 }
 
 function configFacts(config: Record<string, unknown>): NonNullable<InspectReport['config']> {

@@ -52,11 +52,15 @@ export async function readSafetensorsHeader(source: ByteSource): Promise<Safeten
   return parseSafetensorsHeader(file, size, prefix);
 }
 
-/** The same checks over bytes already read: `prefix` holds at least the first 8 + N bytes of the file. */
+/**
+ * The same checks over bytes already read: `prefix` holds at least the first 8 + N bytes of the file.
+ * `fast` tries the regular-shape scanner first (same result, a property test holds them equal).
+ */
 export function parseSafetensorsHeader(
   file: string,
   fileSize: number,
   prefix: Uint8Array,
+  fast = true,
 ): SafetensorsHeader {
   const n = checkHeaderLength(file, fileSize, prefix);
   if (prefix.length < 8 + n) {
@@ -67,8 +71,7 @@ export function parseSafetensorsHeader(
     );
   }
   const text = decodeHeader(file, prefix.subarray(8, 8 + n));
-  const { metadata, entries } = headerEntries(file, text);
-  const { tensors, end } = checkOffsets(file, entries);
+  const { metadata, tensors, end } = (fast ? regularHeader(text) : undefined) ?? strictHeader(file, text);
   const dataStart = 8 + n;
   const expected = BigInt(dataStart) + end;
   const actual = BigInt(fileSize);
@@ -87,6 +90,55 @@ export function parseSafetensorsHeader(
     );
   }
   return { file, fileSize, headerLength: n, dataStart, metadata, tensors };
+}
+
+interface CheckedHeader {
+  metadata: Record<string, string>;
+  /** In offset order. */
+  tensors: TensorInfo[];
+  /** Where the last tensor's data ends in the data buffer. */
+  end: bigint;
+}
+
+/** Rules 4-8 through the strict JSON parser and the schema and offset checks, every error as the reference words it. */
+function strictHeader(file: string, text: string): CheckedHeader {
+  const { metadata, entries } = checkSchema(file, parseHeaderJson(file, text));
+  return { metadata, ...checkOffsets(file, entries) };
+}
+
+/** Rules 4-8 for a header the scanner accepts and whose offsets are plainly valid; undefined otherwise. */
+function regularHeader(text: string): CheckedHeader | undefined {
+  const scanned = scanRegularHeader(text);
+  if (!scanned) return undefined;
+  const tensors = regularOffsets(scanned.entries);
+  return tensors && { metadata: scanned.metadata, tensors, end: BigInt(tensors.at(-1)?.end ?? 0) };
+}
+
+/**
+ * checkOffsets for scanned entries (integers below 2^53, so exact as numbers): sorted the same way
+ * (skipped when the text already is in offset order, as writers emit it) and checked without
+ * BigInts. Undefined at anything checkOffsets would refuse or count past 2^53, so the strict path
+ * words the error.
+ */
+function regularOffsets(entries: TensorInfo[]): TensorInfo[] | undefined {
+  let ordered = true;
+  for (let i = 1; i < entries.length && ordered; i++) {
+    ordered = (entries[i - 1]?.begin ?? 0) < (entries[i]?.begin ?? 0);
+  }
+  if (!ordered) entries.sort((a, b) => a.begin - b.begin || a.end - b.end || (a.name < b.name ? -1 : 1));
+  let start = 0;
+  for (const { dtype, shape, begin, end } of entries) {
+    if (begin !== start || end < begin) return undefined;
+    let elements = 1;
+    for (const dim of shape) {
+      elements *= dim;
+      if (elements > Number.MAX_SAFE_INTEGER) return undefined;
+    }
+    const bits = elements * dtypeBits(dtype);
+    if (bits > Number.MAX_SAFE_INTEGER || bits % 8 !== 0 || end - begin !== bits / 8) return undefined;
+    start = end;
+  }
+  return entries;
 }
 
 /** Bytes of a tensor of this dtype and shape; throws for invalid shapes, sub-byte remainders and sizes past 2^53. */
@@ -249,22 +301,38 @@ export function headerEntries(
   text: string,
   fast = true,
 ): { metadata: Record<string, string>; entries: RawEntry[] } {
-  const entries = fast ? scanRegularHeader(text) : undefined;
-  return entries === undefined ? checkSchema(file, parseHeaderJson(file, text)) : { metadata: {}, entries };
+  const scanned = fast ? scanRegularHeader(text) : undefined;
+  if (!scanned) return checkSchema(file, parseHeaderJson(file, text));
+  const entries = scanned.entries.map(({ name, dtype, shape, begin, end }) => ({
+    name,
+    dtype,
+    shape,
+    begin: BigInt(begin),
+    end: BigInt(end),
+  }));
+  return { metadata: scanned.metadata, entries };
 }
 
+/** Fewer characters than any tensor entry takes: `"a":{"dtype":"U8","shape":[],"data_offsets":[0,0]}`. */
+const MIN_ENTRY_CHARS = 50;
+
 /**
- * The shape writers emit, `{"name":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},...}`
- * with no whitespace until the padding, scanned without building a JSON tree: on a 300k-tensor
- * header the tree's objects, BigInts and the 300k-key dictionary dominate the time. Returns
- * undefined at the first thing it does not accept as plainly valid (escapes, non-printable-ASCII
- * names, __metadata__, leading zeros, numbers over 15 digits, duplicates, unknown dtypes, other
- * field orders), so every check and every error message stays the general path's.
+ * The shape writers emit, `{"__metadata__":{"format":"pt"},"name":{"dtype":"F32","shape":[2,3],
+ * "data_offsets":[0,24]},...}` with no whitespace until the padding, scanned without building a
+ * JSON tree: on a 300k-tensor header the tree's objects, BigInts and the 300k-key dictionary
+ * dominate the time. Returns undefined at the first thing it does not accept as plainly valid
+ * (escapes, non-printable-ASCII names or metadata, metadata that is not an object of strings,
+ * leading zeros, numbers over 15 digits, duplicates, unknown dtypes, other field orders), so every
+ * check and every error message stays the general path's.
  */
-export function scanRegularHeader(text: string): RawEntry[] | undefined {
-  const entries: RawEntry[] = [];
-  const names = new Set<string>();
+export function scanRegularHeader(
+  text: string,
+): { metadata: Record<string, string>; entries: TensorInfo[] } | undefined {
+  const entries: TensorInfo[] = [];
+  let metadata: Record<string, string> | undefined;
   const length = text.length;
+  // A hash per name instead of a Set of 300k strings: only names whose hashes collide are compared.
+  const hashes = new Uint32Array(Math.ceil(length / MIN_ENTRY_CHARS) + 1);
   let pos = 1;
   if (text.charCodeAt(0) !== OPEN_BRACE || text.charCodeAt(1) !== QUOTE) return undefined;
   // Reads a non-negative integer of at most 15 digits (so exact as a number) or returns -1.
@@ -278,44 +346,59 @@ export function scanRegularHeader(text: string): RawEntry[] | undefined {
     if (digits === 0 || digits > 15 || (digits > 1 && text.charCodeAt(start) === ZERO)) return -1;
     return value;
   };
-  for (;;) {
-    // At the opening quote of a tensor name.
-    const nameStart = pos + 1;
-    pos = nameStart;
-    for (let c = text.charCodeAt(pos); c !== QUOTE; c = text.charCodeAt(++pos)) {
+  // From an opening quote to past the closing one: printable ASCII without escapes; -1 otherwise.
+  const plainString = (): number => {
+    let hash = FNV_OFFSET;
+    for (let c = text.charCodeAt(++pos); c !== QUOTE; c = text.charCodeAt(++pos)) {
       // Written negated so the NaN past the end of the text also stops the scan.
-      if (!(c >= 0x20 && c <= 0x7e) || c === BACKSLASH) return undefined;
+      if (!(c >= 0x20 && c <= 0x7e) || c === BACKSLASH) return -1;
+      hash = Math.imul(hash ^ c, FNV_PRIME);
     }
-    const name = text.slice(nameStart, pos);
-    if (name === '' || name === '__metadata__' || names.has(name)) return undefined;
-    names.add(name);
-    if (!text.startsWith(DTYPE_FIELD, pos)) return undefined;
-    pos += DTYPE_FIELD.length;
-    const dtypeEnd = text.indexOf('"', pos);
-    const dtype = text.slice(pos, dtypeEnd);
-    if (dtypeEnd < 0 || !isDtype(dtype) || !text.startsWith(SHAPE_FIELD, dtypeEnd)) return undefined;
-    pos = dtypeEnd + SHAPE_FIELD.length;
-    const shape: number[] = [];
-    if (text.charCodeAt(pos) === CLOSE_BRACKET) pos += 1;
-    else {
-      for (;;) {
-        const dim = integer();
-        if (dim < 0) return undefined;
-        shape.push(dim);
-        const c = text.charCodeAt(pos++);
-        if (c === CLOSE_BRACKET) break;
-        if (c !== COMMA) return undefined;
+    pos += 1;
+    return hash >>> 0;
+  };
+  for (;;) {
+    // At the opening quote of a key.
+    const nameStart = pos + 1;
+    const hash = plainString();
+    if (hash < 0) return undefined;
+    const name = text.slice(nameStart, pos - 1);
+    if (name === '__metadata__') {
+      if (metadata !== undefined || text.charCodeAt(pos) !== COLON) return undefined;
+      pos += 1;
+      metadata = scanMetadata();
+      if (metadata === undefined) return undefined;
+    } else {
+      if (name === '' || entries.length === hashes.length) return undefined;
+      hashes[entries.length] = hash;
+      if (!text.startsWith(DTYPE_FIELD, pos - 1)) return undefined;
+      pos += DTYPE_FIELD.length - 1;
+      const dtypeEnd = text.indexOf('"', pos);
+      const dtype = text.slice(pos, dtypeEnd);
+      if (dtypeEnd < 0 || !isDtype(dtype) || !text.startsWith(SHAPE_FIELD, dtypeEnd)) return undefined;
+      pos = dtypeEnd + SHAPE_FIELD.length;
+      const shape: number[] = [];
+      if (text.charCodeAt(pos) === CLOSE_BRACKET) pos += 1;
+      else {
+        for (;;) {
+          const dim = integer();
+          if (dim < 0) return undefined;
+          shape.push(dim);
+          const c = text.charCodeAt(pos++);
+          if (c === CLOSE_BRACKET) break;
+          if (c !== COMMA) return undefined;
+        }
       }
+      if (!text.startsWith(OFFSETS_FIELD, pos)) return undefined;
+      pos += OFFSETS_FIELD.length;
+      const begin = integer();
+      if (begin < 0 || text.charCodeAt(pos++) !== COMMA) return undefined;
+      const end = integer();
+      if (end < 0 || text.charCodeAt(pos++) !== CLOSE_BRACKET || text.charCodeAt(pos++) !== CLOSE_BRACE) {
+        return undefined;
+      }
+      entries.push({ name, dtype, shape, begin, end });
     }
-    if (!text.startsWith(OFFSETS_FIELD, pos)) return undefined;
-    pos += OFFSETS_FIELD.length;
-    const begin = integer();
-    if (begin < 0 || text.charCodeAt(pos++) !== COMMA) return undefined;
-    const end = integer();
-    if (end < 0 || text.charCodeAt(pos++) !== CLOSE_BRACKET || text.charCodeAt(pos++) !== CLOSE_BRACE) {
-      return undefined;
-    }
-    entries.push({ name, dtype, shape, begin: BigInt(begin), end: BigInt(end) });
     const next = text.charCodeAt(pos++);
     if (next === COMMA && text.charCodeAt(pos) === QUOTE) continue;
     if (next !== CLOSE_BRACE) return undefined;
@@ -324,10 +407,57 @@ export function scanRegularHeader(text: string): RawEntry[] | undefined {
       const c = text.charCodeAt(pos);
       if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return undefined;
     }
-    return entries;
+    return hasDuplicate(entries, hashes) ? undefined : { metadata: metadata ?? {}, entries };
+  }
+
+  // `{"key":"value",...}` of plain strings, keys distinct; pos ends past its closing brace.
+  function scanMetadata(): Record<string, string> | undefined {
+    const found: Record<string, string> = {};
+    if (text.charCodeAt(pos++) !== OPEN_BRACE) return undefined;
+    if (text.charCodeAt(pos) === CLOSE_BRACE) {
+      pos += 1;
+      return found;
+    }
+    for (;;) {
+      const keyStart = pos + 1;
+      if (text.charCodeAt(pos) !== QUOTE || plainString() < 0) return undefined;
+      const key = text.slice(keyStart, pos - 1);
+      if (Object.hasOwn(found, key) || text.charCodeAt(pos++) !== COLON) return undefined;
+      const valueStart = pos + 1;
+      if (text.charCodeAt(pos) !== QUOTE || plainString() < 0) return undefined;
+      // As the strict path stores it: a "__proto__" key must not become the prototype.
+      Object.defineProperty(found, key, {
+        value: text.slice(valueStart, pos - 1),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+      const c = text.charCodeAt(pos++);
+      if (c === CLOSE_BRACE) return found;
+      if (c !== COMMA) return undefined;
+    }
   }
 }
 
+/** Whether two entries share a name, comparing names only where their hashes collide. */
+function hasDuplicate(entries: TensorInfo[], hashes: Uint32Array): boolean {
+  const sorted = hashes.slice(0, entries.length).sort();
+  const colliding = new Set<number>();
+  for (let i = 1; i < sorted.length; i++) if (sorted[i] === sorted[i - 1]) colliding.add(sorted[i] ?? 0);
+  if (colliding.size === 0) return false;
+  const names = new Set<string>();
+  for (let i = 0; i < entries.length; i++) {
+    if (!colliding.has(hashes[i] ?? 0)) continue;
+    const name = entries[i]?.name ?? '';
+    if (names.has(name)) return true;
+    names.add(name);
+  }
+  return false;
+}
+
+const FNV_OFFSET = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+const COLON = 0x3a;
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
 const CLOSE_BRACKET = 0x5d;

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import type { EngineClient, EngineJob } from '../engine/worker-client.ts';
 import type { WorkerCall, WorkerCalls } from '../engine/worker-protocol.ts';
-import type { InspectReport } from '../format/inspect.ts';
+import type { ModelSummary } from '../engine/model-transfer.ts';
 import { defaultParams } from '../methods/defaults.ts';
 import { createStudioStore } from './store.ts';
 import { SMALL_QUOTA_BYTES, storageLooksPrivate, type StorageServices } from './studio-slice.ts';
@@ -47,7 +47,7 @@ function fakeEngine() {
     const at = held.findIndex((h) => h.request.slot === slot);
     if (at < 0) throw new Error(`no open held for ${slot}`);
     const [call] = held.splice(at, 1);
-    call!.resolve({ label, tensors: [] } as unknown as InspectReport);
+    call!.resolve({ label, tensors: [] } as unknown as ModelSummary);
     await new Promise((resolve) => setTimeout(resolve, 0));
   };
   return { engine, held, calls, answer };

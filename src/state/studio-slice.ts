@@ -15,8 +15,8 @@ import type {
   ReadBackReport,
   WorkerErrorInfo,
 } from '../engine/worker-protocol.ts';
+import type { ModelSummary } from '../engine/model-transfer.ts';
 import type { FloatDtype } from '../format/dtype.ts';
-import type { InspectReport } from '../format/inspect.ts';
 import { defaultParams, validateParams } from '../methods/defaults.ts';
 import type { MethodName, MethodParams } from '../methods/types.ts';
 import type { SessionRecipe } from './session.ts';
@@ -29,7 +29,7 @@ export interface StudioModel {
   role: ModelRole;
   label: string;
   status: 'loading' | 'ready' | 'error';
-  report: InspectReport | null;
+  report: ModelSummary | null;
   error: WorkerErrorInfo | null;
 }
 
@@ -422,8 +422,11 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
       const mine = (requests.get(slot) ?? 0) + 1;
       requests.set(slot, mine);
       const current = (): boolean => requests.get(slot) === mine;
+      const sent = performance.now();
       try {
         const report = await services.engine.call('open', { slot, label, files }).promise;
+        // Pick to reply (read, parse, summary, transfer): e2e/inputs.spec.ts reads it for the 300k header.
+        performance.measure('merge-studio:open', { start: sent });
         if (current()) patchModel(slot, { status: 'ready', report, error: null });
       } catch (error) {
         if (current()) patchModel(slot, { status: 'error', report: null, error: asInfo(error) });
@@ -465,11 +468,13 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
       const agents = data.models.filter((m) => m.role === 'agent' && m.status === 'ready');
       if (!base || agents.length === 0 || data.models.some((m) => m.status === 'loading')) return;
       patchTask('check', { status: 'running' });
+      const sent = performance.now();
       try {
         const report = await services.engine.call('check', {
           base: base.slot,
           agents: agents.map((a) => a.slot),
         }).promise;
+        performance.measure('merge-studio:check', { start: sent });
         if (mine !== generation) return;
         patchTask('check', { status: 'done', result: report });
         if (report.compat.ok && !('blocked' in mergeInputs(get().studio))) await get().runAnalysis();

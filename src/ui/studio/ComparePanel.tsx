@@ -1,7 +1,9 @@
-// Two merges side by side, from this session or from the library: their parameters, λ, the share of
-// elements that differ per layer (read from both merged models in the worker), and arena scores with
-// their deltas where both were scored.
-import { useId, useState } from 'react';
+// Two merges side by side, from this session or from the library: their parameters, λ, the elements
+// each branch took (from the statistics each merge used), the share of elements that differ per layer
+// (read from both merged models in the worker), and arena scores with their deltas where both were
+// scored.
+import { useId, useState, type ReactNode } from 'react';
+import { parseBranches, type MergeBranches } from '../../engine/merge-branches.ts';
 import type { LibraryEntry } from '../../engine/worker-protocol.ts';
 import { parseMergekitYaml } from '../../methods/recipe.ts';
 import type { MethodParams } from '../../methods/types.ts';
@@ -9,13 +11,14 @@ import { studioStore, useStudio } from '../../state/store.ts';
 import { mergeKey, type MergeRecord, type StudioData } from '../../state/studio-slice.ts';
 import { formatCount } from '../format.ts';
 import { ErrorBox, idPart } from './common.tsx';
-import { layerOf, percent } from './summary.ts';
+import { branchCounts, layerOf, percent } from './summary.ts';
 
 interface Candidate {
   key: string;
   label: string;
   params: MethodParams | null;
   lambdas: number[] | null;
+  branches: MergeBranches | null;
   arenaKey: string | null;
 }
 
@@ -27,6 +30,7 @@ function candidates(data: StudioData): Candidate[] {
     label: `merge ${m.id} (${m.params.method}) · ${m.folder}`,
     params: m.params,
     lambdas: m.lambdas,
+    branches: m.branches,
     arenaKey: `merge-${m.id}`,
   });
   const fromEntry = (e: LibraryEntry): Candidate => {
@@ -36,7 +40,14 @@ function candidates(data: StudioData): Candidate[] {
     } catch {
       // A recipe this version cannot read: the parameters are just not shown.
     }
-    return { key: `opfs:${e.folder}`, label: e.folder, params, lambdas: null, arenaKey: null };
+    return {
+      key: `opfs:${e.folder}`,
+      label: e.folder,
+      params,
+      lambdas: null,
+      branches: parseBranches(e.branches),
+      arenaKey: null,
+    };
   };
   const list: Candidate[] = [...records.values()].map(fromRecord);
   for (const e of data.library.result ?? [])
@@ -130,67 +141,58 @@ export function ComparePanel() {
           Compare
         </button>
       </div>
-      <table className="studio-table studio-table--compact" data-testid="compare-params">
-        <caption>Parameters</caption>
-        <thead>
-          <tr>
-            <th scope="col">Parameter</th>
-            <th scope="col">First</th>
-            <th scope="col">Second</th>
-          </tr>
-        </thead>
-        <tbody>
-          {PARAM_ROWS.map((name) => {
-            const va = show(left.params?.[name]);
-            const vb = show(right.params?.[name]);
-            return (
-              <tr key={name} data-testid={`compare-param-${name}`} data-differs={String(va !== vb)}>
-                <th scope="row">{name}</th>
-                <td>{va}</td>
-                <td>{vb}</td>
-              </tr>
-            );
-          })}
-          <tr>
-            <th scope="row">λ per agent</th>
-            <td>{left.lambdas?.map((l) => l.toFixed(4)).join(', ') ?? '—'}</td>
-            <td>{right.lambdas?.map((l) => l.toFixed(4)).join(', ') ?? '—'}</td>
-          </tr>
-        </tbody>
-      </table>
+      <CompareTable
+        testId="compare-params"
+        rowTestId="compare-param"
+        caption="Parameters"
+        head="Parameter"
+        rows={[
+          ...PARAM_ROWS.map((name) => ({
+            key: name,
+            label: name,
+            a: show(left.params?.[name]),
+            b: show(right.params?.[name]),
+          })),
+          {
+            key: 'lambdas',
+            label: 'λ per agent',
+            a: left.lambdas?.map((l) => l.toFixed(4)).join(', ') ?? '—',
+            b: right.lambdas?.map((l) => l.toFixed(4)).join(', ') ?? '—',
+          },
+        ]}
+      />
+      {(left.branches || right.branches) && (
+        <CompareTable
+          testId="compare-branches"
+          rowTestId="compare-branch"
+          caption="Elements per branch (from the statistics each merge used)"
+          head="Branch"
+          delta={(a, b) => signed(b - a, 0)}
+          rows={branchRows(left.branches, right.branches)}
+        />
+      )}
       {scoresA && scoresB && (
-        <table className="studio-table studio-table--compact" data-testid="compare-arena">
-          <caption>Arena scores</caption>
-          <thead>
-            <tr>
-              <th scope="col">Task</th>
-              <th scope="col">First</th>
-              <th scope="col">Second</th>
-              <th scope="col">Δ (second − first)</th>
-            </tr>
-          </thead>
-          <tbody>
-            {[
-              ...scoresA.tasks.map((t) => ({ name: t.name, a: t.score })),
-              { name: 'mean', a: scoresA.mean },
-            ].map((row) => {
-              const other =
-                row.name === 'mean' ? scoresB.mean : scoresB.tasks.find((t) => t.name === row.name)?.score;
-              return (
-                <tr key={row.name} data-testid={`compare-arena-${idPart(row.name)}`}>
-                  <th scope="row">{row.name}</th>
-                  <td>{row.a.toFixed(3)}</td>
-                  <td>{other?.toFixed(3) ?? '—'}</td>
-                  <td>
-                    {other === undefined
-                      ? '—'
-                      : `${other - row.a >= 0 ? '+' : ''}${(other - row.a).toFixed(3)}`}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+        <CompareTable
+          testId="compare-arena"
+          rowTestId="compare-arena"
+          caption="Arena scores"
+          head="Task"
+          delta={(a, b) => signed(b - a, 3)}
+          rows={[
+            ...scoresA.tasks.map((t) => ({
+              name: t.name,
+              a: t.score,
+              b: scoresB.tasks.find((u) => u.name === t.name)?.score,
+            })),
+            { name: 'mean', a: scoresA.mean, b: scoresB.mean },
+          ].map(({ name, a, b }) => ({
+            key: idPart(name),
+            label: name,
+            a: a.toFixed(3),
+            b: b?.toFixed(3) ?? '—',
+            values: b === undefined ? undefined : [a, b],
+          }))}
+        />
       )}
       {current && comparison.status === 'running' && <p className="muted">Reading both merges…</p>}
       {current && comparison.error && <ErrorBox error={comparison.error} testId="compare-error" />}
@@ -199,6 +201,108 @@ export function ComparePanel() {
       )}
     </section>
   );
+}
+
+interface CompareRow {
+  key: string;
+  label: string;
+  a: ReactNode;
+  b: ReactNode;
+  /** The numbers the Δ column is computed from, when both sides have one. */
+  values?: [number, number];
+}
+
+const signed = (value: number, digits: number): string =>
+  `${value >= 0 ? '+' : ''}${digits === 0 ? formatCount(value) : value.toFixed(digits)}`;
+
+/** One comparison table: a row per item, the first merge's value, the second's, and Δ when it applies. */
+function CompareTable({
+  testId,
+  rowTestId,
+  caption,
+  head,
+  rows,
+  delta,
+}: {
+  testId: string;
+  rowTestId: string;
+  caption: string;
+  head: string;
+  rows: CompareRow[];
+  delta?: (a: number, b: number) => string;
+}) {
+  return (
+    <table className="studio-table studio-table--compact" data-testid={testId}>
+      <caption>{caption}</caption>
+      <thead>
+        <tr>
+          <th scope="col">{head}</th>
+          <th scope="col">First</th>
+          <th scope="col">Second</th>
+          {delta && <th scope="col">Δ (second − first)</th>}
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((row) => (
+          <tr
+            key={row.key}
+            data-testid={`${rowTestId}-${row.key}`}
+            data-differs={String(row.a !== row.b)}
+            data-a={row.values?.[0]}
+            data-b={row.values?.[1]}
+          >
+            <th scope="row">{row.label}</th>
+            <td>{row.a}</td>
+            <td>{row.b}</td>
+            {delta && <td>{row.values ? delta(row.values[0], row.values[1]) : '—'}</td>}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** Unchanged, unique (all, then per agent by label), shared and sign conflicts, as exact counts. */
+function branchRows(a: MergeBranches | null, b: MergeBranches | null): CompareRow[] {
+  const side = (branches: MergeBranches | null) => {
+    if (!branches) return null;
+    const counts = branchCounts(branches);
+    return new Map<string, number>([
+      ['epsilon', branches.epsilon],
+      ['numel', branches.numel],
+      ['unchanged', counts.unchanged],
+      ['unique', counts.unique],
+      ...branches.agents.map((label, t): [string, number] => [`unique-${label}`, branches.unique[t] ?? 0]),
+      ['shared', counts.shared],
+      ['sign-conflicts', branches.signConflicts],
+    ]);
+  };
+  const [left, right] = [side(a), side(b)];
+  const keys = [...new Set([...(left?.keys() ?? []), ...(right?.keys() ?? [])])];
+  const label = (key: string): string =>
+    key === 'epsilon'
+      ? 'ε'
+      : key === 'numel'
+        ? 'elements'
+        : key.startsWith('unique-')
+          ? `unique to ${key.slice('unique-'.length)}`
+          : key === 'sign-conflicts'
+            ? 'shared with a sign conflict'
+            : key;
+  // ε is a parameter, not a count: shown as written, no Δ.
+  const cell = (key: string, value: number | undefined): string =>
+    value === undefined ? '—' : key === 'epsilon' ? String(value) : formatCount(value);
+  return keys.map((key) => {
+    const va = left?.get(key);
+    const vb = right?.get(key);
+    return {
+      key: idPart(key),
+      label: label(key),
+      a: cell(key, va),
+      b: cell(key, vb),
+      values: va === undefined || vb === undefined || key === 'epsilon' ? undefined : [va, vb],
+    };
+  });
 }
 
 /** Per layer: the share of elements whose values differ between the two merges. */

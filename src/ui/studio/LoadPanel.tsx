@@ -1,8 +1,9 @@
 // Step 1: the base and agents (the embedded demo by default; a picked folder, chosen files or a drop
 // otherwise), each with its header-only preflight and, for an agent, a sampled check that it derives
 // from the base; then the compatibility report and what the merge will need.
-import { useId, useState, type DragEvent } from 'react';
+import { useId, useMemo, useState, type DragEvent } from 'react';
 import { derivationVerdict } from '../../engine/derivation.ts';
+import { issueAt, ISSUE_KINDS, type IssueColumns } from '../../engine/model-transfer.ts';
 import type { DerivationReport, FileRef } from '../../engine/worker-protocol.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import type { ModelRole, StudioModel } from '../../state/studio-slice.ts';
@@ -444,7 +445,7 @@ function ModelCard({ model, index, count }: { model: StudioModel; index: number;
           </div>
           <div className="facts__row">
             <dt>Tensors</dt>
-            <dd data-testid={`${testId}-tensors`}>{formatCount(report.tensors.length)}</dd>
+            <dd data-testid={`${testId}-tensors`}>{formatCount(report.tensors.count)}</dd>
           </div>
           <div className="facts__row">
             <dt>Shards</dt>
@@ -491,23 +492,29 @@ const KIND_TEXT: Record<CompatIssue['kind'], string> = {
   dtype: 'different dtype',
 };
 
-const ISSUE_COLUMNS: VirtualColumn<CompatIssue>[] = [
-  { header: 'Model', cell: (issue) => issue.model },
-  { header: 'Tensor', cell: (issue) => <code>{issue.tensor}</code> },
-  { header: 'Detail', cell: (issue) => issue.detail },
-];
-
-/** The differences grouped by kind with counts, each group collapsed, its rows virtualised. */
-function CompatIssues({ issues }: { issues: CompatIssue[] }) {
-  const groups = new Map<CompatIssue['kind'], CompatIssue[]>();
-  for (const issue of issues) {
-    const group = groups.get(issue.kind);
-    if (group) group.push(issue);
-    else groups.set(issue.kind, [issue]);
-  }
+/** The differences grouped by kind with counts, each group collapsed, its rows virtualised (built when shown). */
+function CompatIssues({ issues }: { issues: IssueColumns }) {
+  const groups = useMemo(() => {
+    const byKind = new Map<CompatIssue['kind'], number[]>();
+    for (let i = 0; i < issues.count; i++) {
+      const kind = ISSUE_KINDS[issues.kinds[i] ?? 0] ?? 'missing';
+      const group = byKind.get(kind);
+      if (group) group.push(i);
+      else byKind.set(kind, [i]);
+    }
+    return [...byKind];
+  }, [issues]);
+  const columns = useMemo<VirtualColumn<number>[]>(
+    () => [
+      { header: 'Model', cell: (i) => issueAt(issues, i).model },
+      { header: 'Tensor', cell: (i) => <code>{issueAt(issues, i).tensor}</code> },
+      { header: 'Detail', cell: (i) => issueAt(issues, i).detail },
+    ],
+    [issues],
+  );
   return (
     <div className="studio-compat-groups" data-testid="compat-issues">
-      {[...groups].map(([kind, list]) => (
+      {groups.map(([kind, list]) => (
         <details
           key={kind}
           className="studio-compat-group"
@@ -520,8 +527,8 @@ function CompatIssues({ issues }: { issues: CompatIssue[] }) {
           </summary>
           <VirtualTable
             rows={list}
-            columns={ISSUE_COLUMNS}
-            rowKey={(issue, i) => `${i}:${issue.model}:${issue.tensor}`}
+            columns={columns}
+            rowKey={(i) => String(i)}
             caption={`${KIND_TEXT[kind]}: ${list.length} tensors`}
             rowTestId="compat-issue"
           />
@@ -550,7 +557,7 @@ function CompatReportView() {
         ) : (
           <>
             <p className="status status--error" role="alert" data-testid="compat-issues-count">
-              {compat.issues.length} difference{compat.issues.length === 1 ? '' : 's'}: these models cannot be
+              {compat.issues.count} difference{compat.issues.count === 1 ? '' : 's'}: these models cannot be
               merged as they are.
             </p>
             <CompatIssues issues={compat.issues} />

@@ -10,6 +10,7 @@ import type { MethodName, MethodParams } from '../../methods/types.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import { mergeInputs, storageLooksPrivate, type StudioData } from '../../state/studio-slice.ts';
 import { derivationVerdict } from '../../engine/derivation.ts';
+import { tensorRecords } from '../../engine/model-transfer.ts';
 import type { MergeSummary } from '../../engine/worker-protocol.ts';
 import { formatBytes, formatCount, formatDuration } from '../format.ts';
 import { ErrorBox, idPart, ProgressBar } from './common.tsx';
@@ -91,7 +92,7 @@ function BranchPreview({ data }: { data: StudioData }) {
   const analysis = data.analysis.result;
   if (!analysis) return null;
   const base = data.models.find((m) => m.role === 'base')?.report;
-  const outputBytes = expectedOutputBytes(analysis.tensors, base?.tensors ?? [], data.outDtype);
+  const outputBytes = expectedOutputBytes(analysis.tensors, base ? tensorRecords(base) : [], data.outDtype);
   const ram = ramFamily(data.params.method);
   const branches = branchCounts(analysis.totals);
   const numel = analysis.totals.numel;

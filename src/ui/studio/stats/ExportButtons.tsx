@@ -30,30 +30,26 @@ export function ExportButtons({
     if (!table) return;
     downloadBlob(new Blob([toCsv(tableRows(table))], { type: 'text/csv' }), `${name}.csv`);
   };
+  const buttons = [
+    { format: 'PNG', shown: png, save: () => void savePng() },
+    { format: 'CSV', shown: csv, save: saveCsv },
+  ];
   return (
     <span className="studio-save" data-export-skip="">
-      {png && (
-        <button
-          type="button"
-          className="studio-save__button"
-          aria-label={`Save ${name} as PNG`}
-          data-testid="save-png"
-          onClick={() => void savePng()}
-        >
-          PNG
-        </button>
-      )}
-      {csv && (
-        <button
-          type="button"
-          className="studio-save__button"
-          aria-label={`Save ${name} as CSV`}
-          data-testid="save-csv"
-          onClick={saveCsv}
-        >
-          CSV
-        </button>
-      )}
+      {buttons
+        .filter((b) => b.shown)
+        .map(({ format, save }) => (
+          <button
+            key={format}
+            type="button"
+            className="studio-save__button"
+            aria-label={`Save ${name} as ${format}`}
+            data-testid={`save-${format.toLowerCase()}`}
+            onClick={save}
+          >
+            {format}
+          </button>
+        ))}
       {error && (
         <span role="alert" className="studio-save__error">
           {error}

@@ -1,0 +1,155 @@
+// The open and check replies: an opened model's facts with its tensor list in columns (one string of
+// names and typed arrays), and a compatibility report's issues in columns, so a 300,000-tensor model
+// crosses from the worker to the page as a few arrays instead of 300,000 cloned objects, and the page
+// builds a tensor's or an issue's record only when it shows one.
+import type { CompatIssue, CompatReport } from '../format/compat.ts';
+import { DTYPES, type Dtype } from '../format/dtype.ts';
+import { modelFacts, type InspectReport } from '../format/inspect.ts';
+import type { Model } from '../format/model.ts';
+
+/** Every tensor of a model, in the model's (name) order, one column per field. */
+export interface TensorColumns {
+  count: number;
+  /** Every name concatenated: tensor i's is `names.slice(nameEnds[i - 1] ?? 0, nameEnds[i])`. */
+  names: string;
+  nameEnds: Uint32Array;
+  /** Index into DTYPES. */
+  dtypes: Uint8Array;
+  /** Every shape's dimensions concatenated, ended per tensor by `shapeEnds` as the names are. */
+  dims: Float64Array;
+  shapeEnds: Uint32Array;
+  /** Index into the summary's `files`. */
+  files: Uint32Array;
+  bytes: Float64Array;
+}
+
+export type TensorRecord = InspectReport['tensors'][number];
+
+/** What the page keeps of an opened model: the inspect report, its tensors in columns. */
+export interface ModelSummary extends Omit<InspectReport, 'tensors'> {
+  tensors: TensorColumns;
+}
+
+const DTYPE_INDEX = new Map<Dtype, number>(DTYPES.map((dtype, i) => [dtype, i]));
+
+/** The worker's side: one pass over the model's tensors, no object per tensor. */
+export function summarizeModel(model: Model): ModelSummary {
+  const facts = modelFacts(model);
+  const fileIndex = new Map(facts.files.map(({ file }, i) => [file, i]));
+  const count = model.tensors.size;
+  const nameEnds = new Uint32Array(count);
+  const dtypes = new Uint8Array(count);
+  const shapeEnds = new Uint32Array(count);
+  const files = new Uint32Array(count);
+  const bytes = new Float64Array(count);
+  const names: string[] = [];
+  const dims: number[] = [];
+  let nameEnd = 0;
+  let i = 0;
+  for (const t of model.tensors.values()) {
+    names.push(t.name);
+    nameEnd += t.name.length;
+    nameEnds[i] = nameEnd;
+    dtypes[i] = DTYPE_INDEX.get(t.dtype) ?? 0;
+    for (const dim of t.shape) dims.push(dim);
+    shapeEnds[i] = dims.length;
+    files[i] = fileIndex.get(t.file) ?? 0;
+    bytes[i] = t.end - t.begin;
+    i++;
+  }
+  const tensors: TensorColumns = {
+    count,
+    names: names.join(''),
+    nameEnds,
+    dtypes,
+    dims: Float64Array.from(dims),
+    shapeEnds,
+    files,
+    bytes,
+  };
+  return { ...facts, tensors };
+}
+
+/** Tensor i's name, without building the rest of its record. */
+export function tensorName(columns: TensorColumns, i: number): string {
+  return columns.names.slice(i > 0 ? (columns.nameEnds[i - 1] ?? 0) : 0, columns.nameEnds[i]);
+}
+
+/** Tensor i as the inspect report lists it. */
+export function tensorRecord(summary: ModelSummary, i: number): TensorRecord {
+  const { tensors: columns } = summary;
+  const shapeStart = i > 0 ? (columns.shapeEnds[i - 1] ?? 0) : 0;
+  return {
+    name: tensorName(columns, i),
+    dtype: DTYPES[columns.dtypes[i] ?? 0] ?? 'BOOL',
+    shape: Array.from(columns.dims.subarray(shapeStart, columns.shapeEnds[i])),
+    file: summary.files[columns.files[i] ?? 0]?.file ?? '',
+    bytes: columns.bytes[i] ?? 0,
+  };
+}
+
+const decoded = new WeakMap<TensorColumns, TensorRecord[]>();
+
+/** Every tensor as a record, built once per summary: for the few views that need the whole list. */
+export function tensorRecords(summary: ModelSummary): TensorRecord[] {
+  let records = decoded.get(summary.tensors);
+  if (!records) {
+    records = Array.from({ length: summary.tensors.count }, (_, i) => tensorRecord(summary, i));
+    decoded.set(summary.tensors, records);
+  }
+  return records;
+}
+
+/** A compatibility report's issues in columns: 300,000 "extra" tensors cross as a few arrays. */
+export interface IssueColumns {
+  count: number;
+  tensors: string[];
+  /** Index into ISSUE_KINDS. */
+  kinds: Uint8Array;
+  /** Index into `models`. */
+  modelIndex: Uint32Array;
+  models: string[];
+  details: string[];
+}
+
+export interface CompatSummary extends Omit<CompatReport, 'issues'> {
+  issues: IssueColumns;
+}
+
+export const ISSUE_KINDS: readonly CompatIssue['kind'][] = ['missing', 'extra', 'shape', 'dtype'];
+
+/** The worker's side of the check reply. */
+export function summarizeCompat(report: CompatReport): CompatSummary {
+  const { issues, ...rest } = report;
+  const count = issues.length;
+  const kinds = new Uint8Array(count);
+  const modelIndex = new Uint32Array(count);
+  const models = new Map<string, number>();
+  issues.forEach((issue, i) => {
+    kinds[i] = ISSUE_KINDS.indexOf(issue.kind);
+    let model = models.get(issue.model);
+    if (model === undefined) models.set(issue.model, (model = models.size));
+    modelIndex[i] = model;
+  });
+  return {
+    ...rest,
+    issues: {
+      count,
+      tensors: issues.map((issue) => issue.tensor),
+      kinds,
+      modelIndex,
+      models: [...models.keys()],
+      details: issues.map((issue) => issue.detail),
+    },
+  };
+}
+
+/** Issue i as the compatibility report lists it. */
+export function issueAt(issues: IssueColumns, i: number): CompatIssue {
+  return {
+    tensor: issues.tensors[i] ?? '',
+    kind: ISSUE_KINDS[issues.kinds[i] ?? 0] ?? 'missing',
+    model: issues.models[issues.modelIndex[i] ?? 0] ?? '',
+    detail: issues.details[i] ?? '',
+  };
+}
