@@ -48,7 +48,7 @@ test('opens on the demo set and shows exactly the CPU reference statistics', asy
   // here buffer by buffer) stay inside the 512 MiB budget it names.
   const largest = Math.max(...expected.tensors.map((t) => t.numel));
   const pad = (bytes: number): number => Math.ceil(bytes / 4) * 4;
-  const perSet = 2 * 4 * pad(largest * 2) + 3 * pad(largest * 2) + 3 * Math.ceil(largest / 512) * 8 * 4;
+  const perSet = 2 * 4 * pad(largest * 2) + 3 * pad(largest * 2) + 2 * 3 * Math.ceil(largest / 512) * 8 * 4;
   const memory = studio.check.result?.memory;
   expect(memory).toMatchObject({ windowElements: largest, gpuBytes: 2 * perSet, budgetBytes: 512 * 2 ** 20 });
   await expect(page.getByTestId('memory-gpu')).toContainText(`${count(largest)} elements per window`);

@@ -594,10 +594,9 @@ class GpuEngine implements MergeEngine {
       flagBytes,
       GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
     );
-    // Two rows per agent: Model Breadcrumbs ranks ties at two thresholds.
     const tieCounts = this.buffer(
       label('tieCounts'),
-      2 * c.tieBytes,
+      c.tieBytes,
       GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
     );
     const params = this.buffer(

@@ -132,7 +132,7 @@ describe('windows sized by a memory budget', () => {
       output + // GPU output
       output + // readback buffer
       output + // copy handed to the writer
-      l.agents * tieBlocks * 4;
+      2 * l.agents * tieBlocks * 4; // two tie rows per agent
     return 2 * perSet;
   }
 

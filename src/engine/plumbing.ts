@@ -69,7 +69,10 @@ export interface WindowCapacity {
   /** N+1 input slots of pad4(elements · inBytes) bytes each. */
   inputBytes: number;
   outputBytes: number;
-  /** TIES's tie counts: one u32 per agent and tie block of TIE_BLOCK_PAIRS element pairs. */
+  /**
+   * The tie counts: one u32 per tie block of TIE_BLOCK_PAIRS element pairs, in two rows per agent
+   * (Model Breadcrumbs ranks ties at two thresholds).
+   */
   tieBytes: number;
 }
 
@@ -83,7 +86,7 @@ export function windowCapacity(
   return {
     inputBytes: (agents + 1) * pad4(elements * inBytes),
     outputBytes: pad4(elements * outBytes),
-    tieBytes: agents * blocks * 4,
+    tieBytes: 2 * agents * blocks * 4,
   };
 }
 
@@ -122,7 +125,7 @@ export function windowElements(limits: WindowLimits): number {
   const byOutput = Math.floor(binding / limits.outBytes);
   const maxGroups = limits.maxComputeWorkgroupsPerDimension ** 2;
   const byDispatch = maxGroups * WORKGROUP_SIZE * MERGE_ITEMS;
-  const byTieCounts = Math.floor(binding / 4 / limits.agents) * WORKGROUP_SIZE * MERGE_ITEMS;
+  const byTieCounts = Math.floor(binding / 4 / (2 * limits.agents)) * WORKGROUP_SIZE * MERGE_ITEMS;
   const elements = Math.min(
     Math.floor(limits.maxWindowElements),
     MAX_WINDOW_ELEMENTS,
