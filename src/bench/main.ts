@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { openModel, type Model } from '../format/model.ts';
 import { nodeFolder, nodeModelFiles } from '../io/node.ts';
-import type { ByteSource, ModelFile } from '../io/source.ts';
-import type { FolderSink } from '../io/sink.ts';
+import type { ModelFile } from '../io/source.ts';
+import { StageClock, timedFolder, timedSource } from '../io/timed.ts';
 import { mergeModels } from '../engine/driver.ts';
 import type { MergeEngine } from '../methods/merge-types.ts';
 import { createCpuEngine } from '../engine/cpu-engine.ts';
@@ -56,46 +56,9 @@ const agents = Number(values.agents);
 const dir = join('.bench', `set-${sizeMb}mb-${agents}`);
 const modelBytes = (sizeMb * 1e6) / (agents + 1);
 
-class Clock {
-  ms = 0;
-  async time<T>(run: () => Promise<T>): Promise<T> {
-    const start = performance.now();
-    try {
-      return await run();
-    } finally {
-      this.ms += performance.now() - start;
-    }
-  }
-}
-
-function timedSource(source: ByteSource, clock: Clock): ByteSource {
-  return {
-    name: source.name,
-    size: source.size,
-    read: (offset, length, into) => clock.time(() => source.read(offset, length, into)),
-  };
-}
-
-function timedFolder(folder: FolderSink, clock: Clock): FolderSink {
-  return {
-    name: folder.name,
-    list: () => folder.list(),
-    open: (file) => folder.open(file),
-    remove: (file) => folder.remove(file),
-    create: async (file) => {
-      const sink = await folder.create(file);
-      return {
-        write: (chunk) => clock.time(() => sink.write(chunk)),
-        close: () => clock.time(() => sink.close()),
-        abort: () => sink.abort(),
-      };
-    },
-  };
-}
-
 const openSources: { close(): Promise<void> }[] = [];
 
-async function loadTimed(path: string, clock: Clock): Promise<Model> {
+async function loadTimed(path: string, clock: StageClock): Promise<Model> {
   const raw = await nodeModelFiles(path);
   openSources.push(...raw.map((f) => f.source));
   const files: ModelFile[] = raw.map((f) => ({ name: f.name, source: timedSource(f.source, clock) }));
@@ -115,8 +78,8 @@ interface Row {
 }
 
 async function runOne(engine: MergeEngine, method: MethodName, share: number): Promise<Row> {
-  const readClock = new Clock();
-  const writeClock = new Clock();
+  const readClock = new StageClock();
+  const writeClock = new StageClock();
   const base = await loadTimed(join(dir, 'base'), readClock);
   const models: Model[] = [];
   for (let t = 0; t < agents; t++) models.push(await loadTimed(join(dir, `agent-${t}`), readClock));

@@ -4,10 +4,10 @@
 import { checkUnchanged, directoryHandleFolder } from '../io/browser.ts';
 import { Sha256 } from '../io/sha256.ts';
 import { BROWSER_SHARD_BYTES, mergeModels, predictOutputBytes, type Progress } from './driver.ts';
+import { StageClock, timedFolder } from '../io/timed.ts';
 import { createEngine } from './worker-device.ts';
 import { BRANCHES_FILE, mergeBranches } from './merge-branches.ts';
 import { writeText } from './model-card.ts';
-import type { FolderSink } from '../io/sink.ts';
 import { model, readTotals, recalledAnalysis, snapshot } from './worker-models.ts';
 import type { MergeStages, ReadBackFile, WorkerCalls } from './worker-protocol.ts';
 import { checkStorage, checkTarget, claimFolder, mergesRoot, writing } from './worker-storage.ts';
@@ -23,39 +23,10 @@ type Call<K extends keyof WorkerCalls> = (
   context: JobContext,
 ) => Promise<WorkerCalls[K]['result']>;
 
-/** A folder whose writes and closes are timed into `writes` (wall time summed, and bytes). */
-function timedFolder(folder: FolderSink, writes: { ms: number; bytes: number }): FolderSink {
-  const time = async <T>(run: () => Promise<T>): Promise<T> => {
-    const started = performance.now();
-    try {
-      return await run();
-    } finally {
-      writes.ms += performance.now() - started;
-    }
-  };
-  return {
-    name: folder.name,
-    list: () => folder.list(),
-    open: (file) => folder.open(file),
-    remove: (file) => folder.remove(file),
-    create: async (file) => {
-      const sink = await time(() => folder.create(file));
-      return {
-        write: (chunk) => {
-          writes.bytes += chunk.byteLength;
-          return time(() => sink.write(chunk));
-        },
-        close: () => time(() => sink.close()),
-        abort: () => sink.abort(),
-      };
-    },
-  };
-}
-
 export const merge: Call<'merge'> = async (request, { signal, progress }) => {
   const started = performance.now();
   const readsBefore = readTotals();
-  const writes = { ms: 0, bytes: 0 };
+  const writes = new StageClock();
   const picked = request.target;
   const base = model(request.base);
   const agents = request.agents.map(model);

@@ -1,12 +1,13 @@
 // The models the engine worker holds, by slot: opening them from Blobs or the app's own URLs (PEFT
 // adapters refused with one message), the files' snapshots checked again before a merge is kept,
 // and the statistics of the last analysis, which serve later merges of the same models.
+import { StageClock, timedSource } from '../io/timed.ts';
 import { summarizeModel, type ModelSummary } from './model-transfer.ts';
 import { openModel, type Model } from '../format/model.ts';
 import { ADAPTER_CONFIG, adapterMessage, detectAdapter } from '../format/peft.ts';
 import { blobSource, directoryHandleFiles, fileSnapshot, type FileSnapshot } from '../io/browser.ts';
 import { SafetensorsError } from '../io/errors.ts';
-import type { ByteSource, ModelFile } from '../io/source.ts';
+import type { ModelFile } from '../io/source.ts';
 import type { AnalysisResult } from './driver.ts';
 import { refusal } from './worker-errors.ts';
 import type { ArenaTarget, FileRef } from './worker-protocol.ts';
@@ -21,7 +22,7 @@ const snapshots = new Map<string, FileSnapshot[]>();
 let cachedAnalysis: { key: string; result: AnalysisResult } | null = null;
 let readDelayMs = 0;
 /** Every read of a loaded model's files so far: wall time summed over reads, and bytes. */
-const reads = { ms: 0, bytes: 0 };
+const reads = new StageClock();
 
 /** Only the e2e tests set a delay, to have time to cancel. */
 export function setReadDelay(ms: number): void {
@@ -30,25 +31,12 @@ export function setReadDelay(ms: number): void {
 
 /** The read totals so far; a job's share is the difference of two snapshots. */
 export function readTotals(): { ms: number; bytes: number } {
-  return { ...reads };
+  return { ms: reads.ms, bytes: reads.bytes };
 }
 
-/** A source whose reads are timed (readTotals) and wait first when the tests ask (setReadDelay). */
-function instrumented(source: ByteSource): ByteSource {
-  return {
-    name: source.name,
-    size: source.size,
-    async read(offset, length, into) {
-      if (readDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, readDelayMs));
-      const started = performance.now();
-      try {
-        return await source.read(offset, length, into);
-      } finally {
-        reads.ms += performance.now() - started;
-        reads.bytes += length;
-      }
-    },
-  };
+/** Waits first when the tests ask (setReadDelay), outside the timed read. */
+async function testDelay(): Promise<void> {
+  if (readDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, readDelayMs));
 }
 
 async function modelFiles(
@@ -118,7 +106,7 @@ export async function openSlot(
   const blobs = await modelFiles(files, fetchOwn);
   const opened = await openAdapterAware(
     label,
-    blobs.map(({ name, blob }) => ({ name, source: instrumented(blobSource(blob, name)) })),
+    blobs.map(({ name, blob }) => ({ name, source: timedSource(blobSource(blob, name), reads, testDelay) })),
   );
   if (opening.get(slot) !== mine)
     throw refusal('AbortError', `${label} was replaced by a newer choice for the same place.`);
