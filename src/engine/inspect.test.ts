@@ -53,6 +53,8 @@ describe('explainElement', () => {
     'linear',
     'task_arithmetic',
     'ties',
+    'breadcrumbs',
+    'breadcrumbs_ties',
   ];
   it.each(methods)('%s: every field equals the CPU reference', async (method) => {
     const { base, agents } = await models();
@@ -82,7 +84,7 @@ describe('explainElement', () => {
             ? local
             : method === 'linear'
               ? [1, 1, 1]
-              : ['task_arithmetic', 'ties'].includes(method)
+              : ['task_arithmetic', 'ties', 'breadcrumbs', 'breadcrumbs_ties'].includes(method)
                 ? [params.lambda, params.lambda, params.lambda]
                 : lambdas;
         expect(shown).toEqual({

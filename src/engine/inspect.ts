@@ -9,6 +9,7 @@ import { decodeFloats, dtypeBits, type FloatDtype } from '../format/dtype.ts';
 import type { Model } from '../format/model.ts';
 import { taskVector } from '../methods/float32.ts';
 import { ramLambdas, tensorLocalLambdas } from '../methods/stats.ts';
+import { methodOf } from '../methods/registry/index.ts';
 import type { MethodName, MethodParams } from '../methods/types.ts';
 import { analyzeModels, mergeableTensors, MergeError, tensorInput, type AnalysisResult } from './driver.ts';
 import { checkMergeOptions, throwIfAborted } from '../methods/errors.ts';
@@ -316,8 +317,6 @@ export interface ExplainRequest {
   signal?: AbortSignal;
 }
 
-const RAM_FAMILY = new Set<MethodName>(['ram', 'ramplus', 'ramplus_soft']);
-
 /** The merged tensors' names, in the base's order, for the models as given. */
 export function mergedTensorNames(base: Model, agents: Model[]): string[] {
   return mergeableTensors(base, checkCompatibility(base, agents)).map((t) => t.name);
@@ -360,8 +359,9 @@ export async function explainElement(request: ExplainRequest): Promise<ElementEx
     return { value, tau, changed: Math.abs(tau) > epsilon };
   });
 
+  const { plan } = methodOf(params.method);
   let lambdas = agents.map(() => 1);
-  if (params.method === 'ramplus' || params.method === 'ramplus_soft') {
+  if (plan.lambdas === 'global') {
     const analysis =
       request.analysis ??
       (await analyzeModels({ base, agents, engine, epsilon: params.epsilon, signal: request.signal }));
@@ -385,16 +385,16 @@ export async function explainElement(request: ExplainRequest): Promise<ElementEx
     },
   });
   let lambda: number[];
-  if (RAM_FAMILY.has(params.method))
-    lambda = checkMergeOptions({ params, lambdas, outDtype, emit: async () => {} }, agents.length);
-  else if (params.method === 'ramplus_tl')
+  if (plan.lambdas === 'tensor')
     lambda = tensorLocalLambdas(
       await engine.analyze(input, params.epsilon, request.signal),
       params.r,
       params.alpha,
       params.epsilon,
     );
-  else if (params.method === 'linear') lambda = agents.map(() => 1);
+  else if (plan.combine === 'ram')
+    lambda = checkMergeOptions({ params, lambdas, outDtype, emit: async () => {} }, agents.length);
+  else if (plan.combine === 'linear') lambda = agents.map(() => 1);
   else lambda = agents.map(() => params.lambda);
   return {
     tensor: name,

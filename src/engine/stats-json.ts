@@ -3,6 +3,7 @@
 import type { Model } from '../format/model.ts';
 import { MAGNITUDE_BINS, ramLambdas, type ModelStats } from '../methods/stats.ts';
 import type { MethodName } from '../methods/types.ts';
+import { methodOf } from '../methods/registry/index.ts';
 import type { AnalysisResult, StatsFile } from './driver.ts';
 
 export type { StatsFile };
@@ -30,7 +31,7 @@ export async function statsFiles(models: readonly Model[]): Promise<StatsFile[]>
 /** The λ a merge actually applied, to report instead of the RAM+ preview. */
 export interface AppliedLambdas {
   method: MethodName;
-  /** Per agent; ignored for `ramplus_tl`, whose λ differs per tensor (written as null). */
+  /** Per agent; ignored where the method's λ differs per tensor (`ramplus_tl`: written as null). */
   lambdas: readonly number[];
 }
 
@@ -53,7 +54,7 @@ export function statsJson(
 ): unknown {
   const totals = analysis.totals;
   const lambdas: (number | null)[] = applied
-    ? applied.method === 'ramplus_tl'
+    ? methodOf(applied.method).plan.lambdas === 'tensor'
       ? paths.map(() => null)
       : [...applied.lambdas]
     : ramLambdas(totals, 'ramplus', r, alpha);
