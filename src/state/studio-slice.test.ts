@@ -169,6 +169,28 @@ describe('studio slice: loading models', () => {
     await store.getState().moveAgent(models[0]!.slot, -1);
     expect(store.getState().studio.models.map((m) => m.label)).toEqual(['q', 'p', 'r']);
   });
+
+  it("keeps Model Breadcrumbs' gamma per agent through moves, additions and removals", async () => {
+    const fake = fakeEngine();
+    const store = studioWith(fake.engine);
+    const done = store.getState().loadAgents([
+      { label: 'p', files: file('p') },
+      { label: 'q', files: file('q') },
+    ]);
+    for (const m of store.getState().studio.models) await fake.answer(m.slot);
+    await done;
+    store.getState().setMethod('breadcrumbs');
+    store.getState().setParams({ gamma: [0.02, 0.03] });
+    await store.getState().moveAgent(store.getState().studio.models[0]!.slot, 1);
+    expect(store.getState().studio.params.gamma).toEqual([0.03, 0.02]);
+    const added = store.getState().loadAgents([{ label: 'r', files: file('r') }]);
+    const r = store.getState().studio.models.find((m) => m.label === 'r');
+    await fake.answer(r!.slot);
+    await added;
+    expect(store.getState().studio.params.gamma).toEqual([0.03, 0.02, 0.01]);
+    await store.getState().removeAgent(r!.slot);
+    expect(store.getState().studio.params.gamma).toEqual([0.03, 0.02]);
+  });
 });
 
 describe('studio slice: merges into OPFS', () => {

@@ -256,6 +256,7 @@ function fitParams(params: MethodParams, agents: number): MethodParams {
     ...params,
     weights: fit(params.weights, defaults.weights),
     density: fit(params.density, defaults.density),
+    ...(defaults.gamma ? { gamma: fit(params.gamma ?? [], defaults.gamma) } : {}),
   };
 }
 
@@ -607,7 +608,7 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
         if (from < 0 || to < 0 || to >= agents.length) return;
         const moved = [...agents];
         [moved[from], moved[to]] = [moved[to]!, moved[from]!];
-        // Per-agent weights and densities move with their agent.
+        // Per-agent weights, densities and gammas move with their agent.
         const swap = (values: number[]): number[] => {
           const next = [...values];
           [next[from], next[to]] = [next[to]!, next[from]!];
@@ -617,7 +618,12 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
         generation++;
         patch({
           models: [...base, ...moved],
-          params: { ...params, weights: swap(params.weights), density: swap(params.density) },
+          params: {
+            ...params,
+            weights: swap(params.weights),
+            density: swap(params.density),
+            ...(params.gamma ? { gamma: swap(params.gamma) } : {}),
+          },
         });
         // The statistics' per-agent arrays are in the old order: run them again.
         await refresh();
