@@ -9,7 +9,7 @@ import { deriveTensorStats, emptyTensorStats, tensorLocalLambdas } from '../meth
 import { dareScalePlan, emptyDareNorms, l1Scales } from '../methods/dare-norms.ts';
 import { addDareNorms, createDareNormsKernel, dareNormsBytes, NORM_GROUPS } from './kernels/dare_norms.ts';
 import { checkMergeOptions, forTensor, NonFiniteTally, throwIfAborted } from '../methods/errors.ts';
-import type { Kernel, KernelIo } from './kernels/kernel.ts';
+import type { Kernel } from './kernels/kernel.ts';
 import { createLinearKernel } from './kernels/linear.ts';
 import {
   FLAG_MODELS,
@@ -24,14 +24,7 @@ import { createTaskArithmeticKernel } from './kernels/task_arithmetic.ts';
 import { createTiesKernel } from './kernels/ties.ts';
 import { createTopKScanKernel } from './kernels/topk_scan.ts';
 import { createTopKTiesKernel } from './kernels/topk_ties.ts';
-import {
-  AGENT_BYTES,
-  encodeAgents,
-  encodeParams,
-  PARAMS_BYTES,
-  type AgentParams,
-  type WindowParams,
-} from './layout.ts';
+import { AGENT_BYTES, encodeAgents, encodeParams, type AgentParams, type WindowParams } from './layout.ts';
 import {
   statsGroups,
   mergeGroups,
@@ -40,15 +33,14 @@ import {
   tensorWindows,
   windowCapacity,
   windowElements,
-  windowMemory,
   DEFAULT_MEMORY_BUDGET,
   type Dispatch,
   type Window,
-  type WindowCapacity,
   TIE_BLOCK_PAIRS,
   WORKGROUP_SIZE,
 } from './plumbing.ts';
 import { Scheduler } from './scheduler.ts';
+import { BufferSets, engineBuffer, type BufferSet } from './buffer-sets.ts';
 import type { MethodParams } from '../methods/types.ts';
 import { bandCounts } from '../methods/band.ts';
 import { DEFAULT_GAMMA } from '../methods/defaults.ts';
@@ -94,27 +86,6 @@ interface Job {
   windows: Window[];
 }
 
-type Capacity = WindowCapacity;
-
-interface BufferSet {
-  inputs: GPUBuffer;
-  output: GPUBuffer;
-  counters: GPUBuffer;
-  norms: GPUBuffer;
-  /** The merge kernels' non-finite counters (shaders/common/finite.wgsl), read back after the output. */
-  flags: GPUBuffer;
-  tieCounts: GPUBuffer;
-  params: GPUBuffer;
-  readback: GPUBuffer;
-  staging: Uint8Array;
-  /** Every buffer a kernel may bind, by its WGSL name. */
-  io: KernelIo;
-  /** Which job's window (and whether with the base) the inputs buffer holds. */
-  resident: string | null;
-  /** Settles when this set's previous window has been read back and consumed. */
-  busy: Promise<void>;
-}
-
 interface PassSpec {
   label: string;
   withBase: boolean;
@@ -147,9 +118,7 @@ class GpuEngine implements MergeEngine {
   private readonly agentBuffer: GPUBuffer;
   private readonly carry: GPUBuffer;
   private readonly topK: TopKSelect<Job>;
-  private sets: BufferSet[] = [];
-  private capacity: Capacity = { inputBytes: 0, outputBytes: 0, tieBytes: 0 };
-  private poison: Uint8Array | null = null;
+  private readonly sets: BufferSets;
   private serial = 0;
   private destroyed = false;
   /** Calls share the buffer sets, so they run one after another in call order. */
@@ -175,6 +144,14 @@ class GpuEngine implements MergeEngine {
     );
     // Two rows per agent: Model Breadcrumbs ranks ties at two thresholds.
     this.carry = this.buffer('carry', 2 * n * 4, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+    this.sets = new BufferSets({
+      device,
+      agents: n,
+      agentBuffer: this.agentBuffer,
+      carry: this.carry,
+      memoryBudget: this.memoryBudget,
+      poisonOutput: options.poisonOutput ?? false,
+    });
     this.topK = new TopKSelect<Job>({
       device,
       scheduler: this.scheduler,
@@ -215,8 +192,7 @@ class GpuEngine implements MergeEngine {
   destroy(): void {
     if (this.destroyed) return;
     this.destroyed = true;
-    for (const set of this.sets) this.destroySet(set);
-    this.sets = [];
+    this.sets.destroy();
     for (const b of [this.agentBuffer, this.carry]) b.destroy();
     this.topK.destroy();
     for (const kernel of this.kernels.values()) kernel.then((k) => k.destroy(), noop);
@@ -291,7 +267,7 @@ class GpuEngine implements MergeEngine {
         normalize: params.normalize,
       }),
       encode: (encoder, set, w, d) => {
-        if (this.poison) this.scheduler.write(set.output, 0, this.poison, pad4(w.count * outBytes));
+        if (this.sets.poison) this.scheduler.write(set.output, 0, this.sets.poison, pad4(w.count * outBytes));
         if (tieBreak) {
           if (w.index === 0) encoder.clearBuffer(this.carry);
           encoder.clearBuffer(set.tieCounts, 0, tieRows * tieBlocks(d.groups) * 4);
@@ -437,7 +413,7 @@ class GpuEngine implements MergeEngine {
 
   /** Runs one pass over the job's windows, two buffer sets in flight, results consumed in order. */
   private async runPass(job: Job, pass: PassSpec): Promise<void> {
-    const sets = this.sets;
+    const sets = this.sets.sets;
     let chain: Promise<void> = Promise.resolve();
     try {
       for (const w of pass.order ?? job.windows) {
@@ -531,7 +507,7 @@ class GpuEngine implements MergeEngine {
       ),
     );
     const slotBytes = pad4(size * inBytes);
-    this.ensureCapacity(windowCapacity(size, this.agents, inBytes, outBytes));
+    this.sets.ensure(windowCapacity(size, this.agents, inBytes, outBytes));
     return {
       serial: ++this.serial,
       tensor,
@@ -543,115 +519,8 @@ class GpuEngine implements MergeEngine {
     };
   }
 
-  /** Grows both buffer sets when a tensor needs more room than the largest so far. */
-  private ensureCapacity(need: Capacity): void {
-    const have = this.capacity;
-    if (
-      this.sets.length &&
-      need.inputBytes <= have.inputBytes &&
-      need.outputBytes <= have.outputBytes &&
-      need.tieBytes <= have.tieBytes
-    ) {
-      return;
-    }
-    const grown: Capacity = {
-      inputBytes: Math.max(need.inputBytes, have.inputBytes),
-      outputBytes: Math.max(need.outputBytes, have.outputBytes),
-      tieBytes: Math.max(need.tieBytes, have.tieBytes),
-    };
-    // Each job's windows fit the budget, but the largest parts of two jobs with other dtypes may
-    // not fit together: then the sets are made for this job alone.
-    const capacity = windowMemory(grown) <= this.memoryBudget ? grown : need;
-    for (const set of this.sets) this.destroySet(set);
-    this.capacity = capacity;
-    this.sets = [0, 1].map((i) => this.createSet(i, capacity));
-    if (this.options.poisonOutput) this.poison = new Uint8Array(capacity.outputBytes).fill(0xff);
-  }
-
-  private createSet(index: number, c: Capacity): BufferSet {
-    const counterBytes = statsLayout(this.agents).count * 4;
-    const flagBytes = flagCount(this.agents) * 4;
-    const label = (name: string): string => `set${index}.${name}`;
-    const inputs = this.buffer(
-      label('inputs'),
-      c.inputBytes,
-      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
-    );
-    const output = this.buffer(
-      label('output'),
-      c.outputBytes,
-      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
-    );
-    const counters = this.buffer(
-      label('counters'),
-      counterBytes,
-      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
-    );
-    const normBytes = dareNormsBytes(this.agents);
-    const norms = this.buffer(label('norms'), normBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC);
-    const flags = this.buffer(
-      label('flags'),
-      flagBytes,
-      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
-    );
-    const tieCounts = this.buffer(
-      label('tieCounts'),
-      c.tieBytes,
-      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
-    );
-    const params = this.buffer(
-      label('params'),
-      PARAMS_BYTES,
-      GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
-    );
-    const readback = this.buffer(
-      label('readback'),
-      Math.max(c.outputBytes + pad4(flagBytes), counterBytes, normBytes),
-      GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
-    );
-    return {
-      inputs,
-      output,
-      counters,
-      norms,
-      flags,
-      tieCounts,
-      params,
-      readback,
-      staging: new Uint8Array(c.inputBytes),
-      io: {
-        params,
-        inputs,
-        output,
-        counters,
-        norms,
-        flags,
-        agents: this.agentBuffer,
-        tie_counts: tieCounts,
-        tie_prefix: tieCounts,
-        carry: this.carry,
-      },
-      resident: null,
-      busy: Promise.resolve(),
-    };
-  }
-
-  private destroySet(set: BufferSet): void {
-    for (const b of [
-      set.inputs,
-      set.output,
-      set.counters,
-      set.norms,
-      set.flags,
-      set.tieCounts,
-      set.params,
-      set.readback,
-    ])
-      b.destroy();
-  }
-
   private buffer(name: string, size: number, usage: GPUBufferUsageFlags): GPUBuffer {
-    return this.device.createBuffer({ label: `MergeEngine.${name}`, size: Math.max(4, pad4(size)), usage });
+    return engineBuffer(this.device, name, size, usage);
   }
 
   private serialized<T>(run: () => Promise<T>): Promise<T> {

@@ -1,0 +1,155 @@
+// The GPU engine's two buffer sets: window i+1 is uploaded into one while window i computes and reads
+// back from the other. They grow to the largest window so far, within the memory budget.
+import { dareNormsBytes } from './kernels/dare_norms.ts';
+import type { KernelIo } from './kernels/kernel.ts';
+import { flagCount } from './kernels/merge-bindings.ts';
+import { statsLayout } from './kernels/stats.ts';
+import { PARAMS_BYTES } from './layout.ts';
+import { pad4, windowMemory, type WindowCapacity } from './plumbing.ts';
+
+export interface BufferSet {
+  inputs: GPUBuffer;
+  output: GPUBuffer;
+  counters: GPUBuffer;
+  norms: GPUBuffer;
+  /** The merge kernels' non-finite counters (shaders/common/finite.wgsl), read back after the output. */
+  flags: GPUBuffer;
+  tieCounts: GPUBuffer;
+  params: GPUBuffer;
+  readback: GPUBuffer;
+  staging: Uint8Array;
+  /** Every buffer a kernel may bind, by its WGSL name. */
+  io: KernelIo;
+  /** Which job's window (and whether with the base) the inputs buffer holds. */
+  resident: string | null;
+  /** Settles when this set's previous window has been read back and consumed. */
+  busy: Promise<void>;
+}
+
+/** What the sets share with their engine. */
+export interface BufferSetsOptions {
+  device: GPUDevice;
+  agents: number;
+  agentBuffer: GPUBuffer;
+  carry: GPUBuffer;
+  memoryBudget: number;
+  /** Test aid: keep a 0xFF block the size of the output, to poison it before every merge window. */
+  poisonOutput: boolean;
+}
+
+/** One engine buffer, labelled and padded to the 4-byte multiple WebGPU copies need. */
+export function engineBuffer(
+  device: GPUDevice,
+  name: string,
+  size: number,
+  usage: GPUBufferUsageFlags,
+): GPUBuffer {
+  return device.createBuffer({ label: `MergeEngine.${name}`, size: Math.max(4, pad4(size)), usage });
+}
+
+export class BufferSets {
+  sets: BufferSet[] = [];
+  poison: Uint8Array | null = null;
+  private capacity: WindowCapacity = { inputBytes: 0, outputBytes: 0, tieBytes: 0 };
+
+  constructor(private readonly options: BufferSetsOptions) {}
+
+  /** Grows both sets when a tensor needs more room than the largest so far. */
+  ensure(need: WindowCapacity): void {
+    const have = this.capacity;
+    if (
+      this.sets.length &&
+      need.inputBytes <= have.inputBytes &&
+      need.outputBytes <= have.outputBytes &&
+      need.tieBytes <= have.tieBytes
+    ) {
+      return;
+    }
+    const grown: WindowCapacity = {
+      inputBytes: Math.max(need.inputBytes, have.inputBytes),
+      outputBytes: Math.max(need.outputBytes, have.outputBytes),
+      tieBytes: Math.max(need.tieBytes, have.tieBytes),
+    };
+    // Each job's windows fit the budget, but the largest parts of two jobs with other dtypes may
+    // not fit together: then the sets are made for this job alone.
+    const capacity = windowMemory(grown) <= this.options.memoryBudget ? grown : need;
+    this.destroy();
+    this.capacity = capacity;
+    this.sets = [0, 1].map((i) => this.create(i, capacity));
+    if (this.options.poisonOutput) this.poison = new Uint8Array(capacity.outputBytes).fill(0xff);
+  }
+
+  destroy(): void {
+    for (const set of this.sets)
+      for (const b of [
+        set.inputs,
+        set.output,
+        set.counters,
+        set.norms,
+        set.flags,
+        set.tieCounts,
+        set.params,
+        set.readback,
+      ])
+        b.destroy();
+    this.sets = [];
+  }
+
+  private create(index: number, c: WindowCapacity): BufferSet {
+    const { device, agents, agentBuffer, carry } = this.options;
+    const counterBytes = statsLayout(agents).count * 4;
+    const flagBytes = flagCount(agents) * 4;
+    const buffer = (name: string, size: number, usage: GPUBufferUsageFlags): GPUBuffer =>
+      engineBuffer(device, `set${index}.${name}`, size, usage);
+    const inputs = buffer('inputs', c.inputBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+    const output = buffer(
+      'output',
+      c.outputBytes,
+      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+    );
+    const counters = buffer(
+      'counters',
+      counterBytes,
+      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+    );
+    const normBytes = dareNormsBytes(agents);
+    const norms = buffer('norms', normBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC);
+    const flags = buffer(
+      'flags',
+      flagBytes,
+      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+    );
+    const tieCounts = buffer('tieCounts', c.tieBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+    const params = buffer('params', PARAMS_BYTES, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
+    const readback = buffer(
+      'readback',
+      Math.max(c.outputBytes + pad4(flagBytes), counterBytes, normBytes),
+      GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    );
+    return {
+      inputs,
+      output,
+      counters,
+      norms,
+      flags,
+      tieCounts,
+      params,
+      readback,
+      staging: new Uint8Array(c.inputBytes),
+      io: {
+        params,
+        inputs,
+        output,
+        counters,
+        norms,
+        flags,
+        agents: agentBuffer,
+        tie_counts: tieCounts,
+        tie_prefix: tieCounts,
+        carry,
+      },
+      resident: null,
+      busy: Promise.resolve(),
+    };
+  }
+}
