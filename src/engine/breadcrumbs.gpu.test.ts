@@ -8,7 +8,7 @@ import { decodeFloats, encodeFloats } from '../format/dtype.ts';
 import { bandCounts } from '../methods/band.ts';
 import { defaultParams } from '../methods/defaults.ts';
 import { referenceMerge } from '../methods/reference.ts';
-import { seededRandom, tensorInput } from '../methods/test-tensors.ts';
+import { mergeBytes, offF32, seededRandom, tensorInput } from '../methods/test-tensors.ts';
 import type { MergeEngine, TensorInput } from '../methods/merge-types.ts';
 import type { MethodParams } from '../methods/types.ts';
 import { openGpuHarness } from '../test/gpu-harness.ts';
@@ -33,14 +33,7 @@ function tiedModels(seed: number): Float64Array[] {
 }
 
 async function merged(engine: MergeEngine, input: TensorInput, params: MethodParams): Promise<Uint8Array> {
-  const parts: Uint8Array[] = [];
-  await engine.merge(input, {
-    params,
-    lambdas: [],
-    outDtype: 'F32',
-    emit: async (b) => void parts.push(b.slice()),
-  });
-  return new Uint8Array(Buffer.concat(parts));
+  return mergeBytes(engine, input, { params, lambdas: [], outDtype: 'F32' });
 }
 
 describe.skipIf(!harness)(`Model Breadcrumbs with many ties ${opened.skip ?? ''}`, () => {
@@ -88,12 +81,7 @@ describe.skipIf(!harness)(`Model Breadcrumbs with many ties ${opened.skip ?? ''}
         try {
           const got = decodeFloats('F32', await harness!.run(() => merged(gpu, input, params)), NUMEL);
           const wanted = decodeFloats('F32', want, NUMEL);
-          const off: string[] = [];
-          wanted.forEach((w, i) => {
-            if (!(Math.abs(got[i]! - w) <= 2 ** -20 * Math.max(1, Math.abs(w))))
-              off.push(`[${i}] ${got[i]} ≠ ${w}`);
-          });
-          expect(off.slice(0, 5)).toEqual([]);
+          expect(offF32(got, wanted)).toEqual([]);
         } finally {
           gpu.destroy();
         }

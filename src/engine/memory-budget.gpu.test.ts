@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { decodeFloats, dtypeBits, type FloatDtype } from '../format/dtype.ts';
 import { createCpuEngine } from './cpu-engine.ts';
 import { defaultParams } from '../methods/defaults.ts';
-import { randomTensor, testParams } from '../methods/test-tensors.ts';
+import { mergeBytes, randomTensor, testParams } from '../methods/test-tensors.ts';
 import type { MethodName } from '../methods/types.ts';
 import type { MergeEngine, TensorInput } from '../methods/merge-types.ts';
 import { createGpuEngine } from './gpu-engine.ts';
@@ -25,15 +25,12 @@ async function merged(
   agents: number,
   outDtype: FloatDtype,
 ): Promise<Uint8Array> {
-  const parts: Uint8Array[] = [];
-  await engine.merge(input, {
+  return mergeBytes(engine, input, {
     // testParams has values for up to 4 agents; more take the method's defaults.
     params: agents <= 4 ? testParams(method, agents, 7) : defaultParams(method, agents),
     lambdas: Array.from({ length: agents }, (_, t) => 1 + t / 8),
     outDtype,
-    emit: async (b) => void parts.push(b.slice()),
   });
-  return Buffer.concat(parts);
 }
 
 const cases: { method: MethodName; agents: number; dtype: FloatDtype }[] = [

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { bf16ToF32, decodeFloats, f32ToBf16 } from '../format/dtype.ts';
 import { createCpuEngine } from './cpu-engine.ts';
 import { defaultParams } from '../methods/defaults.ts';
-import { seededRandom, tensorInput } from '../methods/test-tensors.ts';
+import { mergeBytes, offF32, seededRandom, tensorInput } from '../methods/test-tensors.ts';
 import type { MethodParams } from '../methods/types.ts';
 import { createGpuEngine } from './gpu-engine.ts';
 import { openGpuHarness } from '../test/gpu-harness.ts';
@@ -52,14 +52,11 @@ function models(seed: number): { bytes: Uint8Array[]; unique: number[]; changed:
 }
 
 async function merged(engine: MergeEngine, input: TensorInput, params: MethodParams): Promise<Float64Array> {
-  const parts: Uint8Array[] = [];
-  await engine.merge(input, {
-    params,
-    lambdas: [],
-    outDtype: 'F32',
-    emit: async (b) => void parts.push(b.slice()),
-  });
-  return decodeFloats('F32', Buffer.concat(parts), input.numel);
+  return decodeFloats(
+    'F32',
+    await mergeBytes(engine, input, { params, lambdas: [], outDtype: 'F32' }),
+    input.numel,
+  );
 }
 
 describe.skipIf(!harness)(`ramplus_tl λ from exact counts ${opened.skip ?? ''}`, () => {
@@ -86,12 +83,7 @@ describe.skipIf(!harness)(`ramplus_tl λ from exact counts ${opened.skip ?? ''}`
           input,
           params,
         );
-        const off: string[] = [];
-        want.forEach((w, i) => {
-          if (!(Math.abs((got[i] ?? NaN) - w) <= 2 ** -20 * Math.max(1, Math.abs(w))))
-            off.push(`[${i}] ${got[i]} ≠ ${w}`);
-        });
-        expect(off.slice(0, 5)).toEqual([]);
+        expect(offF32(got, want)).toEqual([]);
       } finally {
         gpu.destroy();
       }

@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createCpuEngine } from './cpu-engine.ts';
 import { defaultParams } from '../methods/defaults.ts';
-import { seededRandom, tensorInput } from '../methods/test-tensors.ts';
+import { mergeBytes, offF32, seededRandom, tensorInput } from '../methods/test-tensors.ts';
 import { RADIX_DIGITS, topKCount } from '../methods/select.ts';
 import { decodeFloats, encodeFloats, type FloatDtype } from '../format/dtype.ts';
 import type { MethodParams } from '../methods/types.ts';
@@ -85,14 +85,11 @@ function thresholdTies(
 }
 
 async function merged(engine: MergeEngine, input: TensorInput, params: MethodParams): Promise<Float64Array> {
-  const parts: Uint8Array[] = [];
-  await engine.merge(input, {
-    params,
-    lambdas: [],
-    outDtype: 'F32',
-    emit: async (b) => void parts.push(b.slice()),
-  });
-  return decodeFloats('F32', Buffer.concat(parts), input.numel);
+  return decodeFloats(
+    'F32',
+    await mergeBytes(engine, input, { params, lambdas: [], outDtype: 'F32' }),
+    input.numel,
+  );
 }
 
 describe.skipIf(!harness)(`TIES select with many ties ${opened.skip ?? ''}`, () => {
@@ -132,12 +129,7 @@ describe.skipIf(!harness)(`TIES select with many ties ${opened.skip ?? ''}`, () 
             input,
             params,
           );
-          const off: string[] = [];
-          want.forEach((w, i) => {
-            if (!(Math.abs(got[i]! - w) <= 2 ** -20 * Math.max(1, Math.abs(w))))
-              off.push(`[${i}] ${got[i]} ≠ ${w}`);
-          });
-          expect(off.slice(0, 5)).toEqual([]);
+          expect(offF32(got, want)).toEqual([]);
         } finally {
           gpu.destroy();
         }

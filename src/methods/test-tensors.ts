@@ -3,7 +3,7 @@
 // values and f16 subnormals, stored in the tensor's dtype so every value is exact.
 
 import { decodeFloats, dtypeBits, encodeFloats, type FloatDtype } from '../format/dtype.ts';
-import type { TensorInput } from './merge-types.ts';
+import type { MergeEngine, MergeOptions, TensorInput } from './merge-types.ts';
 import type { TensorValues } from './reference.ts';
 import { defaultParams } from './defaults.ts';
 import type { MethodName, MethodParams } from './types.ts';
@@ -33,6 +33,34 @@ export interface TestTensorSpec {
   agents: number;
   seed: number;
   epsilon?: number;
+}
+
+/** Merges one tensor with `engine` and returns every byte it emitted, in order. */
+export async function mergeBytes(
+  engine: MergeEngine,
+  input: TensorInput,
+  options: Omit<MergeOptions, 'emit'>,
+): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  await engine.merge(input, { ...options, emit: async (b) => void parts.push(b.slice()) });
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}
+
+/** Elements of `got` off `want` by more than 2^-20 relative (f32 vs f64 rounding), the first five. */
+export function offF32(got: ArrayLike<number>, want: ArrayLike<number>): string[] {
+  const off: string[] = [];
+  for (let i = 0; i < want.length && off.length < 5; i++) {
+    const w = want[i] ?? NaN;
+    const g = got[i] ?? NaN;
+    if (!(Math.abs(g - w) <= 2 ** -20 * Math.max(1, Math.abs(w)))) off.push(`[${i}] ${g} ≠ ${w}`);
+  }
+  return off;
 }
 
 /** Wraps raw input bytes as a TensorInput whose reads copy the requested range. */
