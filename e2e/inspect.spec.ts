@@ -127,10 +127,10 @@ test.afterAll(async () => {
 });
 
 async function loadSet(workflow: WorkflowPage): Promise<void> {
-  await workflow.openDemo();
-  await workflow.removeAllAgents();
-  await workflow.loadBaseFolder(join(root, 'base'));
-  for (const agent of AGENTS) await workflow.addAgentFolder(join(root, agent));
+  await workflow.loadFolders(
+    join(root, 'base'),
+    AGENTS.map((agent) => join(root, agent)),
+  );
   // Four models of 24 layers load and are analysed on a shared 2-core machine: allow a minute.
   await expect
     .poll(

@@ -69,10 +69,7 @@ test('an agent file rewritten during the merge fails it, naming the agent and fi
   page,
   workflow,
 }) => {
-  await workflow.openDemo();
-  await workflow.removeAllAgents();
-  await workflow.loadBaseFolder(at('base'));
-  await workflow.addAgentFolder(at('writer'));
+  await workflow.loadFolders(at('base'), [at('writer')]);
   await workflow.analysisOf(['writer']);
   await workflow.selectMethod('linear');
   await workflow.setReadDelay(400);

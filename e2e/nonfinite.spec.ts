@@ -48,10 +48,10 @@ test('shows NaN / ±Inf per tensor and model, and a merge of those tensors stops
         floatTensor('model.layers.0.b.weight', 'F32', [32], b),
       ]);
 
-    await workflow.openDemo();
-    await workflow.removeAllAgents();
-    await workflow.loadBaseFolder(join(root, 'base'));
-    for (const agent of AGENTS) await workflow.addAgentFolder(join(root, agent));
+    await workflow.loadFolders(
+      join(root, 'base'),
+      AGENTS.map((agent) => join(root, agent)),
+    );
     await workflow.analysisOf([...AGENTS]);
 
     const panel = page.getByTestId('nonfinite-panel');

@@ -138,10 +138,10 @@ test('a sharded base and agents load from folders; statistics and a RAM merge eq
   const tensorCount = layout().length;
   const parameters = layout().reduce((sum, t) => sum + t.shape.reduce((a, b) => a * b, 1), 0);
 
-  await workflow.openDemo();
-  await workflow.removeAllAgents();
-  await workflow.loadBaseFolder(join(root, 'base'));
-  for (const agent of AGENTS) await workflow.addAgentFolder(join(root, agent));
+  await workflow.loadFolders(
+    join(root, 'base'),
+    AGENTS.map((agent) => join(root, agent)),
+  );
 
   // (a) The preflight: every model is sharded, with the shard and tensor counts of the files written.
   for (const card of ['model-base', 'model-agent-0', 'model-agent-1']) {

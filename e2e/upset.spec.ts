@@ -44,10 +44,10 @@ test('with 6 agents the UpSet view shows every exact agent set with its count', 
   page,
   workflow,
 }) => {
-  await workflow.openDemo();
-  await workflow.removeAllAgents();
-  await workflow.loadBaseFolder(at('base'));
-  for (const label of AGENTS) await workflow.addAgentFolder(at(label));
+  await workflow.loadFolders(
+    at('base'),
+    AGENTS.map((label) => at(label)),
+  );
   await workflow.analysisOf(AGENTS);
   await expect(page.getByTestId('upset-unavailable')).toHaveCount(0);
   const shown = await page

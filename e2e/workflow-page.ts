@@ -132,6 +132,14 @@ export class WorkflowPage {
     await this.page.getByTestId('model-new-agent-folder-input').setInputFiles(dir);
   }
 
+  /** From the demo, swaps in a base and agents from folders on disk, each through its folder input. */
+  async loadFolders(base: string, agents: readonly string[]): Promise<void> {
+    await this.openDemo();
+    await this.removeAllAgents();
+    await this.loadBaseFolder(base);
+    for (const agent of agents) await this.addAgentFolder(agent);
+  }
+
   async selectMethod(method: MethodName): Promise<void> {
     await this.page.getByTestId('method-select').selectOption(method);
   }
