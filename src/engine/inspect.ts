@@ -111,6 +111,8 @@ export class MaskRenderer {
       agents: this.agents,
       inBytes,
       outBytes: 4,
+      // The mask kernel ranks no ties.
+      tieRows: 0,
       maxStorageBufferBindingSize: limits.maxStorageBufferBindingSize,
       maxBufferSize: limits.maxBufferSize,
       maxComputeWorkgroupsPerDimension: limits.maxComputeWorkgroupsPerDimension,
