@@ -247,13 +247,14 @@ test('the tensor view draws the embedding; its block counts equal the CPU refere
   await expect(page.getByTestId('tensor-mask-block-size')).toHaveText('4 × 1 elements');
   await workflow.shoot(inspect.view, 'tensor-view', testInfo);
 
-  // Its sums are the tensor's statistics: unique per agent, changed per agent, sign conflicts.
+  // Its sums are the tensor's statistics: unique per agent, changed per agent, sign conflicts, non-finite.
   const sums = await page.evaluate(() => {
     const api = window.__mergeStudio;
     if (!api) throw new Error('window.__mergeStudio is missing: is this an e2e or development build?');
     const r = api.inspect().mask.result;
     if (!r) throw new Error('the tensor view holds no drawn grid');
-    const stride = 2 * r.agents + 2;
+    // Per block: unique per agent, shared, conflict, non-finite, changed per agent (maskLayout).
+    const stride = 2 * r.agents + 3;
     // Channel k of every block, summed (the browser side cannot import the checked helpers).
     return Array.from({ length: stride }, (_, k) =>
       r.grid.reduce((sum, v, i) => (i % stride === k ? sum + v : sum), 0),
@@ -262,7 +263,8 @@ test('the tensor view draws the embedding; its block counts equal the CPU refere
   expect(sums.slice(0, 3)).toEqual(stats.unique);
   expect(at(sums, 3) + at(sums, 4)).toBe(stats.counts.slice(2).reduce((a, b) => a + b, 0));
   expect(sums[4]).toBe(stats.signConflicts);
-  expect(sums.slice(5)).toEqual(stats.changed);
+  expect(sums[5]).toBe(stats.nonFinite);
+  expect(sums.slice(6)).toEqual(stats.changed);
 
   // Zoom in twice around the centre: single elements, and only the viewed rows are read.
   await page.getByTestId('tensor-zoom-in').click();

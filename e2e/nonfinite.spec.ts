@@ -1,12 +1,15 @@
 // NaN and ±Inf in the studio (SPEC.md "Non-finite values"): a base and two agents, one of which
 // holds NaN and +Inf where the others do not, and a −Inf that every model shares (kept, not counted).
-// The statistics list where they are, per tensor and model, and a merge stops naming the tensor.
+// The statistics list where they are, per tensor and model, the tensor view counts them apart from
+// every class, and a merge stops naming the tensor.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { floatTensor, rng, writeModelFolder } from '../src/test/fixtures.ts';
 import { expect, test as base } from './fixtures.ts';
 import { WorkflowPage } from './workflow-page.ts';
+import { InspectPage } from './inspect-page.ts';
+import { maskLayout } from '../src/methods/mask-geometry.ts';
 
 const test = base.extend<{ workflow: WorkflowPage }>({
   workflow: async ({ page }, use) => {
@@ -63,6 +66,23 @@ test('shows NaN / ±Inf per tensor and model, and a merge of those tensors stops
     await expect(page.getByTestId('nonfinite-model-1')).toHaveText('4');
     await expect(page.getByTestId('nonfinite-model-2')).toHaveText('0');
     await workflow.shoot(panel, 'studio-nonfinite', testInfo);
+
+    // The tensor view of `a`, one element per block: the coder's three NaNs are non-finite, each in
+    // no other counter; the −Inf every model holds is unchanged.
+    const inspect = new InspectPage(page);
+    const mask = await inspect.open('model.layers.0.a.weight');
+    expect([mask.geometry.blockRows, mask.geometry.blockCols]).toEqual([1, 1]);
+    const layout = maskLayout(AGENTS.length);
+    const counters = (e: number): number[] => mask.grid.slice(e * layout.stride, (e + 1) * layout.stride);
+    for (const e of [1, 2, 4]) {
+      expect(counters(e)[layout.nonFinite], `element ${e}`).toBe(1);
+      expect(counters(e).reduce((a, b) => a + b, 0)).toBe(1);
+    }
+    expect(counters(7).every((v) => v === 0)).toBe(true);
+    const flagged = Array.from({ length: 64 }, (_, e) => counters(e)[layout.nonFinite]);
+    expect(flagged.filter((v) => v === 1)).toHaveLength(3);
+    await expect(page.getByTestId('tensor-mask-legend-nonfinite')).toContainText('(3 in view)');
+    await workflow.shoot(inspect.view, 'tensor-view-nonfinite', testInfo);
 
     await workflow.selectMethod('ram');
     await workflow.mergeButton.click();

@@ -1,10 +1,10 @@
 // Draws the mask grid of shaders/mask.wgsl into the tensor view's canvas: each pixel shows the block
 // under it, its hue the mix of the block's classes weighted by their counts, its strength the share of
-// the block's elements that changed (square root, so a block with one change in thousands still shows).
-// Unchanged blocks take the background colour.
+// the block's elements that changed or are non-finite (square root, so a block with one change in
+// thousands still shows). Unchanged blocks take the background colour.
 
 override AGENTS: u32 = 2u;
-override CELL_STRIDE: u32 = 2u * AGENTS + 2u;
+override CELL_STRIDE: u32 = 2u * AGENTS + 3u;
 
 struct Draw {
   width: f32,        // canvas size in pixels
@@ -19,7 +19,8 @@ struct Draw {
 
 @group(0) @binding(0) var<uniform> draw: Draw;
 @group(0) @binding(1) var<storage, read> grid: array<u32>;
-// Colours: unchanged at 0, shared at 1, sign conflict at 2, unique to agent t at 3 + t (any agent count).
+// Colours: unchanged at 0, shared at 1, sign conflict at 2, non-finite at 3, unique to agent t at 4 + t
+// (any agent count).
 @group(0) @binding(2) var<storage, read> palette: array<vec4f>;
 
 @vertex
@@ -41,11 +42,11 @@ fn fs(@builtin(position) p: vec4f) -> @location(0) vec4f {
   let background = palette[0];
   var changed = 0.0;
   var mixed = vec4f(0.0);
-  for (var k = 0u; k < AGENTS + 2u; k++) {
+  for (var k = 0u; k < AGENTS + 3u; k++) {
     let n = f32(grid[cell + k]);
     changed += n;
-    // Grid order is unique 0..N-1, shared, conflict; palette order puts those three first.
-    mixed += n * palette[select(k - AGENTS + 1u, k + 3u, k < AGENTS)];
+    // Grid order is unique 0..N-1, shared, conflict, non-finite; palette order puts the last three first.
+    mixed += n * palette[select(k - AGENTS + 1u, k + 4u, k < AGENTS)];
   }
   if (changed == 0.0) {
     return background;

@@ -43,7 +43,11 @@ export type Values = ReturnType<
 >['values'];
 
 export function num(value: string | undefined, flag: string): number | undefined {
-  if (value === undefined) return undefined;
+  return value === undefined ? undefined : numberOf(value, flag);
+}
+
+/** A flag's number, or a usage error naming the flag. */
+function numberOf(value: string, flag: string): number {
   const n = Number(value);
   if (value.trim() === '' || !Number.isFinite(n))
     throw new UsageError(`--${flag} needs a number, got "${value}"`);
@@ -59,8 +63,9 @@ export function perAgent(
   fallback: number[],
 ): number[] {
   if (!values || values.length === 0) return fallback;
-  const numbers = values.map((v) => num(v, flag)!);
-  if (numbers.length === 1) return Array.from({ length: agents }, () => numbers[0]!);
+  const numbers = values.map((v) => numberOf(v, flag));
+  const [only] = numbers;
+  if (numbers.length === 1 && only !== undefined) return Array.from({ length: agents }, () => only);
   if (numbers.length !== agents)
     throw new UsageError(
       `--${flag} was given ${numbers.length} times for ${agents} --model: give it once per model`,

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeFloats } from '../format/dtype.ts';
 import { nodeFolder } from '../io/node.ts';
+import { at, must } from '../io/checked.ts';
 import { layoutSafetensors, SafetensorsStreamWriter, type TensorSpec } from '../format/write.ts';
 import { runCli } from '../test/cli.ts';
 import { floatTensor, rng, WORKED_EXAMPLE, writeModelFolder } from '../test/fixtures.ts';
@@ -73,7 +74,7 @@ describe('merge-studio merge on WebGPU', () => {
     );
     const models: string[] = [];
     for (let a = 0; a < 3; a++) {
-      const density = [0.05, 0.4, 0.6][a]!;
+      const density = at([0.05, 0.4, 0.6], a);
       const tensors = base.map((t) =>
         floatTensor(
           t.name,
@@ -170,7 +171,8 @@ describe('merge-studio merge on WebGPU', () => {
     expect(result.code, result.stderr).toBe(0);
     const peak = /peak memory ([\d.]+) (MiB|GiB)/.exec(result.stderr);
     expect(peak, result.stderr).not.toBeNull();
-    const peakBytes = Number(peak![1]) * (peak![2] === 'GiB' ? 2 ** 30 : 2 ** 20);
+    const [, amount, unit] = must(peak, 'the peak memory line');
+    const peakBytes = Number(amount) * (unit === 'GiB' ? 2 ** 30 : 2 ** 20);
     // The process may not hold more than a fraction of what it read: windows, not models.
     expect(peakBytes).toBeLessThan(inputBytes / 3);
   }, 300_000);

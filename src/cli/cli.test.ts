@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeFloats } from '../format/dtype.ts';
 import { readSafetensorsHeader } from '../format/safetensors.ts';
 import { nodeFileSource } from '../io/node.ts';
+import { at } from '../io/checked.ts';
 import { runCli } from '../test/cli.ts';
 import { evaluate, modelDemoTensors } from '../demo/arena.ts';
 import { loadModel } from './args.ts';
@@ -123,8 +124,8 @@ describe('merge-studio analyze --cpu', () => {
       },
     ]);
     json.models.forEach((model, t) => {
-      expect(model.path).toBe(join(dir, agentNames[t]!));
-      expect(model.changed).toBe(json.tensors.reduce((sum, x) => sum + x.changed[t]!, 0));
+      expect(model.path).toBe(join(dir, at(agentNames, t)));
+      expect(model.changed).toBe(json.tensors.reduce((sum, x) => sum + at(x.changed, t), 0));
       expect(model.lambda).toBeCloseTo(1.2, 12);
     });
   });
@@ -209,7 +210,7 @@ describe('merge-studio merge --cpu', () => {
         // The λ the merge applied: RAM+'s 1 + 0.1·min(ρ, 2), and 1 for RAM.
         expect(model.lambda).toBeCloseTo(method === 'ram' ? 1 : 1.2, 12);
       }
-      expect(json.tensors[0]!.counts).toEqual([3, 3, 0, 3]);
+      expect(at(json.tensors, 0).counts).toEqual([3, 3, 0, 3]);
     }
   });
 

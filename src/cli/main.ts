@@ -49,9 +49,10 @@ async function inspect(positionals: string[], values: Values): Promise<void> {
 
 /** `inspect PATH --json` (no file after it) means JSON on stdout; elsewhere --json names a file. */
 function bareJsonToStdout(argv: string[]): string[] {
-  return argv.map((arg, i) =>
-    arg === '--json' && (i === argv.length - 1 || argv[i + 1]!.startsWith('--')) ? '--json=-' : arg,
-  );
+  return argv.map((arg, i) => {
+    const next = argv[i + 1];
+    return arg === '--json' && (next === undefined || next.startsWith('--')) ? '--json=-' : arg;
+  });
 }
 
 export async function main(argv: string[]): Promise<number> {

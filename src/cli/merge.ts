@@ -2,6 +2,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import type { Model } from '../format/model.ts';
+import { at } from '../io/checked.ts';
 import { checkUnchanged, fileIdentity, nodeFolder, sha256File } from '../io/node.ts';
 import { defaultParams, isMethod, validateParams } from '../methods/defaults.ts';
 import { RecipeError, shorten, type Recipe } from '../methods/recipe.ts';
@@ -65,7 +66,7 @@ function cancellation(): { signal: AbortSignal; received: () => string | undefin
 
 /** Every file of the model at `path` (the file itself, or the folder's files the model lists). */
 function modelFilePaths(path: string, model: Model): string[] {
-  return model.files.length === 1 && model.files[0]!.name === basename(path)
+  return model.files.length === 1 && model.files[0]?.name === basename(path)
     ? [path]
     : model.files.map((f) => join(path, f.name));
 }
@@ -206,11 +207,9 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
         );
   // Preflight, before any weights are read: inputs as opened, --out claimed, free space and --stats.
   const labels = [inputs.basePath, ...inputs.modelPaths].map((p) => basename(resolve(p)));
+  const models = [inputs.base, ...inputs.agents];
   const files = [inputs.basePath, ...inputs.modelPaths].flatMap((path, m) =>
-    modelFilePaths(path, m === 0 ? inputs.base : inputs.agents[m - 1]!).map((file) => ({
-      model: labels[m]!,
-      file,
-    })),
+    modelFilePaths(path, at(models, m, 'models')).map((file) => ({ model: at(labels, m, 'labels'), file })),
   );
   const opened = await Promise.all(files.map((f) => fileIdentity(f.file)));
   const claim = await claimOutput(
@@ -234,7 +233,7 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
         hashed.push({
           ...f,
           file: basename(f.file),
-          bytes: opened[i]!.size,
+          bytes: at(opened, i, 'opened input files').size,
           sha256: await sha256File(f.file),
         });
       return hashed;
@@ -250,7 +249,7 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
       outDtype: recipe.outDtype,
       shardBytes,
       out: nodeFolder(claim.staging),
-      baseLabel: labels[0]!,
+      baseLabel: at(labels, 0, 'labels'),
       agentLabels: labels.slice(1),
       // Full paths, so mergekit_config.yml runs as it is (mergekit takes a bare name for a Hub repo).
       recipe: {

@@ -3,6 +3,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseMergekitRecipes, RecipeError, shorten, type Recipe } from '../methods/recipe.ts';
+import { at, must } from '../io/checked.ts';
 import { emptyOrMissing } from './args.ts';
 
 /** Where a named stage of a multi-document recipe is written: `<out>.stages/<name>`. */
@@ -24,10 +25,16 @@ export async function runRecipeFile(
     );
   }
   const recipes = parseMergekitRecipes(text, file);
-  if (recipes.length === 1) return runOne(recipes[0]!, outDir, file);
+  const [only] = recipes;
+  if (recipes.length === 1 && only) return runOne(only, outDir, file);
 
   const names = recipes.map((r) => r.name);
-  const outs = recipes.map((r, i) => (i === recipes.length - 1 ? outDir : stageFolder(outDir, r.name!)));
+  // Every stage but the last has a name (parseMergekitRecipes requires it).
+  const outs = recipes.map((r, i) =>
+    i === recipes.length - 1
+      ? outDir
+      : stageFolder(outDir, must(r.name, `${shorten(file)}: the name of stage ${i + 1}`)),
+  );
   recipes.forEach((recipe, i) => {
     for (const input of [recipe.base, ...recipe.models]) {
       const later = names.indexOf(input, i);
@@ -48,10 +55,11 @@ export async function runRecipeFile(
       base: recipe.base && input(recipe.base),
       models: recipe.models.map(input),
     };
+    const out = at(outs, i, 'stage outputs');
     process.stderr.write(
-      `Stage ${i + 1}/${recipes.length} ${recipe.name ?? '(final)'}: ${recipe.params.method} → ${outs[i]}\n`,
+      `Stage ${i + 1}/${recipes.length} ${recipe.name ?? '(final)'}: ${recipe.params.method} → ${out}\n`,
     );
-    await runOne(stage, outs[i]!, `${file} (stage ${recipe.name ?? i + 1})`);
-    if (recipe.name) done.set(recipe.name, outs[i]!);
+    await runOne(stage, out, `${file} (stage ${recipe.name ?? i + 1})`);
+    if (recipe.name) done.set(recipe.name, out);
   }
 }

@@ -9,6 +9,7 @@ import { parse } from 'yaml';
 import { writeLlamaSet } from '../bench/llama-set.ts';
 import { decodeFloats } from '../format/dtype.ts';
 import { nodeFolder } from '../io/node.ts';
+import { at, must } from '../io/checked.ts';
 import { roundBf16 } from '../test/parity/mergekit-reference.ts';
 import { runCli } from '../test/cli.ts';
 import { loadModel } from './args.ts';
@@ -54,7 +55,7 @@ async function runExample(example: string, out: string) {
 
 async function tensor(path: string, name: string) {
   const model = await loadModel(path);
-  const t = model.tensors.get(name)!;
+  const t = must(model.tensors.get(name), name);
   const raw = await model.source(t.file).read(t.offset, t.end - t.begin);
   return {
     dtype: t.dtype,
@@ -91,7 +92,7 @@ describe('mergekit example recipes run through merge --config with no edit', { t
     expect(card).toContain('Tie rule: TIES keeps');
     const yaml = await exported(out);
     expect(yaml.base_model).toBe(join(dir, 'base'));
-    expect(yaml.models[1]!.parameters).toEqual({ weight: [0, 0.3, 0.7, 1], density: 0.5 });
+    expect(at(yaml.models, 1).parameters).toEqual({ weight: [0, 0.3, 0.7, 1], density: 0.5 });
   });
 
   it('bio-merge.yml: ties with normalize false', async () => {
@@ -150,9 +151,11 @@ describe('mergekit example recipes run through merge --config with no edit', { t
       tensor(join(dir, 'agent-0'), name),
       tensor(stage, name),
     ]);
-    merged.values.forEach((x, i) => expect(x).toBe(roundBf16((base.values[i]! + agent.values[i]!) / 2)));
+    merged.values.forEach((x, i) =>
+      expect(x).toBe(roundBf16((at(base.values, i) + at(agent.values, i)) / 2)),
+    );
     const final = await exported(out);
-    expect(final.models[0]!.model).toBe(stage);
+    expect(at(final.models, 0).model).toBe(stage);
     expect(final.merge_method).toBe('dare_ties');
   });
 

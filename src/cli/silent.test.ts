@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeLlamaSet } from '../bench/llama-set.ts';
 import { nodeFolder } from '../io/node.ts';
+import { at, must } from '../io/checked.ts';
 import { BIN, runCli, type CliResult } from '../test/cli.ts';
 import { floatTensor, writeModelFolder } from '../test/fixtures.ts';
 
@@ -68,7 +69,7 @@ function startCli(args: string[]): {
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
-  return { pid: child.pid!, started, done, kill: (signal) => child.kill(signal) };
+  return { pid: must(child.pid, 'the CLI process id'), started, done, kill: (signal) => child.kill(signal) };
 }
 
 /** Everything under `parent` whose name says it is unfinished or a working folder. */
@@ -96,7 +97,7 @@ async function expectWhole(out: string): Promise<string> {
   for (const [, file, sha] of rows)
     expect(
       createHash('sha256')
-        .update(await readFile(join(out, file!)))
+        .update(await readFile(join(out, must(file, 'a shard named in the card'))))
         .digest('hex'),
       file,
     ).toBe(sha);
@@ -115,7 +116,10 @@ describe('exclusive output', () => {
       results.map((r) => r.stderr).join('\n'),
     ).toContain(0);
     expect(winners).toHaveLength(1);
-    const loser = results.find((r) => r.code !== 0)!;
+    const loser = must(
+      results.find((r) => r.code !== 0),
+      'the merge that lost',
+    );
     expect(loser.code).toBe(1);
     expect(loser.stderr).toMatch(/another merge is writing --out|is not empty|filled by something else/);
     const card = await expectWhole(out);
@@ -168,14 +172,14 @@ describe('inputs must not change during a merge', () => {
   it('fails naming the agent shard rewritten in place, and publishes nothing', async () => {
     const agent = join(dir, 'agent-copy');
     await cp(join(set, 'agent-1'), agent, { recursive: true });
-    const shard = (await readdir(agent)).filter((f) => f.endsWith('.safetensors')).sort()[3]!;
+    const shard = at((await readdir(agent)).filter((f) => f.endsWith('.safetensors')).sort(), 3, 'shards');
     const parent = join(dir, 'rewrite');
     await mkdir(parent);
     const run = startCli(mergeArgs(join(parent, 'out'), '1', agent));
     await run.started;
     // Same size, other bytes: what a second download or training step into the same folder does.
     const bytes = await readFile(join(agent, shard));
-    for (let i = bytes.length - 64; i < bytes.length; i++) bytes[i] = bytes[i]! ^ 0x55;
+    for (let i = bytes.length - 64; i < bytes.length; i++) bytes[i] = at(bytes, i) ^ 0x55;
     await writeFile(join(agent, shard), bytes);
     const result = await run.done;
     expect(result.code, result.stderr).toBe(1);
@@ -238,7 +242,7 @@ describe('limits of the machine', () => {
     const { version } = JSON.parse(await readFile('package.json', 'utf8')) as { version: string };
     expect(card).toContain(`Made with merge-studio ${version} `);
     for (const model of ['base', 'agent-0', 'agent-1']) {
-      const shard = (await readdir(join(set, model))).sort()[5]!;
+      const shard = at((await readdir(join(set, model))).sort(), 5, `${model}'s files`);
       const sha = createHash('sha256')
         .update(await readFile(join(set, model, shard)))
         .digest('hex');
@@ -326,7 +330,7 @@ describe('NaN and ±Inf in the inputs', () => {
       [2, 0],
     ]);
     expect(stats.tensors[0]).toMatchObject({ nonFinite: 2, nonFiniteModels: [0, 2, 0] });
-    expect(stats.tensors[0]!.counts.reduce((a, b) => a + b, 0)).toBe(10);
+    expect(at(stats.tensors, 0).counts.reduce((a, b) => a + b, 0)).toBe(10);
 
     const out = join(root, 'out');
     const merged = await runCli([

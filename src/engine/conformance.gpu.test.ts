@@ -10,7 +10,7 @@ import { ulpOf } from '../methods/float32.ts';
 import { referenceMerge, referenceStats, type TensorValues } from '../methods/reference.ts';
 import { ramLambdas, sumStats } from '../methods/stats.ts';
 import { injectNonFinite, type Injected } from '../methods/nonfinite-tensors.ts';
-import { randomTensor, tensorInput, testParams } from '../methods/test-tensors.ts';
+import { mergeBytes, randomTensor, tensorInput, testParams } from '../methods/test-tensors.ts';
 import { METHODS, type MethodName, type MethodParams } from '../methods/types.ts';
 import { GpuDeviceError } from './device.ts';
 import { EngineTensorError, nonFiniteCause } from '../methods/errors.ts';
@@ -62,20 +62,7 @@ async function run(
   params: MethodParams,
   out: FloatDtype,
 ): Promise<Uint8Array> {
-  const parts: Uint8Array[] = [];
-  await engine.merge(tensor, {
-    params,
-    lambdas: LAMBDAS.slice(0, engine.agents),
-    outDtype: out,
-    emit: async (b) => void parts.push(b.slice()),
-  });
-  const bytes = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
-  let at = 0;
-  for (const p of parts) {
-    bytes.set(p, at);
-    at += p.byteLength;
-  }
-  return bytes;
+  return mergeBytes(engine, tensor, { params, lambdas: LAMBDAS.slice(0, engine.agents), outDtype: out });
 }
 
 const exactShare = new Map<string, { exact: number; total: number }>();
@@ -228,16 +215,10 @@ describe.skipIf(!harness)('GPU engine on the SPEC.md worked example', () => {
         weights = [1, 1, 1],
       ): Promise<number[]> => {
         const params = { ...defaultParams(method, 3), weights };
-        const parts: Uint8Array[] = [];
-        await harness!.run(() =>
-          engine.merge(input, {
-            params,
-            lambdas,
-            outDtype: 'F32',
-            emit: async (b) => void parts.push(b.slice()),
-          }),
+        const bytes = await harness!.run(() =>
+          mergeBytes(engine, input, { params, lambdas, outDtype: 'F32' }),
         );
-        return parts.flatMap((p) => Array.from(decodeFloats('F32', p, p.byteLength / 4)));
+        return Array.from(decodeFloats('F32', bytes, bytes.byteLength / 4));
       };
       const close = (got: number[], want: number[]): void =>
         got.forEach((g, i) => expect(g).toBeCloseTo(want[i]!, 6));

@@ -250,7 +250,7 @@ describe('tensor view shaders', () => {
   it('both shaders lay out a block as maskLayout does, MASK_ITEMS elements per invocation', () => {
     expect(constant(mask, 'ITEMS')).toBe(MASK_ITEMS);
     for (const source of [mask, MASK_DRAW_SOURCE])
-      expect(source).toContain('override CELL_STRIDE: u32 = 2u * AGENTS + 2u;');
-    expect(maskLayout(3)).toEqual({ unique: 0, shared: 3, conflict: 4, changed: 5, stride: 8 });
+      expect(source).toContain('override CELL_STRIDE: u32 = 2u * AGENTS + 3u;');
+    expect(maskLayout(3)).toEqual({ unique: 0, shared: 3, conflict: 4, nonFinite: 5, changed: 6, stride: 9 });
   });
 });

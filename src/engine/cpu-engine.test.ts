@@ -4,19 +4,10 @@ import { EngineTensorError } from '../methods/errors.ts';
 import { createCpuEngine } from './cpu-engine.ts';
 import { defaultParams } from '../methods/defaults.ts';
 import { referenceMerge, referenceStats } from '../methods/reference.ts';
-import { randomTensor, testParams } from '../methods/test-tensors.ts';
+import { mergeBytes, randomTensor, testParams } from '../methods/test-tensors.ts';
 import { METHODS, type MethodName, type MethodParams } from '../methods/types.ts';
 
 const paramsFor = (method: MethodName, agents: number): MethodParams => testParams(method, agents, 1234);
-
-async function collect(run: (emit: (b: Uint8Array) => Promise<void>) => Promise<void>): Promise<Uint8Array> {
-  const parts: Uint8Array[] = [];
-  await run(async (b) => void parts.push(b.slice()));
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
-  let at = 0;
-  for (const p of parts) out.set(p, (at += p.byteLength) - p.byteLength);
-  return out;
-}
 
 describe('CPU engine, streamed in small windows, equals the whole-tensor reference', () => {
   const cases: [FloatDtype, FloatDtype, number, number][] = [
@@ -36,9 +27,12 @@ describe('CPU engine, streamed in small windows, equals the whole-tensor referen
       const params = paramsFor(method, agents);
       const lambdas = [1.1, 1.2, 1.05, 1.15].slice(0, agents);
       let progress = 0;
-      const got = await collect((emit) =>
-        engine.merge(t.input, { params, lambdas, outDtype, emit, onProgress: (b) => (progress = b) }),
-      );
+      const got = await mergeBytes(engine, t.input, {
+        params,
+        lambdas,
+        outDtype,
+        onProgress: (b) => (progress = b),
+      });
       expect(got).toEqual(encodeFloats(outDtype, referenceMerge(t.values, params, lambdas)));
       expect(progress).toBe(numel * (agents + 1) * (dtype === 'F32' ? 4 : 2));
     });

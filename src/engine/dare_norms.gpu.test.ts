@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { decodeFloats, type FloatDtype } from '../format/dtype.ts';
 import { ulpOf } from '../methods/float32.ts';
 import { referenceMerge } from '../methods/reference.ts';
-import { randomTensor, testParams } from '../methods/test-tensors.ts';
+import { mergeBytes, randomTensor, testParams } from '../methods/test-tensors.ts';
 import type { MethodParams } from '../methods/types.ts';
 import { createGpuEngine } from './gpu-engine.ts';
 import { openGpuHarness } from '../test/gpu-harness.ts';
@@ -17,20 +17,11 @@ const harness = opened.harness;
 afterAll(() => harness?.close());
 
 async function merged(engine: MergeEngine, input: TensorInput, params: MethodParams, out: FloatDtype) {
-  const parts: Uint8Array[] = [];
-  await engine.merge(input, {
-    params,
-    lambdas: [],
-    outDtype: out,
-    emit: async (b) => void parts.push(b.slice()),
-  });
-  const bytes = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
-  let at = 0;
-  for (const p of parts) {
-    bytes.set(p, at);
-    at += p.byteLength;
-  }
-  return decodeFloats(out, bytes, input.numel);
+  return decodeFloats(
+    out,
+    await mergeBytes(engine, input, { params, lambdas: [], outDtype: out }),
+    input.numel,
+  );
 }
 
 const CONFIGS = [

@@ -31,6 +31,7 @@ import {
   pad4,
   splitDispatch,
   tensorWindows,
+  tieRowsPerAgent,
   windowCapacity,
   windowElements,
   DEFAULT_MEMORY_BUDGET,
@@ -82,6 +83,8 @@ interface Job {
   signal?: AbortSignal;
   inBytes: number;
   outBytes: number;
+  /** Tie-count rows per agent the buffer sets hold for this job's merge. */
+  tieRows: number;
   slotBytes: number;
   windows: Window[];
 }
@@ -177,7 +180,7 @@ class GpuEngine implements MergeEngine {
   analyze(tensor: TensorInput, epsilon: number, signal?: AbortSignal): Promise<TensorStats> {
     return this.serialized(() =>
       forTensor(tensor.name, async () => {
-        const job = this.job(tensor, signal, 4);
+        const job = this.job(tensor, signal, 4, 0);
         const stats = emptyTensorStats(tensor.name, tensor.dtype, tensor.numel, this.agents);
         await this.statsPass(job, epsilon, stats);
         return deriveTensorStats(stats);
@@ -204,9 +207,9 @@ class GpuEngine implements MergeEngine {
     const { params, outDtype } = options;
     const lambdas = checkMergeOptions(options, this.agents);
     const outBytes = dtypeBits(outDtype) / 8;
-    const job = this.job(tensor, options.signal, outBytes);
-    const variant: MergeVariant = { inDtype: tensor.dtype, outDtype, agents: this.agents };
     const { plan } = methodOf(params.method);
+    const job = this.job(tensor, options.signal, outBytes, tieRowsPerAgent(plan));
+    const variant: MergeVariant = { inDtype: tensor.dtype, outDtype, agents: this.agents };
     const dare = plan.sparsify === 'dare';
     const dareScales = dare ? await this.dareScales(job, params) : undefined;
     const agents: AgentParams[] = params.weights.map((weight, t) => ({
@@ -249,7 +252,7 @@ class GpuEngine implements MergeEngine {
       });
     }
     const kernel = await this.mergeKernel(plan, variant, tieBreak !== null);
-    const tieRows = band ? 2 * this.agents : this.agents;
+    const tieRows = job.tieRows * this.agents;
     this.scheduler.write(this.agentBuffer, 0, encodeAgents(agents));
     const nameHash = fnv1a32(tensor.name);
     const progressBytes = (this.agents + 1) * job.inBytes;
@@ -483,7 +486,8 @@ class GpuEngine implements MergeEngine {
     return { count: w.count, slotWords: job.slotBytes / 4, start: w.start, groupsX: d.x, groups: d.groups };
   }
 
-  private job(tensor: TensorInput, signal: AbortSignal | undefined, outBytes: number): Job {
+  /** `tieRows`: tie-count rows per agent the job's merge ranks ties in (tieRowsPerAgent). */
+  private job(tensor: TensorInput, signal: AbortSignal | undefined, outBytes: number, tieRows: number): Job {
     if (this.destroyed) throw new Error('this GPU engine has been destroyed');
     this.scheduler.check();
     if (!Number.isSafeInteger(tensor.numel) || tensor.numel < 0)
@@ -498,6 +502,7 @@ class GpuEngine implements MergeEngine {
           agents: this.agents,
           inBytes,
           outBytes,
+          tieRows,
           maxStorageBufferBindingSize: limits.maxStorageBufferBindingSize,
           maxBufferSize: limits.maxBufferSize,
           maxComputeWorkgroupsPerDimension: limits.maxComputeWorkgroupsPerDimension,
@@ -507,13 +512,14 @@ class GpuEngine implements MergeEngine {
       ),
     );
     const slotBytes = pad4(size * inBytes);
-    this.sets.ensure(windowCapacity(size, this.agents, inBytes, outBytes));
+    this.sets.ensure(windowCapacity(size, this.agents, inBytes, outBytes, tieRows));
     return {
       serial: ++this.serial,
       tensor,
       signal,
       inBytes,
       outBytes,
+      tieRows,
       slotBytes,
       windows: tensorWindows(tensor.numel, size),
     };

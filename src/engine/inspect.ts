@@ -58,7 +58,7 @@ export interface MaskResult {
   computeMs: number;
 }
 
-/** RGBA in 0..1: unchanged, shared, sign conflict, then agent colours (repeated for more agents). */
+/** RGBA in 0..1: unchanged, shared, sign conflict, non-finite, then agent colours (repeated for more agents). */
 export type MaskPalette = readonly (readonly [number, number, number, number])[];
 
 export class MaskRenderer {
@@ -86,7 +86,7 @@ export class MaskRenderer {
     this.drawUniform = this.buffer('draw', DRAW_BYTES, uniform);
     this.palette = this.buffer(
       'palette',
-      (agents + 3) * 16,
+      (agents + 4) * 16,
       GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
     );
   }
@@ -111,6 +111,8 @@ export class MaskRenderer {
       agents: this.agents,
       inBytes,
       outBytes: 4,
+      // The mask kernel ranks no ties.
+      tieRows: 0,
       maxStorageBufferBindingSize: limits.maxStorageBufferBindingSize,
       maxBufferSize: limits.maxBufferSize,
       maxComputeWorkgroupsPerDimension: limits.maxComputeWorkgroupsPerDimension,
@@ -180,13 +182,13 @@ export class MaskRenderer {
   async draw(texture: GPUTexture, palette: MaskPalette): Promise<void> {
     const g = this.last;
     if (!g || !this.grid) return;
-    if (palette.length < 4)
-      throw new RangeError(`the palette needs at least 4 colours, not ${palette.length}`);
+    if (palette.length < 5)
+      throw new RangeError(`the palette needs at least 5 colours, not ${palette.length}`);
     // Agent colours repeat when there are more agents than colours.
-    const agentColours = palette.slice(3);
+    const agentColours = palette.slice(4);
     const colours = Float32Array.from(
       [
-        ...palette.slice(0, 3),
+        ...palette.slice(0, 4),
         ...Array.from({ length: this.agents }, (_, t) => agentColours[t % agentColours.length]!),
       ].flat(),
     );

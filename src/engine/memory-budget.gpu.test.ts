@@ -9,7 +9,8 @@ import { mergeBytes, randomTensor, testParams } from '../methods/test-tensors.ts
 import type { MethodName } from '../methods/types.ts';
 import type { MergeEngine, TensorInput } from '../methods/merge-types.ts';
 import { createGpuEngine } from './gpu-engine.ts';
-import { windowElements } from './plumbing.ts';
+import { tieRowsPerAgent, windowElements } from './plumbing.ts';
+import { methodOf } from '../methods/registry/index.ts';
 import { openGpuHarness } from '../test/gpu-harness.ts';
 
 const opened = await openGpuHarness();
@@ -37,6 +38,7 @@ const cases: { method: MethodName; agents: number; dtype: FloatDtype }[] = [
   { method: 'ramplus', agents: 16, dtype: 'F32' },
   { method: 'ties', agents: 3, dtype: 'BF16' },
   { method: 'dare_ties', agents: 4, dtype: 'F16' },
+  { method: 'breadcrumbs_ties', agents: 3, dtype: 'BF16' },
 ];
 
 describe.skipIf(!harness)(`windows sized by a memory budget ${opened.skip ?? ''}`, () => {
@@ -56,6 +58,7 @@ describe.skipIf(!harness)(`windows sized by a memory budget ${opened.skip ?? ''}
         agents,
         inBytes: bytes,
         outBytes: bytes,
+        tieRows: tieRowsPerAgent(methodOf(method).plan),
         maxStorageBufferBindingSize: limits.maxStorageBufferBindingSize,
         maxBufferSize: limits.maxBufferSize,
         maxComputeWorkgroupsPerDimension: limits.maxComputeWorkgroupsPerDimension,

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
+import { METHOD_LIST, methodOf } from '../methods/registry/index.ts';
+import type { MethodName } from '../methods/types.ts';
 import {
   countGroups,
   DEFAULT_MEMORY_BUDGET,
@@ -9,6 +11,7 @@ import {
   pad4,
   splitDispatch,
   tensorWindows,
+  tieRowsPerAgent,
   windowCapacity,
   windowElements,
   windowMemory,
@@ -75,6 +78,7 @@ describe('windowElements', () => {
     agents: 3,
     inBytes: 2,
     outBytes: 2,
+    tieRows: 2,
     maxStorageBufferBindingSize: 128 * 2 ** 20,
     maxBufferSize: 256 * 2 ** 20,
     maxComputeWorkgroupsPerDimension: 65535,
@@ -115,6 +119,7 @@ describe('windows sized by a memory budget', () => {
     agents: 16,
     inBytes: 4,
     outBytes: 4,
+    tieRows: 2,
     maxStorageBufferBindingSize: 4 * 2 ** 30,
     maxBufferSize: 4 * 2 ** 30,
     maxComputeWorkgroupsPerDimension: 65535,
@@ -132,7 +137,7 @@ describe('windows sized by a memory budget', () => {
       output + // GPU output
       output + // readback buffer
       output + // copy handed to the writer
-      2 * l.agents * tieBlocks * 4; // two tie rows per agent
+      l.tieRows * l.agents * tieBlocks * 4; // the method's tie rows per agent
     return 2 * perSet;
   }
 
@@ -151,21 +156,61 @@ describe('windows sized by a memory budget', () => {
     expect(heldBytes(2 ** 23, limits)).toBeLessThanOrEqual(DEFAULT_MEMORY_BUDGET);
   });
 
-  it('counts every buffer the engine allocates (windowMemory of windowCapacity)', () => {
+  // Tie rows per agent, by what each method's merge ranks: TIES one threshold, Model Breadcrumbs two
+  // (its top-k and its outlier cut), the rest none (DARE drops at random, RAM and the sums rank nothing).
+  const TIE_ROWS: Record<MethodName, number> = {
+    ram: 0,
+    ramplus: 0,
+    ramplus_soft: 0,
+    ramplus_tl: 0,
+    linear: 0,
+    task_arithmetic: 0,
+    ties: 1,
+    dare_linear: 0,
+    dare_ties: 0,
+    breadcrumbs: 2,
+    breadcrumbs_ties: 2,
+  };
+
+  it('sizes the tie counts per method from its plan', () => {
+    expect(METHOD_LIST.map((d) => [d.name, tieRowsPerAgent(d.plan)])).toEqual(
+      METHOD_LIST.map((d) => [d.name, TIE_ROWS[d.name]]),
+    );
+  });
+
+  it('counts every buffer the engine allocates for each method (windowMemory of windowCapacity)', () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 1, max: 5_000_000 }),
         fc.integer({ min: 1, max: 32 }),
         fc.constantFrom(2, 4),
         fc.constantFrom(2, 4),
-        (elements, agents, inBytes, outBytes) => {
-          const l = { ...wide, agents, inBytes, outBytes };
-          expect(windowMemory(windowCapacity(elements, agents, inBytes, outBytes))).toBe(
+        fc.constantFrom(...METHOD_LIST.map((d) => d.name)),
+        (elements, agents, inBytes, outBytes, method) => {
+          const rows = tieRowsPerAgent(methodOf(method).plan);
+          const l = { ...wide, agents, inBytes, outBytes, tieRows: TIE_ROWS[method] };
+          expect(windowMemory(windowCapacity(elements, agents, inBytes, outBytes, rows))).toBe(
             heldBytes(elements, l),
           );
         },
       ),
     );
+  });
+
+  it('buys methods that rank fewer ties larger windows within one budget', () => {
+    const limits = (tieRows: number): WindowLimits => ({
+      ...wide,
+      tieRows,
+      memoryBudget: DEFAULT_MEMORY_BUDGET,
+    });
+    const window = (tieRows: number): number => windowElements(limits(tieRows));
+    expect(window(0)).toBeGreaterThan(window(1));
+    expect(window(1)).toBeGreaterThan(window(2));
+    for (const tieRows of [0, 1, 2]) {
+      const w = window(tieRows);
+      expect(heldBytes(w, limits(tieRows))).toBeLessThanOrEqual(DEFAULT_MEMORY_BUDGET);
+      expect(heldBytes(w + 1, limits(tieRows))).toBeGreaterThan(DEFAULT_MEMORY_BUDGET);
+    }
   });
 
   it('gives the largest window within any budget, down to a few elements', () => {
@@ -175,8 +220,9 @@ describe('windows sized by a memory budget', () => {
         fc.constantFrom(2, 4),
         fc.constantFrom(2, 4),
         fc.integer({ min: 2 ** 10, max: 2 ** 32 }),
-        (agents, inBytes, outBytes, memoryBudget) => {
-          const l = { ...wide, agents, inBytes, outBytes, memoryBudget };
+        fc.integer({ min: 0, max: 2 }),
+        (agents, inBytes, outBytes, memoryBudget, tieRows) => {
+          const l = { ...wide, agents, inBytes, outBytes, memoryBudget, tieRows };
           if (heldBytes(1, l) > memoryBudget) {
             expect(() => windowElements(l)).toThrow(/memory budget/);
             return;

@@ -1,6 +1,7 @@
 // Small pure functions of the GPU engine's geometry: 4-byte padding, words per window, dispatch
 // splitting under the per-dimension workgroup limit, window sizing to the binding limits and to
 // one memory budget in bytes.
+import type { MethodPlan } from '../methods/registry/index.ts';
 
 /** Invocations per workgroup of every kernel (WORKGROUP in shaders/common/window.wgsl). */
 export const WORKGROUP_SIZE = 256;
@@ -64,29 +65,47 @@ export function statsGroups(count: number): number {
  */
 export const DEFAULT_MEMORY_BUDGET = 512 * 2 ** 20;
 
+/**
+ * Tie-count rows per agent that a method's merge ranks ties in: one for TIES's top-k threshold, two
+ * for Model Breadcrumbs (its top-k and its outlier cut), none without a top-k (DARE drops at random).
+ */
+export function tieRowsPerAgent(plan: MethodPlan): number {
+  switch (plan.sparsify) {
+    case 'topk':
+      return 1;
+    case 'band':
+      return 2;
+    default:
+      return 0;
+  }
+}
+
+/** Tie blocks (u32 tie counts per row) of a window: WORKGROUP_SIZE / TIE_BLOCK_PAIRS per merge workgroup. */
+function tieBlocksFor(elements: number): number {
+  return Math.ceil(elements / (WORKGROUP_SIZE * MERGE_ITEMS)) * (WORKGROUP_SIZE / TIE_BLOCK_PAIRS);
+}
+
 /** The room one buffer set needs for windows of up to `elements` elements (bytes, 4-padded). */
 export interface WindowCapacity {
   /** N+1 input slots of pad4(elements · inBytes) bytes each. */
   inputBytes: number;
   outputBytes: number;
-  /**
-   * The tie counts: one u32 per tie block of TIE_BLOCK_PAIRS element pairs, in two rows per agent
-   * (Model Breadcrumbs ranks ties at two thresholds).
-   */
+  /** The tie counts: one u32 per tie block of TIE_BLOCK_PAIRS element pairs, tieRows rows per agent. */
   tieBytes: number;
 }
 
+/** `tieRows`: tie-count rows per agent of the method the windows are for (tieRowsPerAgent). */
 export function windowCapacity(
   elements: number,
   agents: number,
   inBytes: number,
   outBytes: number,
+  tieRows: number,
 ): WindowCapacity {
-  const blocks = Math.ceil(elements / (WORKGROUP_SIZE * MERGE_ITEMS)) * (WORKGROUP_SIZE / TIE_BLOCK_PAIRS);
   return {
     inputBytes: (agents + 1) * pad4(elements * inBytes),
     outputBytes: pad4(elements * outBytes),
-    tieBytes: 2 * agents * blocks * 4,
+    tieBytes: tieRows * agents * tieBlocksFor(elements) * 4,
   };
 }
 
@@ -104,6 +123,8 @@ export interface WindowLimits {
   agents: number;
   inBytes: number;
   outBytes: number;
+  /** Tie-count rows per agent of the method (tieRowsPerAgent): 0 where nothing ranks ties. */
+  tieRows: number;
   maxStorageBufferBindingSize: number;
   maxBufferSize: number;
   maxComputeWorkgroupsPerDimension: number;
@@ -125,7 +146,13 @@ export function windowElements(limits: WindowLimits): number {
   const byOutput = Math.floor(binding / limits.outBytes);
   const maxGroups = limits.maxComputeWorkgroupsPerDimension ** 2;
   const byDispatch = maxGroups * WORKGROUP_SIZE * MERGE_ITEMS;
-  const byTieCounts = Math.floor(binding / 4 / (2 * limits.agents)) * WORKGROUP_SIZE * MERGE_ITEMS;
+  const tieWords = limits.tieRows * limits.agents;
+  const byTieCounts =
+    tieWords === 0
+      ? Infinity
+      : Math.floor(binding / 4 / tieWords / (WORKGROUP_SIZE / TIE_BLOCK_PAIRS)) *
+        WORKGROUP_SIZE *
+        MERGE_ITEMS;
   const elements = Math.min(
     Math.floor(limits.maxWindowElements),
     MAX_WINDOW_ELEMENTS,
@@ -142,8 +169,8 @@ export function windowElements(limits: WindowLimits): number {
 function fitBudget(elements: number, limits: WindowLimits): number {
   const budget = limits.memoryBudget;
   if (budget === undefined) return elements;
-  const { agents, inBytes, outBytes } = limits;
-  const cost = (n: number): number => windowMemory(windowCapacity(n, agents, inBytes, outBytes));
+  const { agents, inBytes, outBytes, tieRows } = limits;
+  const cost = (n: number): number => windowMemory(windowCapacity(n, agents, inBytes, outBytes, tieRows));
   if (cost(elements) <= budget) return elements;
   // cost grows with n, by at most a few words of padding over its linear part: bisect.
   let low = 0;

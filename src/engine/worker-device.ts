@@ -8,7 +8,14 @@ import { createCpuEngine } from './cpu-engine.ts';
 import { describeAdapter, requestEngineDevice, type EngineDevice, type EngineLimits } from './device.ts';
 import { mergeableTensors } from './driver.ts';
 import { createGpuEngine, DEFAULT_WINDOW_ELEMENTS } from './gpu-engine.ts';
-import { DEFAULT_MEMORY_BUDGET, windowCapacity, windowElements, windowMemory } from './plumbing.ts';
+import { METHOD_LIST } from '../methods/registry/index.ts';
+import {
+  DEFAULT_MEMORY_BUDGET,
+  tieRowsPerAgent,
+  windowCapacity,
+  windowElements,
+  windowMemory,
+} from './plumbing.ts';
 import type { EngineInfo, MemoryEstimate } from './worker-protocol.ts';
 
 let device: Promise<EngineDevice | { error: string }> | null = null;
@@ -73,7 +80,9 @@ export function estimateMemory(
     );
     widest = Math.max(widest, dtypeBits(t.dtype as FloatDtype) / 8);
   }
-  // The engine sizes windows as here; the widest dtype in and out gives the largest buffers.
+  // The engine sizes windows as here; the widest dtype in and out gives the largest buffers, and
+  // (the method not chosen yet) the method that ranks the most ties the largest tie counts.
+  const tieRows = Math.max(...METHOD_LIST.map((d) => tieRowsPerAgent(d.plan)));
   const window =
     tensors.length === 0
       ? 0
@@ -83,6 +92,7 @@ export function estimateMemory(
             agents,
             inBytes: widest,
             outBytes: widest,
+            tieRows,
             maxStorageBufferBindingSize: limits?.maxStorageBufferBindingSize ?? SPEC_BINDING,
             maxBufferSize: limits?.maxBufferSize ?? SPEC_BINDING,
             maxComputeWorkgroupsPerDimension: limits?.maxComputeWorkgroupsPerDimension ?? 65535,
@@ -95,7 +105,7 @@ export function estimateMemory(
     inputBytes,
     outputBytes,
     windowElements: window,
-    gpuBytes: windowMemory(windowCapacity(window, agents, widest, widest)),
+    gpuBytes: windowMemory(windowCapacity(window, agents, widest, widest, tieRows)),
     budgetBytes: DEFAULT_MEMORY_BUDGET,
   };
 }

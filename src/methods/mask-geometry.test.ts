@@ -78,17 +78,19 @@ describe('summarizeMask', () => {
     const grid = new Uint32Array(6 * layout.stride);
     const put = (gy: number, gx: number, counts: number[]): void =>
       grid.set(counts, (gy * 3 + gx) * layout.stride);
-    // unique0, unique1, shared, conflict, changed0, changed1
-    put(0, 0, [1, 0, 2, 1, 4, 3]);
-    put(0, 2, [0, 1, 0, 0, 0, 1]);
-    put(1, 1, [0, 0, 1, 0, 1, 1]);
+    // unique0, unique1, shared, conflict, non-finite, changed0, changed1
+    put(0, 0, [1, 0, 2, 1, 0, 4, 3]);
+    put(0, 2, [0, 1, 0, 0, 1, 0, 1]);
+    put(1, 1, [0, 0, 1, 0, 2, 1, 1]);
     const s = summarizeMask(grid, g, 2);
     expect(s).toEqual({
       numel: 15,
-      unchanged: 15 - 6,
+      // Non-finite elements are neither changed nor unchanged.
+      unchanged: 15 - 6 - 3,
       unique: [1, 1],
       shared: 3,
       conflict: 1,
+      nonFinite: 3,
       changed: [5, 5],
       rows: [
         [4, 1],
@@ -101,10 +103,11 @@ describe('summarizeMask', () => {
     });
     expect(blockCounts(grid, g, 2, 0, 2)).toEqual({
       numel: 2,
-      unchanged: 1,
+      unchanged: 0,
       unique: [0, 1],
       shared: 0,
       conflict: 0,
+      nonFinite: 1,
       changed: [0, 1],
     });
   });
@@ -117,6 +120,7 @@ describe('headCounts', () => {
     unique: [0],
     shared: 0,
     conflict: 0,
+    nonFinite: 0,
     changed: [0],
     rows: [rows],
     cols: [cols],

@@ -8,13 +8,22 @@ export interface MaskLayout {
   unique: number;
   shared: number;
   conflict: number;
+  /** Non-finite (SPEC.md): the models' bits differ and one is NaN or ±Inf; in no other counter. */
+  nonFinite: number;
   /** changed by agent t at changed + t */
   changed: number;
   stride: number;
 }
 
 export function maskLayout(agents: number): MaskLayout {
-  return { unique: 0, shared: agents, conflict: agents + 1, changed: agents + 2, stride: 2 * agents + 2 };
+  return {
+    unique: 0,
+    shared: agents,
+    conflict: agents + 1,
+    nonFinite: agents + 2,
+    changed: agents + 3,
+    stride: 2 * agents + 3,
+  };
 }
 
 /** A rectangle of the tensor seen as a rows × cols matrix, in elements. */
@@ -88,6 +97,8 @@ export interface MaskSummary {
   unique: number[];
   shared: number;
   conflict: number;
+  /** Elements not classified: their bits differ and hold NaN or ±Inf. */
+  nonFinite: number;
   changed: number[];
   /** rows[t][gy]: elements of grid row gy that agent t changed; cols[t][gx] likewise per grid column. */
   rows: number[][];
@@ -103,6 +114,7 @@ export function summarizeMask(grid: Uint32Array, g: MaskGeometry, agents: number
     unique: zeros(agents),
     shared: 0,
     conflict: 0,
+    nonFinite: 0,
     changed: zeros(agents),
     rows: Array.from({ length: agents }, () => zeros(g.gridRows)),
     cols: Array.from({ length: agents }, () => zeros(g.gridCols)),
@@ -113,6 +125,7 @@ export function summarizeMask(grid: Uint32Array, g: MaskGeometry, agents: number
       const cell = (gy * g.gridCols + gx) * layout.stride;
       s.shared += grid[cell + layout.shared]!;
       s.conflict += grid[cell + layout.conflict]!;
+      s.nonFinite += grid[cell + layout.nonFinite]!;
       changedSomewhere += grid[cell + layout.shared]! + grid[cell + layout.conflict]!;
       for (let t = 0; t < agents; t++) {
         s.unique[t]! += grid[cell + layout.unique + t]!;
@@ -124,7 +137,7 @@ export function summarizeMask(grid: Uint32Array, g: MaskGeometry, agents: number
       }
     }
   }
-  s.unchanged = s.numel - changedSomewhere;
+  s.unchanged = s.numel - changedSomewhere - s.nonFinite;
   return s;
 }
 
@@ -141,6 +154,7 @@ export function blockCounts(
   unique: number[];
   shared: number;
   conflict: number;
+  nonFinite: number;
   changed: number[];
 } {
   const layout = maskLayout(agents);
@@ -148,13 +162,15 @@ export function blockCounts(
   const unique = Array.from({ length: agents }, (_, t) => grid[cell + layout.unique + t]!);
   const shared = grid[cell + layout.shared]!;
   const conflict = grid[cell + layout.conflict]!;
+  const nonFinite = grid[cell + layout.nonFinite]!;
   const numel = blockNumel(g, gy, gx);
   return {
     numel,
-    unchanged: numel - unique.reduce((a, b) => a + b, 0) - shared - conflict,
+    unchanged: numel - unique.reduce((a, b) => a + b, 0) - shared - conflict - nonFinite,
     unique,
     shared,
     conflict,
+    nonFinite,
     changed: Array.from({ length: agents }, (_, t) => grid[cell + layout.changed + t]!),
   };
 }

@@ -8,7 +8,7 @@ import type { MergeEngine, TensorInput } from './merge-types.ts';
 import { createCpuEngine } from '../engine/cpu-engine.ts';
 import { injectNonFinite, type Injected } from './nonfinite-tensors.ts';
 import { referenceMerge, referenceStats, type TensorValues } from './reference.ts';
-import { randomTensor, tensorInput, testParams } from './test-tensors.ts';
+import { mergeBytes, randomTensor, tensorInput, testParams } from './test-tensors.ts';
 import { METHODS, type MethodName } from './types.ts';
 
 const LAMBDAS = [1.1, 1.2, 1.05];
@@ -20,14 +20,7 @@ async function merge(
   out: FloatDtype,
   params = testParams(method, engine.agents, 7),
 ): Promise<Uint8Array> {
-  const parts: Uint8Array[] = [];
-  await engine.merge(input, {
-    params,
-    lambdas: LAMBDAS.slice(0, engine.agents),
-    outDtype: out,
-    emit: async (b) => void parts.push(b.slice()),
-  });
-  return new Uint8Array(parts.flatMap((p) => Array.from(p)));
+  return mergeBytes(engine, input, { params, lambdas: LAMBDAS.slice(0, engine.agents), outDtype: out });
 }
 
 /** The values without the elements at `drop`. */
@@ -132,13 +125,11 @@ describe('ε is the real number: the f32 threshold is the largest f32 ≤ ε', (
     const engine = createCpuEngine({ agents: 2 });
     const stats = await engine.analyze(input, 1e-3);
     expect(stats.counts).toEqual([1, 3, 0]);
-    const parts: Uint8Array[] = [];
-    await engine.merge(input, {
+    const merged = await mergeBytes(engine, input, {
       params: { ...testParams('ram', 2, 1), epsilon: 1e-3 },
       lambdas: [],
       outDtype: 'F32',
-      emit: async (b) => void parts.push(b.slice()),
     });
-    expect(Array.from(decodeFloats('F32', parts[0]!, 4))).toEqual([f, -f, 0, -f]);
+    expect(Array.from(decodeFloats('F32', merged, 4))).toEqual([f, -f, 0, -f]);
   });
 });

@@ -5,6 +5,7 @@ import type { EngineClient, EngineJob } from '../engine/worker-client.ts';
 import type { WorkerCall, WorkerCalls } from '../engine/worker-protocol.ts';
 import type { ModelSummary } from '../engine/model-transfer.ts';
 import { defaultParams } from '../methods/defaults.ts';
+import { at, must } from '../io/checked.ts';
 import { createStudioStore } from './store.ts';
 import { SMALL_QUOTA_BYTES, storageLooksPrivate, type StorageServices } from './studio-slice.ts';
 
@@ -44,10 +45,10 @@ function fakeEngine() {
   };
   /** Answers the held open of this slot (the oldest one still held). */
   const answer = async (slot: string, label = slot): Promise<void> => {
-    const at = held.findIndex((h) => h.request.slot === slot);
-    if (at < 0) throw new Error(`no open held for ${slot}`);
-    const [call] = held.splice(at, 1);
-    call!.resolve({ label, tensors: [] } as unknown as ModelSummary);
+    const index = held.findIndex((h) => h.request.slot === slot);
+    if (index < 0) throw new Error(`no open held for ${slot}`);
+    const [call] = held.splice(index, 1);
+    must(call, `the held open of ${slot}`).resolve({ label, tensors: [] } as unknown as ModelSummary);
     await new Promise((resolve) => setTimeout(resolve, 0));
   };
   return { engine, held, calls, answer };
@@ -107,11 +108,11 @@ describe('studio slice: loading models', () => {
     expect(fake.held).toHaveLength(2);
     // The second request answers first; the first, answered afterwards, must not count.
     const [older, newer] = fake.held.splice(0, 2);
-    newer!.resolve({ label: 'second' });
+    must(newer, 'the second open').resolve({ label: 'second' });
     await flush();
-    older!.reject(new Error('stale failure'));
+    must(older, 'the first open').reject(new Error('stale failure'));
     await flush();
-    const base = store.getState().studio.models[0]!;
+    const base = at(store.getState().studio.models, 0, 'models');
     expect(base).toMatchObject({ label: 'second', status: 'ready', error: null });
   });
 
@@ -140,10 +141,10 @@ describe('studio slice: loading models', () => {
       { label: 'one', files: file('1') },
       { label: 'two', files: file('2') },
     ]);
-    const [first] = store.getState().studio.models;
-    expect(store.getState().renameModel(first!.slot, 'two')).toBe(false);
-    expect(store.getState().renameModel(first!.slot, '   ')).toBe(false);
-    expect(store.getState().renameModel(first!.slot, ' uno ')).toBe(true);
+    const first = at(store.getState().studio.models, 0, 'models');
+    expect(store.getState().renameModel(first.slot, 'two')).toBe(false);
+    expect(store.getState().renameModel(first.slot, '   ')).toBe(false);
+    expect(store.getState().renameModel(first.slot, ' uno ')).toBe(true);
     expect(store.getState().studio.models.map((m) => m.label)).toEqual(['uno', 'two']);
   });
 
@@ -159,14 +160,14 @@ describe('studio slice: loading models', () => {
     await done;
     store.getState().setMethod('ties');
     store.getState().setParams({ weights: [0.1, 0.2, 0.3], density: [0.4, 0.5, 0.6] });
-    await store.getState().moveAgent(store.getState().studio.models[0]!.slot, 1);
+    await store.getState().moveAgent(at(store.getState().studio.models, 0, 'models').slot, 1);
     const { models, params } = store.getState().studio;
     expect(models.map((m) => m.label)).toEqual(['q', 'p', 'r']);
     expect(params.weights).toEqual([0.2, 0.1, 0.3]);
     expect(params.density).toEqual([0.5, 0.4, 0.6]);
     expect(params.method).toBe(defaultParams('ties', 3).method);
     // Past either end, nothing moves.
-    await store.getState().moveAgent(models[0]!.slot, -1);
+    await store.getState().moveAgent(at(models, 0, 'models').slot, -1);
     expect(store.getState().studio.models.map((m) => m.label)).toEqual(['q', 'p', 'r']);
   });
 
@@ -181,14 +182,17 @@ describe('studio slice: loading models', () => {
     await done;
     store.getState().setMethod('breadcrumbs');
     store.getState().setParams({ gamma: [0.02, 0.03] });
-    await store.getState().moveAgent(store.getState().studio.models[0]!.slot, 1);
+    await store.getState().moveAgent(at(store.getState().studio.models, 0, 'models').slot, 1);
     expect(store.getState().studio.params.gamma).toEqual([0.03, 0.02]);
     const added = store.getState().loadAgents([{ label: 'r', files: file('r') }]);
-    const r = store.getState().studio.models.find((m) => m.label === 'r');
-    await fake.answer(r!.slot);
+    const r = must(
+      store.getState().studio.models.find((m) => m.label === 'r'),
+      'agent r',
+    );
+    await fake.answer(r.slot);
     await added;
     expect(store.getState().studio.params.gamma).toEqual([0.03, 0.02, 0.01]);
-    await store.getState().removeAgent(r!.slot);
+    await store.getState().removeAgent(r.slot);
     expect(store.getState().studio.params.gamma).toEqual([0.03, 0.02]);
   });
 });
@@ -218,7 +222,7 @@ describe('studio slice: merges into OPFS', () => {
     await store.getState().runMerge();
     const merges = fake.calls.filter((c) => c.kind === 'merge').map((c) => c.request);
     expect(merges).toHaveLength(2);
-    expect(merges[0]!.storage).toEqual({ usage: 123, quota: 4567 });
+    expect(at(merges, 0, 'merges').storage).toEqual({ usage: 123, quota: 4567 });
     const folders = merges.map((m) => m.folder as string);
     for (const folder of folders) expect(folder).toMatch(/^ramplus-\d{8}-\d{6}-\d+-[0-9a-f]{8}$/);
     expect(new Set(folders).size).toBe(2);
@@ -231,7 +235,12 @@ describe('studio slice: merges into OPFS', () => {
       persist: async () => true,
     });
     await store.getState().runMerge();
-    expect(fake.calls.find((c) => c.kind === 'merge')!.request.storage).toBeUndefined();
+    expect(
+      must(
+        fake.calls.find((c) => c.kind === 'merge'),
+        'the merge call',
+      ).request.storage,
+    ).toBeUndefined();
   });
 
   it('takes a small quota for storage held in memory, and an unknown one for none', () => {

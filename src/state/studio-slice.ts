@@ -16,6 +16,7 @@ import type {
   WorkerErrorInfo,
 } from '../engine/worker-protocol.ts';
 import type { ModelSummary } from '../engine/model-transfer.ts';
+import { at } from '../io/checked.ts';
 import type { FloatDtype } from '../format/dtype.ts';
 import { defaultParams, validateParams } from '../methods/defaults.ts';
 import type { MethodName, MethodParams } from '../methods/types.ts';
@@ -258,6 +259,14 @@ function fitParams(params: MethodParams, agents: number): MethodParams {
     density: fit(params.density, defaults.density),
     ...(defaults.gamma ? { gamma: fit(params.gamma ?? [], defaults.gamma) } : {}),
   };
+}
+
+/** A copy of `items` with the entries at i and j (both inside it) exchanged. */
+function swapped<T>(items: readonly T[], i: number, j: number): T[] {
+  const next = [...items];
+  next[i] = at(items, j, 'swapped entries');
+  next[j] = at(items, i, 'swapped entries');
+  return next;
 }
 
 function stamp(date: Date): string {
@@ -574,7 +583,7 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
           placeModels([entry]);
           entries.push(entry);
         }
-        await Promise.all(entries.map((e, i) => open(e.slot, e.label, picks[i]!.files)));
+        await Promise.all(entries.map((e, i) => open(e.slot, e.label, at(picks, i, 'agent picks').files)));
         await refresh();
       },
 
@@ -606,14 +615,9 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
         const from = agents.findIndex((m) => m.slot === slot);
         const to = from + delta;
         if (from < 0 || to < 0 || to >= agents.length) return;
-        const moved = [...agents];
-        [moved[from], moved[to]] = [moved[to]!, moved[from]!];
+        const moved = swapped(agents, from, to);
         // Per-agent weights, densities and gammas move with their agent.
-        const swap = (values: number[]): number[] => {
-          const next = [...values];
-          [next[from], next[to]] = [next[to]!, next[from]!];
-          return next;
-        };
+        const swap = (values: number[]): number[] => swapped(values, from, to);
         const params = get().studio.params;
         generation++;
         patch({

@@ -8,14 +8,15 @@ import drawSource from '../../../shaders/mask_draw.wgsl?raw';
 import type { ScalarType } from '../layout.ts';
 import type { MaskGeometry } from '../../methods/mask-geometry.ts';
 import { createKernel, DTYPE_CODE, type Kernel, type KernelSpec } from './kernel.ts';
-import { WINDOW_SOURCES } from './sources.ts';
+import { FINITE_SOURCE, WINDOW_SOURCES } from './sources.ts';
 
 /** Elements per invocation of the mask kernel (ITEMS in mask.wgsl). */
 export const MASK_ITEMS = 16;
 
 export const MASK_KERNEL: KernelSpec = {
   name: 'mask',
-  sources: [...WINDOW_SOURCES, source],
+  // finite.wgsl for its bit-pattern scan of NaN and ±Inf (its flags binding stays unused here).
+  sources: [...WINDOW_SOURCES, FINITE_SOURCE, source],
   bindings: [
     { binding: 0, name: 'params', type: 'uniform' },
     { binding: 1, name: 'inputs', type: 'read-only-storage' },

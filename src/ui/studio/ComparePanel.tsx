@@ -10,6 +10,7 @@ import type { MethodParams } from '../../methods/types.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import { mergeKey, type MergeRecord, type StudioData } from '../../state/studio-slice.ts';
 import { formatCount } from '../format.ts';
+import { at, must } from '../../io/checked.ts';
 import { ErrorBox, idPart } from './common.tsx';
 import { branchCounts, layerOf, percent } from './summary.ts';
 
@@ -112,10 +113,15 @@ export function ComparePanel() {
   const [a, setA] = useState<string | null>(null);
   const [b, setB] = useState<string | null>(null);
   if (options.length < 2) return null;
-  const keyA = a && options.some((c) => c.key === a) ? a : options[0]!.key;
-  const keyB = b && options.some((c) => c.key === b) ? b : options[1]!.key;
-  const left = options.find((c) => c.key === keyA)!;
-  const right = options.find((c) => c.key === keyB)!;
+  const keyA = a && options.some((c) => c.key === a) ? a : at(options, 0, 'merges to compare').key;
+  const keyB = b && options.some((c) => c.key === b) ? b : at(options, 1, 'merges to compare').key;
+  const byKey = (key: string): Candidate =>
+    must(
+      options.find((c) => c.key === key),
+      key,
+    );
+  const left = byKey(keyA);
+  const right = byKey(keyB);
   const { comparison } = data;
   const current = comparison.pair?.[0] === keyA && comparison.pair[1] === keyB;
   const arena = data.arena.result ?? [];

@@ -444,7 +444,11 @@ export function ExportPanel() {
               data-folder={row.folder}
               data-status={row.status}
             >
-              {row.record ? <MergeCard record={row.record} deletable /> : <LibraryCard entry={row.entry!} />}
+              {row.record ? (
+                <MergeCard record={row.record} deletable />
+              ) : (
+                row.entry && <LibraryCard entry={row.entry} />
+              )}
             </div>
           ))}
         </div>

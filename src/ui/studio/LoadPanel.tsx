@@ -14,6 +14,7 @@ import { VirtualTable, type VirtualColumn } from './VirtualTable.tsx';
 import { focusHeading } from './StepBar.tsx';
 import { branchCounts, percent } from './summary.ts';
 import { keepFolders, requestRead, type KeptFolder } from '../../io/handle-store.ts';
+import { at } from '../../io/checked.ts';
 
 interface Picked {
   label: string;
@@ -97,8 +98,8 @@ const byLabel = (a: Picked, b: Picked): number => (a.label < b.label ? -1 : a.la
  */
 function fromInput(list: FileList): Picked[] {
   const all = [...list];
-  if (all.length === 0) return [];
-  const first = all[0]!;
+  const [first] = all;
+  if (!first) return [];
   if (first.webkitRelativePath) {
     const parts = (f: File): string[] => f.webkitRelativePath.split('/');
     const folder = parts(first)[0] ?? 'model';
@@ -107,7 +108,7 @@ function fromInput(list: FileList): Picked[] {
       return [{ label: folder, files: top.map((f) => ({ name: f.name, blob: f })) }];
     const groups = new Map<string, FileRef[]>();
     for (const f of all.filter((file) => parts(file).length === 3)) {
-      const name = parts(f)[1]!;
+      const name = at(parts(f), 1, f.webkitRelativePath);
       const group = groups.get(name) ?? [];
       group.push({ name: f.name, blob: f });
       groups.set(name, group);
@@ -184,7 +185,8 @@ function loadPicks(role: ModelRole, slot: string | null, picks: Picked[]): void 
     return;
   }
   const [first, ...rest] = picks;
-  void store.loadFiles(role, slot, first!.label, first!.files);
+  if (!first) return;
+  void store.loadFiles(role, slot, first.label, first.files);
   if (rest.length > 0) void store.loadAgents(rest);
 }
 

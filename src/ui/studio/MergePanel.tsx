@@ -190,11 +190,12 @@ function LineageWarning({ data }: { data: StudioData }) {
 
 /** Said before a merge into storage that looks held in memory, which closing the window loses. */
 function PrivateStorageNote({ data, canPick }: { data: StudioData; canPick: boolean }) {
-  if (!storageLooksPrivate(data.storage)) return null;
+  const storage = data.storage;
+  if (!storage || !storageLooksPrivate(storage)) return null;
   return (
     <p className="notice notice--warn" data-testid="merge-private-storage">
-      This browser gives the site only {formatBytes(data.storage!.quota)} of storage, as a private window
-      does, which keeps it in memory and loses it when the window closes.{' '}
+      This browser gives the site only {formatBytes(storage.quota)} of storage, as a private window does,
+      which keeps it in memory and loses it when the window closes.{' '}
       {canPick
         ? 'For a large model use Merge into a folder…, which writes straight to disk.'
         : 'Save a large model to disk right after merging, or use a normal window.'}

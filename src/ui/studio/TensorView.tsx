@@ -21,15 +21,26 @@ import { AGENT_COLORS, agentColor, ErrorBox } from './common.tsx';
 export const SHARED_COLOR = '#5b6675';
 export const CONFLICT_COLOR = '#b3261e';
 export const UNCHANGED_COLOR = '#f4f6f9';
+/** Elements whose models' bits differ and hold NaN or ±Inf: not classified (SPEC.md), shown apart. */
+export const NON_FINITE_COLOR = '#4a148c';
 
 function rgba(hex: string): [number, number, number, number] {
   const n = Number.parseInt(hex.slice(1), 16);
   return [((n >> 16) & 255) / 255, ((n >> 8) & 255) / 255, (n & 255) / 255, 1];
 }
 
-/** The colours the engine draws with: unchanged, shared, conflict, then each agent's own for its unique changes. */
+/**
+ * The colours the engine draws with: unchanged, shared, conflict, non-finite, then each agent's own
+ * for its unique changes.
+ */
 export function maskPalette(): MaskPalette {
-  return [rgba(UNCHANGED_COLOR), rgba(SHARED_COLOR), rgba(CONFLICT_COLOR), ...AGENT_COLORS.map(rgba)];
+  return [
+    rgba(UNCHANGED_COLOR),
+    rgba(SHARED_COLOR),
+    rgba(CONFLICT_COLOR),
+    rgba(NON_FINITE_COLOR),
+    ...AGENT_COLORS.map(rgba),
+  ];
 }
 
 // A canvas can hand its control over once; StrictMode runs the effect twice on the same element.
@@ -196,6 +207,7 @@ function BlockFacts({
         </span>
       ))}
       , shared {formatCount(b.shared)}, sign conflict {formatCount(b.conflict)}
+      {b.nonFinite > 0 && <>, non-finite (NaN or ±Inf, not classified) {formatCount(b.nonFinite)}</>}
     </p>
   );
 }
@@ -364,6 +376,14 @@ export function TensorView() {
               <span className="inspect-swatch" style={{ background: UNCHANGED_COLOR }} />
               unchanged
             </li>
+            <li data-testid="tensor-mask-legend-nonfinite">
+              <span
+                className="inspect-swatch inspect-swatch--nonfinite"
+                style={{ background: NON_FINITE_COLOR }}
+              />
+              non-finite: NaN or ±Inf where the models differ, not classified
+              {summary && summary.nonFinite > 0 && <> ({formatCount(summary.nonFinite)} in view)</>}
+            </li>
           </ul>
           <p className="muted inspect-note">
             A pixel is a block of elements: its hue mixes the block&apos;s classes by their counts, its
@@ -394,6 +414,7 @@ export function TensorView() {
                 {formatCount(summary.numel)} elements: unchanged {formatCount(summary.unchanged)}, unique{' '}
                 {summary.unique.map((u) => formatCount(u)).join(' / ')}, shared {formatCount(summary.shared)},
                 sign conflict {formatCount(summary.conflict)}
+                {summary.nonFinite > 0 && <>, non-finite {formatCount(summary.nonFinite)}</>}
               </dd>
               <dt>Pass</dt>
               <dd data-testid="tensor-mask-timing">
