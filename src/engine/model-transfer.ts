@@ -1,8 +1,7 @@
-// The open and check replies: an opened model's facts with its tensor list in columns (one string of
-// names and typed arrays), and a compatibility report's issues in columns, so a 300,000-tensor model
-// crosses from the worker to the page as a few arrays instead of 300,000 cloned objects, and the page
-// builds a tensor's or an issue's record only when it shows one.
-import type { CompatIssue, CompatReport } from '../format/compat.ts';
+// The open reply: an opened model's facts with its tensor list in columns (one string of names and
+// typed arrays), so a 300,000-tensor model crosses from the worker to the page as a few arrays
+// instead of 300,000 cloned objects, and the page builds a tensor's record only when it shows one.
+// The check reply's issues come in columns from the check itself (compareModels in format/compat.ts).
 import { DTYPES, type Dtype } from '../format/dtype.ts';
 import { modelFacts, type InspectReport } from '../format/inspect.ts';
 import type { Model } from '../format/model.ts';
@@ -98,58 +97,4 @@ export function tensorRecords(summary: ModelSummary): TensorRecord[] {
     decoded.set(summary.tensors, records);
   }
   return records;
-}
-
-/** A compatibility report's issues in columns: 300,000 "extra" tensors cross as a few arrays. */
-export interface IssueColumns {
-  count: number;
-  tensors: string[];
-  /** Index into ISSUE_KINDS. */
-  kinds: Uint8Array;
-  /** Index into `models`. */
-  modelIndex: Uint32Array;
-  models: string[];
-  details: string[];
-}
-
-export interface CompatSummary extends Omit<CompatReport, 'issues'> {
-  issues: IssueColumns;
-}
-
-export const ISSUE_KINDS: readonly CompatIssue['kind'][] = ['missing', 'extra', 'shape', 'dtype'];
-
-/** The worker's side of the check reply. */
-export function summarizeCompat(report: CompatReport): CompatSummary {
-  const { issues, ...rest } = report;
-  const count = issues.length;
-  const kinds = new Uint8Array(count);
-  const modelIndex = new Uint32Array(count);
-  const models = new Map<string, number>();
-  issues.forEach((issue, i) => {
-    kinds[i] = ISSUE_KINDS.indexOf(issue.kind);
-    let model = models.get(issue.model);
-    if (model === undefined) models.set(issue.model, (model = models.size));
-    modelIndex[i] = model;
-  });
-  return {
-    ...rest,
-    issues: {
-      count,
-      tensors: issues.map((issue) => issue.tensor),
-      kinds,
-      modelIndex,
-      models: [...models.keys()],
-      details: issues.map((issue) => issue.detail),
-    },
-  };
-}
-
-/** Issue i as the compatibility report lists it. */
-export function issueAt(issues: IssueColumns, i: number): CompatIssue {
-  return {
-    tensor: issues.tensors[i] ?? '',
-    kind: ISSUE_KINDS[issues.kinds[i] ?? 0] ?? 'missing',
-    model: issues.models[issues.modelIndex[i] ?? 0] ?? '',
-    detail: issues.details[i] ?? '',
-  };
 }

@@ -6,8 +6,7 @@
 import { lockDownNetwork } from './network-lockdown.ts';
 import { evaluate, modelDemoTensors } from '../demo/arena.ts';
 import type { DemoModelConfig } from '../demo/policy.ts';
-import { checkCompatibility } from '../format/compat.ts';
-import { summarizeCompat } from './model-transfer.ts';
+import { compatColumns } from '../format/compat.ts';
 import { describeAdapter } from './device.ts';
 import { sampleDerivation } from './derivation.ts';
 import { analyzeModels } from './driver.ts';
@@ -63,7 +62,7 @@ const handlers: Handlers = {
   },
   async check({ base, agents }, { signal }) {
     const baseModel = model(base);
-    const compat = checkCompatibility(baseModel, agents.map(model));
+    const compat = compatColumns(baseModel, agents.map(model));
     const engine = await engineInfo();
     // A sample that cannot be read (a truncated file) is reported for that agent alone.
     const derivation = await Promise.all(
@@ -76,7 +75,7 @@ const handlers: Handlers = {
       }),
     );
     return {
-      compat: summarizeCompat(compat),
+      compat,
       engine,
       memory: estimateMemory(baseModel, compat, agents.length, engine.limits),
       derivation,
