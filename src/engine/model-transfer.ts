@@ -31,7 +31,7 @@ export interface ModelSummary extends Omit<InspectReport, 'tensors'> {
 
 const DTYPE_INDEX = new Map<Dtype, number>(DTYPES.map((dtype, i) => [dtype, i]));
 
-/** The worker's side: one pass over the model's tensors, no object per tensor. */
+/** The worker's side: no object per tensor, every column sized before it is filled. */
 export function summarizeModel(model: Model): ModelSummary {
   const facts = modelFacts(model);
   const fileIndex = new Map(facts.files.map(({ file }, i) => [file, i]));
@@ -41,18 +41,28 @@ export function summarizeModel(model: Model): ModelSummary {
   const shapeEnds = new Uint32Array(count);
   const files = new Uint32Array(count);
   const bytes = new Float64Array(count);
-  const names: string[] = [];
-  const dims: number[] = [];
+  const names = new Array<string>(count);
+  let dimCount = 0;
+  for (const t of model.tensors.values()) dimCount += t.shape.length;
+  const dims = new Float64Array(dimCount);
   let nameEnd = 0;
+  let dimEnd = 0;
   let i = 0;
+  // Tensors of one shard come together: its index is looked up once per run, not per tensor.
+  let lastFile = '';
+  let lastIndex = 0;
   for (const t of model.tensors.values()) {
-    names.push(t.name);
+    names[i] = t.name;
     nameEnd += t.name.length;
     nameEnds[i] = nameEnd;
     dtypes[i] = DTYPE_INDEX.get(t.dtype) ?? 0;
-    for (const dim of t.shape) dims.push(dim);
-    shapeEnds[i] = dims.length;
-    files[i] = fileIndex.get(t.file) ?? 0;
+    for (const dim of t.shape) dims[dimEnd++] = dim;
+    shapeEnds[i] = dimEnd;
+    if (t.file !== lastFile) {
+      lastFile = t.file;
+      lastIndex = fileIndex.get(t.file) ?? 0;
+    }
+    files[i] = lastIndex;
     bytes[i] = t.end - t.begin;
     i++;
   }
@@ -61,7 +71,7 @@ export function summarizeModel(model: Model): ModelSummary {
     names: names.join(''),
     nameEnds,
     dtypes,
-    dims: Float64Array.from(dims),
+    dims,
     shapeEnds,
     files,
     bytes,

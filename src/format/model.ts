@@ -292,8 +292,8 @@ class SortedTensors implements ReadonlyMap<string, ModelTensor> {
     for (const tensor of this.list) yield tensor.name;
   }
 
-  *values(): MapIterator<ModelTensor> {
-    yield* this.list;
+  values(): MapIterator<ModelTensor> {
+    return this.list.values();
   }
 
   *entries(): MapIterator<[string, ModelTensor]> {
