@@ -60,31 +60,24 @@ export function checkCompatibility(base: Model, agents: Model[]): CompatReport {
 
 /** checkCompatibility with the issues in columns: the same issues in the same order. */
 export function compatColumns(base: Model, agents: Model[]): CompatColumns {
-  const names: string[] = [];
-  const kinds: number[] = [];
-  const modelIndex: number[] = [];
-  const details: string[] = [];
-  const detailIndex: number[] = [];
+  // At most a shape and a dtype issue per base tensor, or one missing, and every agent tensor extra.
+  const issues = new IssueBuilder(
+    agents.reduce((n, agent) => n + 2 * base.tensors.size + agent.tensors.size, 0),
+  );
   const notes: string[] = [];
   const shared = new Set(base.tensors.keys());
-  const add = (tensor: string, kind: CompatIssue['kind'], agent: number, detail?: string): void => {
-    names.push(tensor);
-    kinds.push(ISSUE_KINDS.indexOf(kind));
-    modelIndex.push(agent);
-    detailIndex.push(detail === undefined ? -1 : details.push(detail) - 1);
-  };
   agents.forEach((agent, a) => {
     for (const [name, tensor] of base.tensors) {
       const other = agent.tensors.get(name);
       if (!other) {
-        add(name, 'missing', a);
+        issues.add(name, MISSING, a);
         shared.delete(name);
         continue;
       }
       if (!sameShape(tensor.shape, other.shape)) {
-        add(
+        issues.add(
           name,
-          'shape',
+          SHAPE,
           a,
           `${base.name} has shape ${shapeText(tensor.shape)}, ${agent.name} ${shapeText(other.shape)}`,
         );
@@ -93,37 +86,76 @@ export function compatColumns(base: Model, agents: Model[]): CompatColumns {
         if (vocab) notes.push(vocab);
       }
       if (tensor.dtype !== other.dtype) {
-        add(name, 'dtype', a, `${base.name} stores ${tensor.dtype}, ${agent.name} ${other.dtype}`);
+        issues.add(name, DTYPE, a, `${base.name} stores ${tensor.dtype}, ${agent.name} ${other.dtype}`);
         shared.delete(name);
       }
     }
-    for (const name of agent.tensors.keys()) if (!base.tensors.has(name)) add(name, 'extra', a);
+    for (const name of agent.tensors.keys()) if (!base.tensors.has(name)) issues.add(name, EXTRA, a);
     notes.push(...configNotes(base, agent));
   });
   notes.push(...tiedEmbeddingNotes([base, ...agents]));
   const common = [...shared].sort(compareNames);
   if (common.length === 0)
     notes.push('the models have no tensor in common with the same shape and dtype: nothing to merge.');
-  const tensorEnds = new Uint32Array(names.length);
-  let end = 0;
-  names.forEach((name, i) => (tensorEnds[i] = end += name.length));
   return {
-    ok: names.length === 0 && common.length > 0,
+    ok: issues.count === 0 && common.length > 0,
     common,
-    issues: {
-      count: names.length,
-      tensors: names.join(''),
-      tensorEnds,
-      kinds: Uint8Array.from(kinds),
-      modelIndex: Uint32Array.from(modelIndex),
-      // By position, not by name: two agents may carry the same name.
-      models: agents.map((agent) => agent.name),
-      base: base.name,
-      details,
-      detailIndex: Int32Array.from(detailIndex),
-    },
+    // By position, not by name: two agents may carry the same name.
+    issues: issues.columns(
+      base.name,
+      agents.map((agent) => agent.name),
+    ),
     notes: [...new Set(notes)],
   };
+}
+
+const MISSING = ISSUE_KINDS.indexOf('missing');
+const EXTRA = ISSUE_KINDS.indexOf('extra');
+const SHAPE = ISSUE_KINDS.indexOf('shape');
+const DTYPE = ISSUE_KINDS.indexOf('dtype');
+
+/** The issue columns, filled in typed arrays of the most issues the models can have. */
+class IssueBuilder {
+  count = 0;
+  private readonly names: string[] = [];
+  private readonly tensorEnds: Uint32Array;
+  private readonly kinds: Uint8Array;
+  private readonly modelIndex: Uint32Array;
+  private readonly details: string[] = [];
+  private readonly detailIndex: Int32Array;
+  private end = 0;
+
+  constructor(capacity: number) {
+    this.tensorEnds = new Uint32Array(capacity);
+    this.kinds = new Uint8Array(capacity);
+    this.modelIndex = new Uint32Array(capacity);
+    this.detailIndex = new Int32Array(capacity);
+  }
+
+  add(tensor: string, kind: number, agent: number, detail?: string): void {
+    const i = this.count++;
+    this.names.push(tensor);
+    this.end += tensor.length;
+    this.tensorEnds[i] = this.end;
+    this.kinds[i] = kind;
+    this.modelIndex[i] = agent;
+    this.detailIndex[i] = detail === undefined ? -1 : this.details.push(detail) - 1;
+  }
+
+  columns(base: string, models: string[]): IssueColumns {
+    const { count } = this;
+    return {
+      count,
+      tensors: this.names.join(''),
+      tensorEnds: this.tensorEnds.slice(0, count),
+      kinds: this.kinds.slice(0, count),
+      modelIndex: this.modelIndex.slice(0, count),
+      models,
+      base,
+      details: this.details,
+      detailIndex: this.detailIndex.slice(0, count),
+    };
+  }
 }
 
 /** Issue i as the report lists it. */
@@ -191,17 +223,28 @@ function configNotes(base: Model, agent: Model): string[] {
   return notes;
 }
 
-/** Whether a tensor name matches, without copying 300,000 names into an array first. */
-function someName(model: Model, pattern: RegExp): boolean {
-  for (const name of model.tensors.keys()) if (pattern.test(name)) return true;
-  return false;
+/**
+ * Whether the model has an output layer and input embeddings, in one pass over its names (both
+ * patterns end in `.weight`, a cheap test that skips the regexes for most names).
+ */
+function headAndEmbedding(model: Model): [boolean, boolean] {
+  let head = false;
+  let embedding = false;
+  for (const name of model.tensors.keys()) {
+    if (!name.endsWith('.weight')) continue;
+    head ||= LM_HEAD.test(name);
+    embedding ||= EMBEDDING.test(name);
+    if (head && embedding) break;
+  }
+  return [head, embedding];
 }
 
 /** A model with input embeddings but no lm_head ties its output layer to the embeddings. */
 function tiedEmbeddingNotes(models: Model[]): string[] {
   const notes: string[] = [];
-  const hasHead = models.map((m) => someName(m, LM_HEAD));
-  const hasEmbedding = models.map((m) => someName(m, EMBEDDING));
+  const found = models.map(headAndEmbedding);
+  const hasHead = found.map(([head]) => head);
+  const hasEmbedding = found.map(([, embedding]) => embedding);
   models.forEach((model, i) => {
     if (hasEmbedding[i] && !hasHead[i]) {
       notes.push(

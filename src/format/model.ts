@@ -257,6 +257,9 @@ function collectTensors(shards: SafetensorsHeader[]): ReadonlyMap<string, ModelT
  * (a header and a sharded index refuse duplicates).
  */
 class SortedTensors implements ReadonlyMap<string, ModelTensor> {
+  /** The names in order, made on the first keys(): a generator per name cost more than the array. */
+  private names?: string[];
+
   constructor(private readonly list: readonly ModelTensor[]) {}
 
   get size(): number {
@@ -288,8 +291,9 @@ class SortedTensors implements ReadonlyMap<string, ModelTensor> {
     for (const tensor of this.list) callback.call(thisArg, tensor, tensor.name, this);
   }
 
-  *keys(): MapIterator<string> {
-    for (const tensor of this.list) yield tensor.name;
+  keys(): MapIterator<string> {
+    this.names ??= this.list.map((tensor) => tensor.name);
+    return this.names.values();
   }
 
   values(): MapIterator<ModelTensor> {
