@@ -8,7 +8,6 @@ import { evaluate, modelDemoTensors } from '../demo/arena.ts';
 import type { DemoModelConfig } from '../demo/policy.ts';
 import { compatColumns } from '../format/compat.ts';
 import { describeAdapter } from './device.ts';
-import { sampleDerivation } from './derivation.ts';
 import { analyzeModels } from './driver.ts';
 import { explainElement, InspectHost } from './inspect.ts';
 import { listLibrary } from './library.ts';
@@ -20,6 +19,7 @@ import { errorInfo, refusal } from './worker-errors.ts';
 import { copy, merge, readBack, type JobContext } from './worker-merge.ts';
 import {
   closeSlot,
+  derivationSample,
   model,
   openSlot,
   openTarget,
@@ -68,7 +68,7 @@ const handlers: Handlers = {
     const derivation = await Promise.all(
       agents.map(async (slot): Promise<DerivationReport> => {
         try {
-          return { slot, sample: await sampleDerivation(baseModel, model(slot), { signal }) };
+          return { slot, sample: await derivationSample(baseModel, model(slot), signal) };
         } catch (error) {
           return { slot, error: errorInfo(error) };
         }
