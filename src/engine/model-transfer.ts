@@ -1,7 +1,7 @@
 // The open reply: an opened model's facts with its tensor list in columns (one string of names and
 // typed arrays), so a 300,000-tensor model crosses from the worker to the page as a few arrays
 // instead of 300,000 cloned objects, and the page builds a tensor's record only when it shows one.
-// The check reply's issues come in columns from the check itself (compareModels in format/compat.ts).
+// The check reply's issues come in columns from the check itself (compatColumns in format/compat.ts).
 import { DTYPES, type Dtype } from '../format/dtype.ts';
 import { modelFacts, type InspectReport } from '../format/inspect.ts';
 import type { Model } from '../format/model.ts';
