@@ -97,8 +97,9 @@ test.describe('a 300,000-tensor header', () => {
     testInfoLog(
       `300k-tensor header: pick to screen ${parsed - started + shown} ms (open's reply ${last('merge-studio:open')} ms, check ${last('merge-studio:check')} ms, ready seen at ${parsed - started} ms, on screen ${shown} ms later); slowest frame while reading ${slowest} ms`,
     );
-    // The issue's bound is 2 s; on this shared 2-core machine (load 8-14 while measured) it took
-    // 4-9 s, so the bound asserted is one that holds there; the measured time is in the annotation.
+    // The issue's bound is 2 s; on this shared 2-core machine (load 8-13 while measured) it took
+    // 1.7-2.5 s (3.9-4.3 s before the columnar check and the sorted tensor list), so the bound
+    // asserted is one that holds under any load there; the measured time is in the annotation.
     expect(parsed - started + shown).toBeLessThan(15_000);
     expect(shown).toBeLessThan(2_000);
     // The longest frame includes taking in the worker's 300k-tensor answer; it used to be 23 s.

@@ -87,7 +87,7 @@ async function runOne(engine: MergeEngine, method: MethodName, share: number): P
     // The CPU reference is slow: time it on the first tensors only and scale by bytes.
     const keep = [...base.tensors.keys()].slice(0, Math.max(1, Math.round(base.tensors.size * share)));
     for (const m of [base, ...models])
-      for (const name of [...m.tensors.keys()]) if (!keep.includes(name)) m.tensors.delete(name);
+      m.tensors = new Map([...m.tensors].filter(([name]) => keep.includes(name)));
   }
   const outDir = join('.bench', `out-${engine.kind}-${method}`);
   await rm(outDir, { recursive: true, force: true });

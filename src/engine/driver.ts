@@ -95,7 +95,7 @@ export interface StatsFile {
 }
 
 /** The tensors that get merged: in every model with one shape and dtype, of a float dtype. */
-export function mergeableTensors(base: Model, report: CompatReport): ModelTensor[] {
+export function mergeableTensors(base: Model, report: Omit<CompatReport, 'issues'>): ModelTensor[] {
   return report.common
     .map((name) => base.tensors.get(name))
     .filter((tensor): tensor is ModelTensor => tensor !== undefined && isMergeableDtype(tensor.dtype));

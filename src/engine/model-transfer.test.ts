@@ -1,21 +1,14 @@
 // The open reply's columns: after a structured clone (what postMessage does) every tensor decodes to
 // the record the spec it was written from implies, shards, scalars and non-ASCII names included.
 import { describe, expect, it } from 'vitest';
-import { checkCompatibility } from '../format/compat.ts';
+import { checkCompatibility, compatColumns, issueAt } from '../format/compat.ts';
 import { inspectModel } from '../format/inspect.ts';
 import { openModel } from '../format/model.ts';
 import { tensorByteLength } from '../format/safetensors.ts';
 import { indexJson, planShards } from '../format/sharded.ts';
 import { compareNames, serializeSafetensors, type TensorSpec } from '../format/write.ts';
 import { memorySource } from '../io/source.ts';
-import {
-  issueAt,
-  summarizeCompat,
-  summarizeModel,
-  tensorName,
-  tensorRecord,
-  tensorRecords,
-} from './model-transfer.ts';
+import { summarizeModel, tensorName, tensorRecord, tensorRecords } from './model-transfer.ts';
 
 const SPECS: TensorSpec[] = [
   { name: 'model.embed_tokens.weight', dtype: 'BF16', shape: [10, 4] },
@@ -88,7 +81,7 @@ describe('summarizeModel', () => {
   });
 });
 
-describe('summarizeCompat', () => {
+describe('the check reply (compatColumns)', () => {
   it('decodes, after a structured clone, to every issue of the report in its order', async () => {
     const { model: base } = await shardedModel();
     const single = (specs: TensorSpec[]) => {
@@ -114,7 +107,7 @@ describe('summarizeCompat', () => {
     expect(new Set(report.issues.map((i) => i.kind))).toEqual(
       new Set(['missing', 'extra', 'shape', 'dtype']),
     );
-    const summary = structuredClone(summarizeCompat(report));
+    const summary = structuredClone(compatColumns(base, [first, second]));
     const { issues, ...rest } = report;
     const { issues: columns, ...summaryRest } = summary;
     expect(summaryRest).toEqual(rest);

@@ -1,8 +1,7 @@
-// The open and check replies: an opened model's facts with its tensor list in columns (one string of
-// names and typed arrays), and a compatibility report's issues in columns, so a 300,000-tensor model
-// crosses from the worker to the page as a few arrays instead of 300,000 cloned objects, and the page
-// builds a tensor's or an issue's record only when it shows one.
-import type { CompatIssue, CompatReport } from '../format/compat.ts';
+// The open reply: an opened model's facts with its tensor list in columns (one string of names and
+// typed arrays), so a 300,000-tensor model crosses from the worker to the page as a few arrays
+// instead of 300,000 cloned objects, and the page builds a tensor's record only when it shows one.
+// The check reply's issues come in columns from the check itself (compatColumns in format/compat.ts).
 import { DTYPES, type Dtype } from '../format/dtype.ts';
 import { modelFacts, type InspectReport } from '../format/inspect.ts';
 import type { Model } from '../format/model.ts';
@@ -32,7 +31,7 @@ export interface ModelSummary extends Omit<InspectReport, 'tensors'> {
 
 const DTYPE_INDEX = new Map<Dtype, number>(DTYPES.map((dtype, i) => [dtype, i]));
 
-/** The worker's side: one pass over the model's tensors, no object per tensor. */
+/** The worker's side: no object per tensor, every column sized before it is filled. */
 export function summarizeModel(model: Model): ModelSummary {
   const facts = modelFacts(model);
   const fileIndex = new Map(facts.files.map(({ file }, i) => [file, i]));
@@ -42,18 +41,28 @@ export function summarizeModel(model: Model): ModelSummary {
   const shapeEnds = new Uint32Array(count);
   const files = new Uint32Array(count);
   const bytes = new Float64Array(count);
-  const names: string[] = [];
-  const dims: number[] = [];
+  const names = new Array<string>(count);
+  let dimCount = 0;
+  for (const t of model.tensors.values()) dimCount += t.shape.length;
+  const dims = new Float64Array(dimCount);
   let nameEnd = 0;
+  let dimEnd = 0;
   let i = 0;
+  // Tensors of one shard come together: its index is looked up once per run, not per tensor.
+  let lastFile = '';
+  let lastIndex = 0;
   for (const t of model.tensors.values()) {
-    names.push(t.name);
+    names[i] = t.name;
     nameEnd += t.name.length;
     nameEnds[i] = nameEnd;
     dtypes[i] = DTYPE_INDEX.get(t.dtype) ?? 0;
-    for (const dim of t.shape) dims.push(dim);
-    shapeEnds[i] = dims.length;
-    files[i] = fileIndex.get(t.file) ?? 0;
+    for (const dim of t.shape) dims[dimEnd++] = dim;
+    shapeEnds[i] = dimEnd;
+    if (t.file !== lastFile) {
+      lastFile = t.file;
+      lastIndex = fileIndex.get(t.file) ?? 0;
+    }
+    files[i] = lastIndex;
     bytes[i] = t.end - t.begin;
     i++;
   }
@@ -62,7 +71,7 @@ export function summarizeModel(model: Model): ModelSummary {
     names: names.join(''),
     nameEnds,
     dtypes,
-    dims: Float64Array.from(dims),
+    dims,
     shapeEnds,
     files,
     bytes,
@@ -98,58 +107,4 @@ export function tensorRecords(summary: ModelSummary): TensorRecord[] {
     decoded.set(summary.tensors, records);
   }
   return records;
-}
-
-/** A compatibility report's issues in columns: 300,000 "extra" tensors cross as a few arrays. */
-export interface IssueColumns {
-  count: number;
-  tensors: string[];
-  /** Index into ISSUE_KINDS. */
-  kinds: Uint8Array;
-  /** Index into `models`. */
-  modelIndex: Uint32Array;
-  models: string[];
-  details: string[];
-}
-
-export interface CompatSummary extends Omit<CompatReport, 'issues'> {
-  issues: IssueColumns;
-}
-
-export const ISSUE_KINDS: readonly CompatIssue['kind'][] = ['missing', 'extra', 'shape', 'dtype'];
-
-/** The worker's side of the check reply. */
-export function summarizeCompat(report: CompatReport): CompatSummary {
-  const { issues, ...rest } = report;
-  const count = issues.length;
-  const kinds = new Uint8Array(count);
-  const modelIndex = new Uint32Array(count);
-  const models = new Map<string, number>();
-  issues.forEach((issue, i) => {
-    kinds[i] = ISSUE_KINDS.indexOf(issue.kind);
-    let model = models.get(issue.model);
-    if (model === undefined) models.set(issue.model, (model = models.size));
-    modelIndex[i] = model;
-  });
-  return {
-    ...rest,
-    issues: {
-      count,
-      tensors: issues.map((issue) => issue.tensor),
-      kinds,
-      modelIndex,
-      models: [...models.keys()],
-      details: issues.map((issue) => issue.detail),
-    },
-  };
-}
-
-/** Issue i as the compatibility report lists it. */
-export function issueAt(issues: IssueColumns, i: number): CompatIssue {
-  return {
-    tensor: issues.tensors[i] ?? '',
-    kind: ISSUE_KINDS[issues.kinds[i] ?? 0] ?? 'missing',
-    model: issues.models[issues.modelIndex[i] ?? 0] ?? '',
-    detail: issues.details[i] ?? '',
-  };
 }

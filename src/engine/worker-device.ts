@@ -62,7 +62,7 @@ const SPEC_BINDING = 128 << 20;
 /** What a merge of these models will hold: its window buffers, sized as the GPU engine sizes them. */
 export function estimateMemory(
   base: Model,
-  report: CompatReport,
+  report: Omit<CompatReport, 'issues'>,
   agents: number,
   limits: EngineLimits | null,
 ): MemoryEstimate {

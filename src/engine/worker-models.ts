@@ -8,6 +8,7 @@ import { ADAPTER_CONFIG, adapterMessage, detectAdapter } from '../format/peft.ts
 import { blobSource, directoryHandleFiles, fileSnapshot, type FileSnapshot } from '../io/browser.ts';
 import { SafetensorsError } from '../io/errors.ts';
 import type { ModelFile } from '../io/source.ts';
+import { sampleDerivation, type DerivationSample } from './derivation.ts';
 import type { AnalysisResult } from './driver.ts';
 import { refusal } from './worker-errors.ts';
 import type { ArenaTarget, FileRef } from './worker-protocol.ts';
@@ -20,6 +21,9 @@ let nextOpen = 1;
 // Per loaded slot: its files as they were when opened, checked again before a merge is kept.
 const snapshots = new Map<string, FileSnapshot[]>();
 let cachedAnalysis: { key: string; result: AnalysisResult } | null = null;
+// Per agent: its lineage sample and the base it was taken against. Models never change once opened
+// (a new choice is a new Model), so a check after one more agent arrives reads only that agent's.
+const samples = new WeakMap<Model, { base: Model; sample: DerivationSample }>();
 let readDelayMs = 0;
 /** Every read of a loaded model's files so far: wall time summed over reads, and bytes. */
 const reads = new StageClock();
@@ -161,6 +165,19 @@ export function recalledAnalysis(
   epsilon: number,
 ): AnalysisResult | undefined {
   return cachedAnalysis?.key === analysisKey(base, agents, epsilon) ? cachedAnalysis.result : undefined;
+}
+
+/** The agent's lineage sample against the base, taken once per pair of opened models. */
+export async function derivationSample(
+  base: Model,
+  agent: Model,
+  signal?: AbortSignal,
+): Promise<DerivationSample> {
+  const known = samples.get(agent);
+  if (known?.base === base) return known.sample;
+  const sample = await sampleDerivation(base, agent, { signal });
+  samples.set(agent, { base, sample });
+  return sample;
 }
 
 /** A loaded model, a merge in OPFS, or a merge in a picked folder. */

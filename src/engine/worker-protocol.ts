@@ -1,7 +1,7 @@
 // The engine worker's protocol: every call, its request and result, and the messages both sides post.
 // The worker (worker.ts) and the page's client (worker-client.ts) both import this file and not each
 // other, so the worker stays an entry of its own and the page never loads worker code.
-import type { CompatReport } from '../format/compat.ts';
+import type { CompatColumns, CompatReport } from '../format/compat.ts';
 import type { FloatDtype } from '../format/dtype.ts';
 import type { MethodParams } from '../methods/types.ts';
 import type { DerivationSample } from './derivation.ts';
@@ -10,7 +10,7 @@ import type { AnalysisResult, Progress, WrittenFile } from './driver.ts';
 import type { ElementExplanation, ExplainCall, MaskViewCall, MaskViewResult } from './inspect.ts';
 import type { LibraryEntry } from './library.ts';
 import type { MergeBranches } from './merge-branches.ts';
-import type { CompatSummary, ModelSummary } from './model-transfer.ts';
+import type { ModelSummary } from './model-transfer.ts';
 import type { ProbeResult } from './probe.ts';
 
 /** OPFS folder under which every merge gets its own subfolder. */
@@ -53,7 +53,7 @@ export type DerivationReport =
 
 export interface CheckReport {
   /** Its issues in columns (model-transfer.ts): a 300k-tensor mismatch would be 300k objects. */
-  compat: CompatSummary;
+  compat: CompatColumns;
   engine: EngineInfo;
   memory: MemoryEstimate;
   /** In the order of the request's agents. */

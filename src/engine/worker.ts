@@ -6,10 +6,8 @@
 import { lockDownNetwork } from './network-lockdown.ts';
 import { evaluate, modelDemoTensors } from '../demo/arena.ts';
 import type { DemoModelConfig } from '../demo/policy.ts';
-import { checkCompatibility } from '../format/compat.ts';
-import { summarizeCompat } from './model-transfer.ts';
+import { compatColumns } from '../format/compat.ts';
 import { describeAdapter } from './device.ts';
-import { sampleDerivation } from './derivation.ts';
 import { analyzeModels } from './driver.ts';
 import { explainElement, InspectHost } from './inspect.ts';
 import { listLibrary } from './library.ts';
@@ -21,6 +19,7 @@ import { errorInfo, refusal } from './worker-errors.ts';
 import { copy, merge, readBack, type JobContext } from './worker-merge.ts';
 import {
   closeSlot,
+  derivationSample,
   model,
   openSlot,
   openTarget,
@@ -63,20 +62,20 @@ const handlers: Handlers = {
   },
   async check({ base, agents }, { signal }) {
     const baseModel = model(base);
-    const compat = checkCompatibility(baseModel, agents.map(model));
+    const compat = compatColumns(baseModel, agents.map(model));
     const engine = await engineInfo();
     // A sample that cannot be read (a truncated file) is reported for that agent alone.
     const derivation = await Promise.all(
       agents.map(async (slot): Promise<DerivationReport> => {
         try {
-          return { slot, sample: await sampleDerivation(baseModel, model(slot), { signal }) };
+          return { slot, sample: await derivationSample(baseModel, model(slot), signal) };
         } catch (error) {
           return { slot, error: errorInfo(error) };
         }
       }),
     );
     return {
-      compat: summarizeCompat(compat),
+      compat,
       engine,
       memory: estimateMemory(baseModel, compat, agents.length, engine.limits),
       derivation,

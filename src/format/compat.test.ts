@@ -67,6 +67,8 @@ describe('checkCompatibility', () => {
     ]);
     expect(report.issues[0]?.detail).toBe('base has shape [32, 4], coder [34, 4]');
     expect(report.issues[3]?.detail).toBe('base stores BF16, coder F16');
+    expect(report.issues[5]?.detail).toBe('in coder but not in base');
+    expect(report.issues[6]?.detail).toBe('in base but not in tool');
     expect(report.common).toEqual([]);
     expect(report.notes).toEqual(
       expect.arrayContaining([

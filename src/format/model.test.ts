@@ -346,3 +346,56 @@ describe('openModel: sharded folders', () => {
     ]);
   });
 });
+
+describe('openModel: the tensor map', () => {
+  // Names whose UTF-16 order differs from code point order (astral vs U+E000..U+FFFF), prefixes of
+  // each other, digits that sort as text, and non-ASCII: the order must be UTF-8 byte order.
+  const NAMES = ['a', 'a.b', 'a.10', 'a.9', 'ab', 'é', '\ue000', '\uffff', '😀', '😀.x', 'Z', 'z.0', 'z'];
+  const byteOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
+
+  function shuffled<T>(items: readonly T[], seed: number): T[] {
+    const out = [...items];
+    let state = seed;
+    for (let i = out.length - 1; i > 0; i--) {
+      state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+      const j = state % (i + 1);
+      [out[i], out[j]] = [at(out, j, 'item'), at(out, i, 'item')];
+    }
+    return out;
+  }
+
+  // Dtypes mixed at random put the file's offset order apart from name order (the writer orders by
+  // alignment first), so both the in-order pass and the sort are taken over the seeds.
+  for (const seed of [1, 2, 3, 4, 5, 6]) {
+    it(`lists, finds and misses by name exactly as a Map in UTF-8 byte order (seed ${seed})`, async () => {
+      const dtypes = ['F32', 'BF16', 'U8'] as const;
+      const specs = shuffled(NAMES, seed).map((name, i) =>
+        tensor(name, at(dtypes, seed % 2 === 0 ? 0 : (i + seed) % 3, 'dtype'), [1, i + 1], i),
+      );
+      const model = await openModel('m', folder({ 'model.safetensors': serializeSafetensors(specs) }));
+      const expected = [...NAMES].sort(byteOrder);
+      const fileOrder = must(model.shards[0], 'shard').tensors.map((t) => t.name);
+      if (seed % 2 === 0) expect(fileOrder).toEqual(expected);
+      else expect(fileOrder).not.toEqual(expected);
+      expect([...model.tensors.keys()]).toEqual(expected);
+      expect([...model.tensors.values()].map((t) => t.name)).toEqual(expected);
+      expect([...model.tensors].map(([name, t]) => [name, t.name])).toEqual(expected.map((n) => [n, n]));
+      expect([...model.tensors.entries()].map(([name]) => name)).toEqual(expected);
+      const seen: string[] = [];
+      model.tensors.forEach((t, name, map) => {
+        expect(map).toBe(model.tensors);
+        expect(t.name).toBe(name);
+        seen.push(name);
+      });
+      expect(seen).toEqual(expected);
+      expect(model.tensors.size).toBe(NAMES.length);
+      for (const spec of specs) {
+        const found = must(model.tensors.get(spec.name), spec.name);
+        expect([found.name, found.dtype, found.shape]).toEqual([spec.name, spec.dtype, spec.shape]);
+        expect(model.tensors.has(spec.name)).toBe(true);
+      }
+      for (const absent of ['', 'a.', 'a.1', 'aa', 'é.x', '\ud83d', 'zz', '😀.', '0'])
+        expect([model.tensors.get(absent), model.tensors.has(absent)]).toEqual([undefined, false]);
+    });
+  }
+});

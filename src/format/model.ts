@@ -2,7 +2,7 @@
 // sharded index against every shard header, and reads config.json — all before any tensor data.
 
 import type { ByteSource, ModelFile } from '../io/source.ts';
-import { must } from '../io/checked.ts';
+import { at, must } from '../io/checked.ts';
 import { asReadFailed, SafetensorsError } from '../io/errors.ts';
 import { JsonSyntaxError, parseJson } from './json.ts';
 import { readSafetensorsHeader, type SafetensorsHeader, type TensorInfo } from './safetensors.ts';
@@ -22,7 +22,7 @@ export interface Model {
   /** One header per weights file: shards in name order, or the single file. */
   shards: SafetensorsHeader[];
   /** Sorted by name. */
-  tensors: Map<string, ModelTensor>;
+  tensors: ReadonlyMap<string, ModelTensor>;
   config?: Record<string, unknown>;
   configText?: string;
   sharded: boolean;
@@ -236,15 +236,77 @@ async function openSharded(
   return headers;
 }
 
-function collectTensors(shards: SafetensorsHeader[]): Map<string, ModelTensor> {
+function collectTensors(shards: SafetensorsHeader[]): ReadonlyMap<string, ModelTensor> {
   const all: ModelTensor[] = [];
   for (const header of shards) {
     // A literal, not a spread: spreading 300k tensors cost seconds in the profile.
     for (const { name, dtype, shape, begin, end } of header.tensors)
       all.push({ name, dtype, shape, begin, end, file: header.file, offset: header.dataStart + begin });
   }
-  all.sort((a, b) => compareNames(a.name, b.name));
-  return new Map(all.map((tensor) => [tensor.name, tensor]));
+  // Writers put a single-dtype model's names in order already: one pass tells, and no sort is needed.
+  let sorted = true;
+  for (let i = 1; i < all.length && sorted; i++)
+    sorted = compareNames(at(all, i - 1, 'tensor').name, at(all, i, 'tensor').name) < 0;
+  if (!sorted) all.sort((a, b) => compareNames(a.name, b.name));
+  return new SortedTensors(all);
+}
+
+/**
+ * The model's tensors in name order, found by binary search: a Map of 300,000 names took longer to
+ * build than the header took to parse, for a check that looks up a few of them. Names are distinct
+ * (a header and a sharded index refuse duplicates).
+ */
+class SortedTensors implements ReadonlyMap<string, ModelTensor> {
+  /** The names in order, made on the first keys(): a generator per name cost more than the array. */
+  private names?: string[];
+
+  constructor(private readonly list: readonly ModelTensor[]) {}
+
+  get size(): number {
+    return this.list.length;
+  }
+
+  get(name: string): ModelTensor | undefined {
+    let low = 0;
+    let high = this.list.length - 1;
+    while (low <= high) {
+      const middle = (low + high) >>> 1;
+      const tensor = at(this.list, middle, 'tensor');
+      const order = compareNames(tensor.name, name);
+      if (order === 0) return tensor;
+      if (order < 0) low = middle + 1;
+      else high = middle - 1;
+    }
+    return undefined;
+  }
+
+  has(name: string): boolean {
+    return this.get(name) !== undefined;
+  }
+
+  forEach(
+    callback: (value: ModelTensor, key: string, map: ReadonlyMap<string, ModelTensor>) => void,
+    thisArg?: unknown,
+  ): void {
+    for (const tensor of this.list) callback.call(thisArg, tensor, tensor.name, this);
+  }
+
+  keys(): MapIterator<string> {
+    this.names ??= this.list.map((tensor) => tensor.name);
+    return this.names.values();
+  }
+
+  values(): MapIterator<ModelTensor> {
+    return this.list.values();
+  }
+
+  *entries(): MapIterator<[string, ModelTensor]> {
+    for (const tensor of this.list) yield [tensor.name, tensor];
+  }
+
+  [Symbol.iterator](): MapIterator<[string, ModelTensor]> {
+    return this.entries();
+  }
 }
 
 async function readHeader(file: ModelFile): Promise<SafetensorsHeader> {

@@ -331,6 +331,8 @@ export function scanRegularHeader(
   const entries: TensorInfo[] = [];
   let metadata: Record<string, string> | undefined;
   const length = text.length;
+  let dtype: Dtype = 'F32';
+  const dims: number[] = [];
   // A hash per name instead of a Set of 300k strings: only names whose hashes collide are compared.
   const hashes = new Uint32Array(Math.ceil(length / MIN_ENTRY_CHARS) + 1);
   let pos = 1;
@@ -374,21 +376,29 @@ export function scanRegularHeader(
       if (!text.startsWith(DTYPE_FIELD, pos - 1)) return undefined;
       pos += DTYPE_FIELD.length - 1;
       const dtypeEnd = text.indexOf('"', pos);
-      const dtype = text.slice(pos, dtypeEnd);
-      if (dtypeEnd < 0 || !isDtype(dtype) || !text.startsWith(SHAPE_FIELD, dtypeEnd)) return undefined;
+      // Neighbours nearly always share a dtype: the last one's string is taken again, not a new slice.
+      const same = dtypeEnd - pos === dtype.length && text.startsWith(dtype, pos);
+      if (!same) {
+        const found = text.slice(pos, dtypeEnd);
+        if (dtypeEnd < 0 || !isDtype(found)) return undefined;
+        dtype = found;
+      }
+      if (!text.startsWith(SHAPE_FIELD, dtypeEnd)) return undefined;
       pos = dtypeEnd + SHAPE_FIELD.length;
-      const shape: number[] = [];
+      // Dimensions go through one scratch array, so each shape is allocated at its length.
+      let rank = 0;
       if (text.charCodeAt(pos) === CLOSE_BRACKET) pos += 1;
       else {
         for (;;) {
           const dim = integer();
           if (dim < 0) return undefined;
-          shape.push(dim);
+          dims[rank++] = dim;
           const c = text.charCodeAt(pos++);
           if (c === CLOSE_BRACKET) break;
           if (c !== COMMA) return undefined;
         }
       }
+      const shape = dims.slice(0, rank);
       if (!text.startsWith(OFFSETS_FIELD, pos)) return undefined;
       pos += OFFSETS_FIELD.length;
       const begin = integer();

@@ -3,12 +3,11 @@
 // from the base; then the compatibility report and what the merge will need.
 import { useId, useMemo, useState, type DragEvent } from 'react';
 import { derivationVerdict } from '../../engine/derivation.ts';
-import { issueAt, ISSUE_KINDS, type IssueColumns } from '../../engine/model-transfer.ts';
 import type { DerivationReport, FileRef } from '../../engine/worker-protocol.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import type { ModelRole, StudioModel } from '../../state/studio-slice.ts';
 import { formatBytes, formatCount } from '../format.ts';
-import type { CompatIssue } from '../../format/compat.ts';
+import { issueAt, ISSUE_KINDS, type CompatIssue, type IssueColumns } from '../../format/compat.ts';
 import { ErrorBox } from './common.tsx';
 import { VirtualTable, type VirtualColumn } from './VirtualTable.tsx';
 import { focusHeading } from './StepBar.tsx';
