@@ -273,7 +273,10 @@ export interface MergeResult {
   files: WrittenFile[];
   lambdas: number[];
   analysis?: AnalysisResult;
-  /** Elements per branch, as written to merge_branches.json (merge-branches.ts); null without statistics. */
+  /**
+   * Elements per branch, as written to merge_branches.json (merge-branches.ts): counted in a sparsifying
+   * merge, else the statistics it used; null for a dense merge without statistics.
+   */
   branches: MergeBranches | null;
   mergedTensors: number;
   copiedTensors: number;
