@@ -10,6 +10,7 @@ import { emptyBranchCounts } from '../src/methods/merge-types.ts';
 import { topKTaus, type TensorValues } from '../src/methods/reference.ts';
 import { oracleBranches } from '../src/test/branch-oracle.ts';
 import { memorySource } from '../src/io/source.ts';
+import { axeViolations } from './axe.ts';
 import { expect, test as base } from './fixtures.ts';
 import { DEMO_AGENTS, demoFile } from './studio-reference.ts';
 import { WorkflowPage } from './workflow-page.ts';
@@ -203,6 +204,7 @@ test('two merges side by side: parameters, branch counts, differing elements per
   await expect(source.locator('td').nth(0)).toHaveText('statistics at ε');
   await expect(source.locator('td').nth(1)).toHaveText('counted in the merge');
   await expect(compare.getByTestId('compare-branch-legend')).toBeVisible();
+  expect(await axeViolations(page, '[data-testid="compare-panel"]')).toEqual([]);
   await workflow.shoot(compare.getByTestId('compare-branches'), 'compare-branches', testInfo);
 
   // A RAM+ merge at another ε recounts its statistics: its branches differ, and so do the deltas.
