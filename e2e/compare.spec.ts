@@ -1,9 +1,16 @@
-// Two merges side by side: parameters, the elements per branch (equal to counts made here in Node
-// from the demo's files), the share of elements that differ per layer (equal to a count made here
+// Two merges side by side: parameters, the elements per branch (RAM's statistics and what TIES summed,
+// each equal to counts made here in Node from the demo's files), the share of elements that differ per layer (equal to a count made here
 // from the two exported files), and arena scores with their deltas.
 import type { Locator } from '@playwright/test';
+import { decodeFloats } from '../src/format/dtype.ts';
 import { readSafetensorsHeader } from '../src/format/safetensors.ts';
+import { must } from '../src/io/checked.ts';
+import { defaultParams } from '../src/methods/defaults.ts';
+import { emptyBranchCounts } from '../src/methods/merge-types.ts';
+import { topKTaus, type TensorValues } from '../src/methods/reference.ts';
+import { oracleBranches } from '../src/test/branch-oracle.ts';
 import { memorySource } from '../src/io/source.ts';
+import { axeViolations } from './axe.ts';
 import { expect, test as base } from './fixtures.ts';
 import { DEMO_AGENTS, demoFile } from './studio-reference.ts';
 import { WorkflowPage } from './workflow-page.ts';
@@ -75,6 +82,54 @@ async function demoBranches(epsilon: number): Promise<Record<string, number>> {
   return counts;
 }
 
+/**
+ * What a TIES merge of the demo with its default parameters summed, counted here from the files: per
+ * tensor the reference's top-k of τ (topKTaus), then the oracle's count of the agents on the elected side
+ * (src/test/branch-oracle.ts), as the same keys as demoBranches.
+ */
+async function demoTiesBranches(): Promise<Record<string, number>> {
+  const params = defaultParams('ties', DEMO_AGENTS.length);
+  const files = ['base', ...DEMO_AGENTS].map((m) => Buffer.from(demoFile(m, 'model.safetensors')));
+  const headers = await Promise.all(files.map((f, m) => readSafetensorsHeader(memorySource(`${m}`, f))));
+  const kept = emptyBranchCounts(DEMO_AGENTS.length);
+  const add = (into: number[], from: number[]): void =>
+    from.forEach((n, i) => (into[i] = (into[i] ?? 0) + n));
+  for (const tensor of must(headers[0], 'base header').tensors) {
+    const slots = headers.map((h, m) => {
+      const t = must(
+        h.tensors.find((u) => u.name === tensor.name),
+        tensor.name,
+      );
+      expect(t.dtype).toBe('BF16');
+      const file = must(files[m], 'demo file');
+      return decodeFloats(
+        'BF16',
+        file.subarray(h.dataStart + t.begin, h.dataStart + t.end),
+        (t.end - t.begin) / 2,
+      );
+    });
+    const values: TensorValues = {
+      name: tensor.name,
+      dtype: 'BF16',
+      base: must(slots[0], 'base'),
+      agents: slots.slice(1),
+    };
+    const counts = oracleBranches(topKTaus(values, params.density), params.weights, true);
+    add(kept.counts, counts.counts);
+    add(kept.unique, counts.unique);
+    kept.signConflicts += counts.signConflicts;
+  }
+  const shared = kept.counts.slice(2).reduce((a, b) => a + b, 0);
+  return {
+    numel: kept.counts.reduce((a, b) => a + b, 0),
+    unchanged: kept.counts[0] ?? 0,
+    unique: kept.counts[1] ?? 0,
+    ...Object.fromEntries(DEMO_AGENTS.map((label, t) => [`unique-${label}`, kept.unique[t] ?? 0])),
+    shared,
+    'sign-conflicts': kept.signConflicts,
+  };
+}
+
 /** Each count row of the branch table holds these two numbers, and Δ is the second minus the first. */
 async function expectBranches(
   compare: Locator,
@@ -135,11 +190,22 @@ test('two merges side by side: parameters, branch counts, differing elements per
   await expect(mean).toContainText(a.toFixed(3));
   await expect(mean).toContainText(`${b - a >= 0 ? '+' : ''}${(b - a).toFixed(3)}`);
 
-  // Branches: both used the statistics at the default ε, counted here from the files; Δ = 0.
+  // Branches: RAM's are the statistics at the default ε, TIES's what it summed (its top-k and sign
+  // election), each counted here from the files; the two differ.
   const atDefault = await demoBranches(1e-5);
   expect(atDefault.unique).toBeGreaterThan(0);
   expect(atDefault.shared).toBeGreaterThan(0);
-  await expectBranches(compare, atDefault, atDefault);
+  const ties = await demoTiesBranches();
+  expect(ties.numel).toBe(atDefault.numel);
+  expect(ties.unchanged).toBeGreaterThan(atDefault.unchanged ?? 0);
+  expect(ties['sign-conflicts']).toBeGreaterThan(0);
+  await expectBranches(compare, atDefault, ties);
+  const source = compare.getByTestId('compare-branch-source');
+  await expect(source.locator('td').nth(0)).toHaveText('statistics at ε');
+  await expect(source.locator('td').nth(1)).toHaveText('counted in the merge');
+  await expect(compare.getByTestId('compare-branch-legend')).toBeVisible();
+  expect(await axeViolations(page, '[data-testid="compare-panel"]')).toEqual([]);
+  await workflow.shoot(compare.getByTestId('compare-branches'), 'compare-branches', testInfo);
 
   // A RAM+ merge at another ε recounts its statistics: its branches differ, and so do the deltas.
   await workflow.selectMethod('ramplus');
@@ -151,5 +217,4 @@ test('two merges side by side: parameters, branch counts, differing elements per
   const atCoarse = await demoBranches(1e-3);
   expect(atCoarse.unchanged).toBeGreaterThan(atDefault.unchanged ?? 0);
   await expectBranches(compare, atDefault, atCoarse);
-  await workflow.shoot(compare.getByTestId('compare-branches'), 'compare-branches', testInfo);
 });

@@ -1,7 +1,8 @@
 // The merges library across reloads, in a persistent profile: a finished merge is listed as complete
-// with its files (and its branch counts) after a reload and merge-delete removes its folder from OPFS;
+// with its files (and its branch counts, from statistics or counted in a TIES merge) after a reload and merge-delete removes its folder from OPFS;
 // a merge interrupted by a reload is listed as incomplete.
 import { parseBranches } from '../src/engine/merge-branches.ts';
+import { must } from '../src/io/checked.ts';
 import { expect, test } from './persistent.ts';
 
 test('a merge is listed as complete after a reload, with its files, and merge-delete removes it', async ({
@@ -9,10 +10,14 @@ test('a merge is listed as complete after a reload, with its files, and merge-de
 }) => {
   await workflow.openDemo();
   await workflow.merge(1);
-  const record = (await workflow.studio()).merges[0]!;
+  const record = must((await workflow.studio()).merges[0], 'the first merge');
   // Inline, in the merge panel: what was written and where.
   await expect(page.getByTestId('merge-done')).toContainText(`merges/${record.folder}`);
   await expect(page.getByTestId('merge-done')).toContainText(`${record.files.length} files`);
+  // A TIES merge too, whose branch counts are what it summed, counted in the merge.
+  await workflow.selectMethod('ties');
+  await workflow.merge(2);
+  const ties = must((await workflow.studio()).merges[1], 'the TIES merge');
 
   await page.reload();
   const card = page.locator(`[data-testid="merge-card"][data-folder="${record.folder}"]`);
@@ -27,6 +32,11 @@ test('a merge is listed as complete after a reload, with its files, and merge-de
   expect(record.branches?.numel).toBeGreaterThan(0);
   const entry = (await workflow.studio()).library.result?.find((e) => e.folder === record.folder);
   expect(parseBranches(entry?.branches ?? null)).toEqual(record.branches);
+  expect(record.branches?.source).toBe('statistics');
+  const tiesEntry = (await workflow.studio()).library.result?.find((e) => e.folder === ties.folder);
+  expect(ties.branches?.source).toBe('merge');
+  expect(ties.branches?.numel).toBe(record.branches?.numel);
+  expect(parseBranches(tiesEntry?.branches ?? null)).toEqual(ties.branches);
   await expect(card.getByTestId('merge-card-readme')).toContainText(
     record.files.find((f) => f.sha256)!.sha256!,
   );
@@ -34,6 +44,9 @@ test('a merge is listed as complete after a reload, with its files, and merge-de
 
   await card.getByTestId('merge-delete').click();
   await expect(card).toHaveCount(0);
+  const tiesCard = page.locator(`[data-testid="merge-card"][data-folder="${ties.folder}"]`);
+  await tiesCard.getByTestId('merge-delete').click();
+  await expect(tiesCard).toHaveCount(0);
   expect(await workflow.opfsMerges()).toEqual([]);
 });
 

@@ -1,6 +1,7 @@
 // Task arithmetic, base + lambda * sum_t w_t tau_t (over sum_t w_t when normalising, unless that sum
 // is below 1e-8 in magnitude, as mergekit does), and with DARE = true its DARE variant (`dare_linear`):
-// each tau entry first kept with probability density and rescaled by 1/density.
+// each tau entry first kept with probability density and rescaled by 1/density. With COUNT_BRANCHES
+// (DARE-linear) the agents summed into each element are counted (common/branches.wgsl).
 
 override DARE: bool = false;
 
@@ -10,6 +11,7 @@ fn merged_pair(p: u32) -> Merged {
   var scan = scan_start(0u, base_bits);
   var sum = vec2<f32>(0.0);
   var weights = 0.0;
+  var branch = no_contributors();
   for (var t = 0u; t < AGENTS; t++) {
     let bits = load_pair_bits(t + 1u, p);
     scan = scan_add(scan, bits);
@@ -20,6 +22,13 @@ fn merged_pair(p: u32) -> Merged {
     let w = agents[t].weight;
     sum += w * x;
     weights += w;
+    if (COUNT_BRANCHES) {
+      let voting = (x != vec2<f32>(0.0)) & vec2<bool>(w != 0.0) & (bits != base_bits);
+      branch = contribute(branch, t, voting, (x > vec2<f32>(0.0)) == vec2<bool>(w > 0.0));
+    }
+  }
+  if (COUNT_BRANCHES) {
+    count_branches(p, branch, vec2<bool>(true), vec2<bool>(true));
   }
   if (params.normalize != 0u && abs(weights) >= 1e-8) {
     sum = sum / weights;

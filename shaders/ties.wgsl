@@ -5,7 +5,8 @@
 // sum over the agents whose w_t tau_t has sign gamma. A zero never agrees.
 // With BAND (Model Breadcrumbs) the kept top-k also loses each agent's top outliers (a second
 // threshold, its tie ranks in rows AGENTS..2·AGENTS−1); without CONSENSUS the sparsified tau are
-// summed as task arithmetic does (`breadcrumbs`), with it as TIES (`breadcrumbs_ties`).
+// summed as task arithmetic does (`breadcrumbs`), with it as TIES (`breadcrumbs_ties`). With
+// COUNT_BRANCHES the agents summed into each element are counted (common/branches.wgsl).
 
 override DARE: bool = false;
 // Some agent keeps only part of the ties at a threshold, so the kernel needs their ranks.
@@ -64,13 +65,22 @@ fn summed_pair(p: u32) -> vec2<u32> {
   let base = bitcast<vec2<f32>>(base_bits);
   var sum = vec2<f32>(0.0);
   var weights = 0.0;
+  var branch = no_contributors();
   for (var t = 0u; t < AGENTS; t++) {
     let bits = load_pair_bits(t + 1u, p);
     let raw = bitcast<vec2<f32>>(bits) - base;
     let key = select(bitcast<vec2<u32>>(raw) & vec2<u32>(0x7fffffffu), vec2<u32>(0u), bits == base_bits);
     let w = agents[t].weight;
-    sum += w * sparsified(t, p, raw, key);
+    let x = sparsified(t, p, raw, key);
+    sum += w * x;
     weights += w;
+    if (COUNT_BRANCHES) {
+      let voting = (x != vec2<f32>(0.0)) & vec2<bool>(w != 0.0) & (bits != base_bits);
+      branch = contribute(branch, t, voting, (x > vec2<f32>(0.0)) == vec2<bool>(w > 0.0));
+    }
+  }
+  if (COUNT_BRANCHES) {
+    count_branches(p, branch, vec2<bool>(true), vec2<bool>(true));
   }
   if (params.normalize != 0u && abs(weights) >= 1e-8) {
     sum = sum / weights;
@@ -92,6 +102,7 @@ fn merged_pair(p: u32) -> vec2<u32> {
   var weights_pos = vec2<f32>(0.0);
   var sum_neg = vec2<f32>(0.0);
   var weights_neg = vec2<f32>(0.0);
+  var branch = no_contributors();
   for (var t = 0u; t < AGENTS; t++) {
     let bits = load_pair_bits(t + 1u, p);
     let raw = bitcast<vec2<f32>>(bits) - base;
@@ -107,8 +118,15 @@ fn merged_pair(p: u32) -> vec2<u32> {
     weights_pos += select(vec2<f32>(0.0), vec2<f32>(w), pos);
     sum_neg += select(vec2<f32>(0.0), w * x, neg);
     weights_neg += select(vec2<f32>(0.0), vec2<f32>(w), neg);
+    if (COUNT_BRANCHES) {
+      // An element every model holds as the same NaN or ±Inf is unchanged, whatever x holds there.
+      branch = contribute(branch, t, voting & (bits != base_bits), agrees);
+    }
   }
   let positive = vote >= vec2<f32>(0.0);
+  if (COUNT_BRANCHES) {
+    count_branches(p, branch, positive, !positive);
+  }
   var sum = select(sum_neg, sum_pos, positive);
   let weights = select(weights_neg, weights_pos, positive);
   if (params.normalize != 0u) {

@@ -11,6 +11,9 @@ import { runCli } from '../test/cli.ts';
 import { evaluate, modelDemoTensors } from '../demo/arena.ts';
 import { loadModel } from './args.ts';
 import { floatTensor, rawTensor, WORKED_EXAMPLE, writeModelFolder } from '../test/fixtures.ts';
+import { oracleBranches } from '../test/branch-oracle.ts';
+import { bandTaus, type TensorValues } from '../methods/reference.ts';
+import { BRANCHES_FILE, parseBranches } from '../engine/merge-branches.ts';
 
 let dir: string;
 const agentNames = ['coding', 'tool', 'memory'] as const;
@@ -186,6 +189,8 @@ describe('merge-studio merge --cpu', () => {
       expect(files).toEqual([
         'README.md',
         'config.json',
+        // RAM+ merges with statistics, whose branch counts are kept; RAM here had none.
+        ...(method === 'ramplus' ? ['merge_branches.json'] : []),
         'mergekit_config.yml',
         'model.safetensors',
         'tokenizer.json',
@@ -241,6 +246,16 @@ describe('merge-studio merge --cpu', () => {
     expect(yaml).toContain('merge_method: breadcrumbs');
     expect(yaml).toContain('gamma: 0.15');
     expect(await readFile(join(out, 'README.md'), 'utf8')).toContain('Tie rule: Breadcrumbs drops');
+    // What the merge summed, counted in it: the oracle's count from the reference's band of τ.
+    const values: TensorValues = {
+      name: 'w',
+      dtype: 'F32',
+      base: Float64Array.from(WORKED_EXAMPLE.base),
+      agents: agentNames.map((name) => Float64Array.from(WORKED_EXAMPLE.agents[name])),
+    };
+    const taus = bandTaus(values, [0.5, 0.5, 0.5], [0.15, 0.15, 0.15]);
+    const branches = parseBranches(await readFile(join(out, BRANCHES_FILE), 'utf8'));
+    expect(branches).toMatchObject({ source: 'merge', numel: 9, ...oracleBranches(taus, [1, 1, 1], false) });
   });
 
   it('runs a mergekit YAML recipe', async () => {

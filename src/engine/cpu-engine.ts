@@ -6,6 +6,7 @@ import { checkMergeOptions, forTensor, NonFiniteTally, throwIfAborted } from '..
 import type { MergeEngine, MergeOptions, TensorInput, TensorStats } from '../methods/merge-types.ts';
 import { tauKey } from '../methods/float32.ts';
 import {
+  accumulateBranches,
   accumulateStats,
   combineWith,
   dareTaus,
@@ -175,14 +176,18 @@ export function createCpuEngine(options: CpuEngineOptions): MergeEngine {
       local = tensorLocalLambdas(stats, params.r, params.alpha, params.epsilon);
     }
     const sparse = await sparsifier(tensor, params, plan.sparsify, signal);
-    const combine = (v: TensorValues, start: number): Float64Array =>
-      combineWith(plan, v, params, local, () => sparse(v, start));
+    // Only a sparsified merge counts what it kept; RAM's and the dense merges' branches are the statistics'.
+    const branches = plan.sparsify !== undefined ? options.branches : undefined;
     const inputBytes = ((n + 1) * dtypeBits(tensor.dtype)) / 8;
     const withBase = plan.combine !== 'linear';
     const tally = new NonFiniteTally(n + 1);
     for await (const { start, values } of windows(tensor, signal, withBase)) {
       const scan = scanNonFinite(values, withBase);
-      const out = combine(values, start);
+      // Once per window: the top-k's tie ranks advance as it runs.
+      let taus: SparseTaus | undefined;
+      const sparsified = (): SparseTaus => (taus ??= sparse(values, start));
+      const out = combineWith(plan, values, params, local, sparsified);
+      if (branches) accumulateBranches(branches, sparsified(), params.weights, plan.combine === 'ties');
       keepUnchanged(out, values, scan, withBase);
       const encoded = encodeFloats(options.outDtype, out);
       // Overflow is judged on the stored output: f16 overflows long before f64 does.

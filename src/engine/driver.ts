@@ -17,7 +17,13 @@ import { paramsForTensor } from '../methods/resolve.ts';
 import type { MethodParams } from '../methods/types.ts';
 import { Sha256 } from '../io/sha256.ts';
 import { nonFiniteCause, type NonFiniteError } from '../methods/errors.ts';
-import type { MergeEngine, TensorInput, TensorStats } from '../methods/merge-types.ts';
+import {
+  emptyBranchCounts,
+  type MergeEngine,
+  type TensorInput,
+  type TensorStats,
+} from '../methods/merge-types.ts';
+import { BRANCHES_FILE, keptBranches, mergeBranches, type MergeBranches } from './merge-branches.ts';
 
 export { TOOL_NAME, TOOL_VERSION, isCompanionFile } from './model-card.ts';
 export const DEFAULT_SHARD_BYTES = 5_000_000_000;
@@ -267,6 +273,11 @@ export interface MergeResult {
   files: WrittenFile[];
   lambdas: number[];
   analysis?: AnalysisResult;
+  /**
+   * Elements per branch, as written to merge_branches.json (merge-branches.ts): counted in a sparsifying
+   * merge, else the statistics it used; null for a dense merge without statistics.
+   */
+  branches: MergeBranches | null;
   mergedTensors: number;
   copiedTensors: number;
   outputBytes: number;
@@ -326,7 +337,10 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
   const models = [base, ...agents];
 
   // λ from the whole model's statistics need them before the first merged value.
-  const globalStats = methodOf(params.method).plan.lambdas === 'global';
+  const { plan: methodPlan } = methodOf(params.method);
+  const globalStats = methodPlan.lambdas === 'global';
+  // A sparsifying merge counts what it kept; the others' branches are the statistics'.
+  const kept = methodPlan.sparsify !== undefined ? emptyBranchCounts(agents.length) : undefined;
   let analysis = job.analysis;
   if (!analysis && globalStats) analysis = await analyzeModels({ ...job, epsilon: params.epsilon });
   const lambdas =
@@ -343,6 +357,7 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
   const written: WrittenFile[] = [];
   const outDtype = job.outDtype ?? dominantDtype(merged);
   const used = new Map<string, MethodParams>();
+  let branches: MergeBranches | null;
 
   try {
     // Companion files first: a folder whose weights (or index) are missing never looks complete.
@@ -391,6 +406,7 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
                   outDtype: spec.dtype as FloatDtype,
                   signal,
                   emit,
+                  branches: kept,
                   onProgress: (done) => {
                     meter.bytesDone = before + done;
                     meter.report(spec.name);
@@ -439,6 +455,13 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
       }),
       written,
     );
+    branches = kept
+      ? keptBranches(params.epsilon, job.agentLabels, kept)
+      : analysis
+        ? mergeBranches(analysis.epsilon, job.agentLabels, analysis.totals)
+        : null;
+    // After the card: a folder without it is still a complete model, its branches just unknown.
+    if (branches) await writeText(out, BRANCHES_FILE, `${JSON.stringify(branches, null, 2)}\n`, written);
   } catch (error) {
     // Nothing half-written may stay behind looking like a model.
     for (const file of written) await out.remove(file.file).catch(() => undefined);
@@ -448,6 +471,7 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
     files: written,
     lambdas,
     analysis,
+    branches,
     mergedTensors: merged.length,
     copiedTensors: specs.length - merged.length,
     outputBytes,

@@ -3,13 +3,14 @@
 // method needs (statistics before tensor-local RAM+, radix-select passes before TIES).
 
 import { dtypeBits } from '../format/dtype.ts';
+import { at } from '../io/checked.ts';
 import { dareKeepBelow, dareScale, fnv1a32 } from '../methods/rng.ts';
 import { topKCount, type TopKState } from '../methods/select.ts';
 import { deriveTensorStats, emptyTensorStats, tensorLocalLambdas } from '../methods/stats.ts';
 import { dareScalePlan, emptyDareNorms, l1Scales } from '../methods/dare-norms.ts';
 import { addDareNorms, createDareNormsKernel, dareNormsBytes, NORM_GROUPS } from './kernels/dare_norms.ts';
 import { checkMergeOptions, forTensor, NonFiniteTally, throwIfAborted } from '../methods/errors.ts';
-import type { Kernel } from './kernels/kernel.ts';
+import type { Kernel, KernelIo } from './kernels/kernel.ts';
 import { createLinearKernel } from './kernels/linear.ts';
 import {
   FLAG_MODELS,
@@ -20,6 +21,7 @@ import {
 } from './kernels/merge-bindings.ts';
 import { createRamKernel } from './kernels/ram.ts';
 import { addStatsCounters, createStatsKernel, statsLayout } from './kernels/stats.ts';
+import { addBranchCounters, branchWords } from './kernels/branches.ts';
 import { createTaskArithmeticKernel } from './kernels/task_arithmetic.ts';
 import { createTiesKernel } from './kernels/ties.ts';
 import { createTopKScanKernel } from './kernels/topk_scan.ts';
@@ -89,6 +91,12 @@ interface Job {
   windows: Window[];
 }
 
+/** One buffer set's branch counters (kernels/branches.ts) and their own readback. */
+interface BranchBuffers {
+  counters: GPUBuffer;
+  readback: GPUBuffer;
+}
+
 interface PassSpec {
   label: string;
   withBase: boolean;
@@ -101,8 +109,10 @@ interface PassSpec {
     source: 'output' | 'counters' | 'norms';
     /** Also read back the flags, at byte bytes(w) of the data consumed. */
     flags?: boolean;
+    /** Also read back the set's branch counters (passed to consume). */
+    branches?: boolean;
     bytes(w: Window): number;
-    consume(w: Window, bytes: Uint8Array): Promise<void> | void;
+    consume(w: Window, bytes: Uint8Array, branches?: Uint32Array): Promise<void> | void;
   };
 }
 
@@ -122,6 +132,9 @@ class GpuEngine implements MergeEngine {
   private readonly carry: GPUBuffer;
   private readonly topK: TopKSelect<Job>;
   private readonly sets: BufferSets;
+  /** Per buffer set (by window parity): the merge kernels' branch counters, bound whether or not they count. */
+  private readonly branchBuffers: BranchBuffers[];
+  private readonly mergeIos = new WeakMap<BufferSet, KernelIo>();
   private serial = 0;
   private destroyed = false;
   /** Calls share the buffer sets, so they run one after another in call order. */
@@ -147,6 +160,19 @@ class GpuEngine implements MergeEngine {
     );
     // Two rows per agent: Model Breadcrumbs ranks ties at two thresholds.
     this.carry = this.buffer('carry', 2 * n * 4, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+    const branchBytes = branchWords(n) * 4;
+    this.branchBuffers = [0, 1].map((i) => ({
+      counters: this.buffer(
+        `set${i}.branches`,
+        branchBytes,
+        GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+      ),
+      readback: this.buffer(
+        `set${i}.branchReadback`,
+        branchBytes,
+        GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+      ),
+    }));
     this.sets = new BufferSets({
       device,
       agents: n,
@@ -197,6 +223,7 @@ class GpuEngine implements MergeEngine {
     this.destroyed = true;
     this.sets.destroy();
     for (const b of [this.agentBuffer, this.carry]) b.destroy();
+    for (const b of this.branchBuffers) for (const buffer of [b.counters, b.readback]) buffer.destroy();
     this.topK.destroy();
     for (const kernel of this.kernels.values()) kernel.then((k) => k.destroy(), noop);
     this.kernels.clear();
@@ -251,7 +278,9 @@ class GpuEngine implements MergeEngine {
           Object.assign(a, { outlierThreshold: outlier.threshold, outliersToDrop: outlier.tiesToKeep });
       });
     }
-    const kernel = await this.mergeKernel(plan, variant, tieBreak !== null);
+    // Only a sparsified merge counts what it kept; RAM's and the dense merges' branches are the statistics'.
+    const branches = plan.sparsify !== undefined ? options.branches : undefined;
+    const kernel = await this.mergeKernel(plan, variant, tieBreak !== null, branches !== undefined);
     const tieRows = job.tieRows * this.agents;
     this.scheduler.write(this.agentBuffer, 0, encodeAgents(agents));
     const nameHash = fnv1a32(tensor.name);
@@ -278,15 +307,18 @@ class GpuEngine implements MergeEngine {
           tieBreak.scan.encode(encoder, set.io, { x: 1, y: 1, groups: 1 });
         }
         encoder.clearBuffer(set.flags);
-        kernel.encode(encoder, set.io, d);
+        if (branches) encoder.clearBuffer(this.branchSet(w).counters);
+        kernel.encode(encoder, this.mergeIo(set, w), d);
       },
       result: {
         source: 'output',
         flags: true,
+        branches: branches !== undefined,
         bytes: (w) => pad4(w.count * outBytes),
-        consume: async (w, bytes) => {
+        consume: async (w, bytes, counters) => {
           const flags = new Uint32Array(bytes.buffer, pad4(w.count * outBytes), flagCount(this.agents));
           tally.add(flags[FLAG_NON_FINITE]!, flags[FLAG_OVERFLOW]!, flags.subarray(FLAG_MODELS));
+          if (branches && counters) addBranchCounters(branches, counters, this.agents, w.count);
           // After a bad window nothing more is emitted; the rest is only counted for the error.
           if (!tally.bad) await options.emit(bytes.subarray(0, w.count * outBytes));
           options.onProgress?.((w.start + w.count) * progressBytes);
@@ -296,8 +328,28 @@ class GpuEngine implements MergeEngine {
     tally.throwIfBad();
   }
 
+  /** The branch counters of window w's buffer set (sets alternate by window parity, as in runPass). */
+  private branchSet(w: Window): BranchBuffers {
+    return at(this.branchBuffers, w.index % 2, 'branch buffers');
+  }
+
+  /** The set's buffers and the branch counters of its window parity, which the merge kernels bind. */
+  private mergeIo(set: BufferSet, w: Window): KernelIo {
+    let io = this.mergeIos.get(set);
+    if (!io) {
+      io = { ...set.io, branches: this.branchSet(w).counters };
+      this.mergeIos.set(set, io);
+    }
+    return io;
+  }
+
   /** The merge kernel the plan names (kernel ids are the plan's `combine`). */
-  private mergeKernel(plan: MethodPlan, variant: MergeVariant, tieBreak: boolean): Promise<Kernel> {
+  private mergeKernel(
+    plan: MethodPlan,
+    variant: MergeVariant,
+    tieBreak: boolean,
+    countBranches: boolean,
+  ): Promise<Kernel> {
     const dare = plan.sparsify === 'dare';
     const key = `${variant.inDtype}:${variant.outDtype}`;
     switch (plan.combine) {
@@ -311,11 +363,11 @@ class GpuEngine implements MergeEngine {
         const consensus = plan.combine === 'ties';
         // A sparsification by ranks runs in the TIES kernel, with or without its sign election.
         if (consensus || band)
-          return this.kernel(`ties:${dare}:${tieBreak}:${band}:${consensus}:${key}`, () =>
-            createTiesKernel(this.device, variant, { dare, tieBreak, band, consensus }),
+          return this.kernel(`ties:${dare}:${tieBreak}:${band}:${consensus}:${countBranches}:${key}`, () =>
+            createTiesKernel(this.device, variant, { dare, tieBreak, band, consensus, countBranches }),
           );
-        return this.kernel(`task_arithmetic:${dare}:${key}`, () =>
-          createTaskArithmeticKernel(this.device, variant, dare),
+        return this.kernel(`task_arithmetic:${dare}:${countBranches}:${key}`, () =>
+          createTaskArithmeticKernel(this.device, variant, dare, countBranches),
         );
       }
     }
@@ -429,20 +481,30 @@ class GpuEngine implements MergeEngine {
         const result = pass.result;
         const bytes = result ? result.bytes(w) : 0;
         const flagBytes = result?.flags ? set.flags.size : 0;
+        const branches = result?.branches ? this.branchSet(w) : undefined;
         this.scheduler.submit(`${pass.label}[${w.index}]`, (encoder) => {
           pass.encode(encoder, set, w, d);
           if (result) encoder.copyBufferToBuffer(set[result.source], 0, set.readback, 0, bytes);
           if (flagBytes) encoder.copyBufferToBuffer(set.flags, 0, set.readback, bytes, flagBytes);
+          if (branches)
+            encoder.copyBufferToBuffer(branches.counters, 0, branches.readback, 0, branches.counters.size);
         });
         if (!result) continue;
         const reading = this.scheduler.read(set.readback, bytes + flagBytes);
         reading.catch(noop);
+        const branchReading = branches && this.scheduler.read(branches.readback, branches.readback.size);
+        branchReading?.catch(noop);
         const previous = chain;
         chain = (async () => {
           const data = await reading;
+          const counters = branchReading && (await branchReading);
           await previous;
           throwIfAborted(job.signal);
-          await result.consume(w, data);
+          await result.consume(
+            w,
+            data,
+            counters && new Uint32Array(counters.buffer, counters.byteOffset, counters.byteLength / 4),
+          );
         })();
         chain.catch(noop);
         set.busy = chain;

@@ -1,8 +1,9 @@
 // merge_branches.json: what a merge writes is read back as it was, and a file of another shape (a
-// folder from elsewhere, an older version) reads as "no branches" rather than as wrong numbers.
+// folder from elsewhere) reads as "no branches" rather than as wrong numbers; a file of the last version
+// (no source) reads as statistics.
 import { describe, expect, it } from 'vitest';
 import { deriveTensorStats, emptyTensorStats, sumStats } from '../methods/stats.ts';
-import { mergeBranches, parseBranches } from './merge-branches.ts';
+import { keptBranches, mergeBranches, parseBranches } from './merge-branches.ts';
 
 describe('merge branches', () => {
   // Six elements: two unchanged, key alone changed two, door alone one, both changed one (in conflict).
@@ -18,6 +19,7 @@ describe('merge branches', () => {
 
   it('reads back what it wrote', () => {
     expect(branches).toEqual({
+      source: 'statistics',
       epsilon: 1e-5,
       agents: ['key', 'door'],
       numel: 6,
@@ -26,6 +28,26 @@ describe('merge branches', () => {
       signConflicts: 1,
     });
     expect(parseBranches(JSON.stringify(branches))).toEqual(branches);
+  });
+
+  it('reads a file of the last version (no source) as statistics', () => {
+    const { source, ...older } = branches;
+    expect(source).toBe('statistics');
+    expect(parseBranches(JSON.stringify(older))).toEqual(branches);
+  });
+
+  it('keeps counts from a merge as such, numel their sum', () => {
+    const kept = keptBranches(1e-5, ['key', 'door'], { counts: [3, 2, 1], unique: [0, 2], signConflicts: 1 });
+    expect(kept).toEqual({
+      source: 'merge',
+      epsilon: 1e-5,
+      agents: ['key', 'door'],
+      numel: 6,
+      counts: [3, 2, 1],
+      unique: [0, 2],
+      signConflicts: 1,
+    });
+    expect(parseBranches(JSON.stringify(kept))).toEqual(kept);
   });
 
   it('reads anything else as no branches', () => {
@@ -39,6 +61,8 @@ describe('merge branches', () => {
       JSON.stringify({ ...branches, unique: [1] }),
       JSON.stringify({ ...branches, agents: [1, 2] }),
       JSON.stringify({ ...branches, epsilon: '1e-5' }),
+      JSON.stringify({ ...branches, source: 'guess' }),
+      JSON.stringify({ ...branches, source: null }),
     ])
       expect(parseBranches(text), String(text)).toBeNull();
   });

@@ -6,8 +6,6 @@ import { Sha256 } from '../io/sha256.ts';
 import { BROWSER_SHARD_BYTES, mergeModels, predictOutputBytes, type Progress } from './driver.ts';
 import { StageClock, timedFolder } from '../io/timed.ts';
 import { createEngine } from './worker-device.ts';
-import { BRANCHES_FILE, mergeBranches } from './merge-branches.ts';
-import { writeText } from './model-card.ts';
 import { model, readTotals, recalledAnalysis, snapshot } from './worker-models.ts';
 import type { MergeStages, ReadBackFile, WorkerCalls } from './worker-protocol.ts';
 import { checkStorage, checkTarget, claimFolder, mergesRoot, writing } from './worker-storage.ts';
@@ -85,16 +83,11 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
     };
     const recipeSource = await out.open('mergekit_config.yml');
     const recipe = new TextDecoder().decode(await recipeSource.read(0, recipeSource.size));
-    const branches = result.analysis
-      ? mergeBranches(result.analysis.epsilon, request.agentLabels, result.analysis.totals)
-      : null;
-    // After the card: a folder without it is still complete, its branches just unknown.
-    if (branches) await writeText(out, BRANCHES_FILE, `${JSON.stringify(branches, null, 2)}\n`, result.files);
     return {
       folder: picked ? picked.name : request.folder,
       location: picked ? 'picked' : 'opfs',
       files: result.files,
-      branches,
+      branches: result.branches,
       lambdas: result.lambdas,
       recipe,
       engine: engine.description,

@@ -89,7 +89,7 @@ export interface MergeSummary {
   outputBytes: number;
   mergedTensors: number;
   copiedTensors: number;
-  /** Elements per branch from the statistics the merge used (also in merge_branches.json); null without. */
+  /** Elements per branch, as in merge_branches.json (counted in the merge, or its statistics); null without. */
   branches: MergeBranches | null;
   /** Where the merge's time went, measured in the worker (the benchmark reads it). */
   stages: MergeStages;

@@ -48,6 +48,25 @@ export interface TensorStats {
   sets?: number[];
 }
 
+/**
+ * What a sparsifying merge kept (src/engine/merge-branches.ts gives the exact definitions): counts[c]
+ * elements summed from exactly c agents (c = 0..N), unique[t] those summed from agent t alone, and
+ * signConflicts those where agents' non-zero w·τ̂ disagreed in sign.
+ */
+export interface BranchCounts {
+  counts: number[];
+  unique: number[];
+  signConflicts: number;
+}
+
+export function emptyBranchCounts(agents: number): BranchCounts {
+  return {
+    counts: new Array<number>(agents + 1).fill(0),
+    unique: new Array<number>(agents).fill(0),
+    signConflicts: 0,
+  };
+}
+
 export interface MergeOptions {
   params: MethodParams;
   /** λ_t per agent for ram / ramplus / ramplus_soft (global ρ, from the statistics pass). Ignored otherwise. */
@@ -58,6 +77,11 @@ export interface MergeOptions {
   emit(bytes: Uint8Array): Promise<void>;
   /** Input bytes consumed so far for this tensor (for progress). */
   onProgress?(inputBytesDone: number): void;
+  /**
+   * Where given, a merge whose plan sparsifies τ (DARE, top-k, band) adds this tensor's branch counts
+   * into it; other merges leave it as it is (and cost nothing more).
+   */
+  branches?: BranchCounts;
 }
 
 export interface MergeEngine {

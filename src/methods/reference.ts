@@ -4,7 +4,7 @@
 // is taken on f32 values and f32 parameters as the GPU takes it; merged values are computed in f64.
 
 import type { FloatDtype } from '../format/dtype.ts';
-import type { TensorStats } from './merge-types.ts';
+import { emptyBranchCounts, type BranchCounts, type TensorStats } from './merge-types.ts';
 import type { MethodParams } from './types.ts';
 import { methodOf, type MethodPlan, type Sparsify } from './registry/index.ts';
 import { epsilonF32, f32Bits, taskVector, tauKey, ulpOf } from './float32.ts';
@@ -13,6 +13,7 @@ import { deriveTensorStats, emptyTensorStats, magnitudeBin, tensorLocalLambdas }
 import { topKCount } from './select.ts';
 import { bandCounts } from './band.ts';
 import { DEFAULT_GAMMA } from './defaults.ts';
+import { at, atF32 } from '../io/checked.ts';
 import { accumulateDareNorms, emptyDareNorms, l1Scales } from './dare-norms.ts';
 
 /** Decoded values of one tensor (or one window of it): the base and the N agents. */
@@ -284,8 +285,7 @@ export function tiesCombine(
   const out = new Float64Array(v.base.length);
   const n = taus.values.length;
   for (let i = 0; i < out.length; i++) {
-    const vote = f32Sum(Array.from({ length: n }, (_, t) => Math.fround(weights[t]!) * taus.votes[t]![i]!));
-    const positive = vote >= 0;
+    const positive = electsPositive(taus, weights, i);
     let sum = 0;
     let total = 0;
     const agreeing: number[] = [];
@@ -301,6 +301,71 @@ export function tiesCombine(
     out[i] = v.base[i]! + lambda * (divide ? sum / total : sum);
   }
   return out;
+}
+
+/** TIES's elected sign at element i: + iff Σ_t w_t τ̂_t ≥ 0, decided in f32 as the GPU decides it. */
+function electsPositive(taus: SparseTaus, weights: readonly number[], i: number): boolean {
+  const n = taus.votes.length;
+  return (
+    f32Sum(Array.from({ length: n }, (_, t) => Math.fround(at(weights, t)) * atF32(at(taus.votes, t), i))) >=
+    0
+  );
+}
+
+/**
+ * Adds what a merge of sparsified τ̂ summed (merge-branches.ts) into `into`: per element the agents
+ * whose w_t·τ̂_t is non-zero (in f32, as the GPU votes), with `consensus` (TIES's election) only those
+ * on the elected side. A τ̂ that is not finite counts as no contribution: there every model holds the
+ * same NaN or ±Inf (unchanged), or the merge fails (non-finite), so no count of it is kept.
+ */
+export function accumulateBranches(
+  into: BranchCounts,
+  taus: SparseTaus,
+  weights: readonly number[],
+  consensus: boolean,
+): void {
+  const n = taus.votes.length;
+  const length = taus.votes[0]?.length ?? 0;
+  const w = weights.map((x) => Math.fround(x));
+  for (let i = 0; i < length; i++) {
+    let pos = 0;
+    let neg = 0;
+    let posAgent = 0;
+    let negAgent = 0;
+    for (let t = 0; t < n; t++) {
+      const x = atF32(at(taus.votes, t), i);
+      const weight = at(w, t);
+      if (x === 0 || weight === 0 || !Number.isFinite(x)) continue;
+      if (x > 0 === weight > 0) {
+        pos++;
+        posAgent = t;
+      } else {
+        neg++;
+        negAgent = t;
+      }
+    }
+    if (pos > 0 && neg > 0) into.signConflicts++;
+    // Without the election both sides are summed; with it, the elected one.
+    const positive = consensus ? electsPositive(taus, weights, i) : true;
+    const c = consensus ? (positive ? pos : neg) : pos + neg;
+    into.counts[c] = at(into.counts, c) + 1;
+    if (c !== 1) continue;
+    const only = (consensus ? positive : pos > 0) ? posAgent : negAgent;
+    into.unique[only] = at(into.unique, only) + 1;
+  }
+}
+
+/**
+ * What a merge of the whole tensor keeps, for the methods whose plan sparsifies τ (null for the
+ * others, whose branches are the statistics').
+ */
+export function referenceBranches(v: TensorValues, params: MethodParams): BranchCounts | null {
+  const { plan } = methodOf(params.method);
+  if (plan.sparsify === undefined) return null;
+  const branches = emptyBranchCounts(v.agents.length);
+  // DARE's rescale changes no entry's sign or zero, so the rule's factors do not matter here.
+  accumulateBranches(branches, sparseTaus(v, params, plan.sparsify), params.weights, plan.combine === 'ties');
+  return branches;
 }
 
 /** The factors of a rule other than 1/density, from the whole tensor at once. */

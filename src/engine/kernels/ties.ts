@@ -3,19 +3,21 @@
 // sign election) (CPU reference: tiesCombine, taskArithmeticCombine, bandTaus in src/methods/reference.ts).
 
 import source from '../../../shaders/ties.wgsl?raw';
+import { BRANCHES_BINDING, BRANCHES_SOURCE } from './branches.ts';
 import { createKernel, type Kernel, type KernelSpec } from './kernel.ts';
 import { MERGE_BINDINGS, mergeConstants, type MergeVariant } from './merge-bindings.ts';
 import { FINITE_SOURCE, RNG_SOURCE, WINDOW_SOURCES } from './sources.ts';
 
 export const TIES_KERNEL: KernelSpec = {
   name: 'ties',
-  sources: [...WINDOW_SOURCES, FINITE_SOURCE, RNG_SOURCE, source],
+  sources: [...WINDOW_SOURCES, FINITE_SOURCE, RNG_SOURCE, BRANCHES_SOURCE, source],
   bindings: [
     ...MERGE_BINDINGS.filter((b) => b.binding < 4),
     { binding: 4, name: 'tie_prefix', type: 'read-only-storage' },
     ...MERGE_BINDINGS.filter((b) => b.binding > 4),
+    BRANCHES_BINDING,
   ],
-  constants: ['IN_DTYPE', 'OUT_DTYPE', 'AGENTS', 'DARE', 'TIE_BREAK', 'BAND', 'CONSENSUS'],
+  constants: ['IN_DTYPE', 'OUT_DTYPE', 'AGENTS', 'DARE', 'TIE_BREAK', 'BAND', 'CONSENSUS', 'COUNT_BRANCHES'],
 };
 
 export interface TiesOptions {
@@ -27,6 +29,8 @@ export interface TiesOptions {
   band?: boolean;
   /** TIES's sign election; without it the sparsified τ are summed as task arithmetic. */
   consensus?: boolean;
+  /** Count the agents summed into each element (kernels/branches.ts). */
+  countBranches?: boolean;
 }
 
 export function createTiesKernel(
@@ -40,5 +44,6 @@ export function createTiesKernel(
     TIE_BREAK: options.tieBreak ? 1 : 0,
     BAND: options.band ? 1 : 0,
     CONSENSUS: options.consensus === false ? 0 : 1,
+    COUNT_BRANCHES: options.countBranches ? 1 : 0,
   });
 }

@@ -1,5 +1,6 @@
 // Two merges side by side, from this session or from the library: their parameters, λ, the elements
-// each branch took (from the statistics each merge used), the share of elements that differ per layer
+// each branch took (what a sparsifying merge summed, counted in it; otherwise the statistics the merge
+// used; merge-branches.ts), the share of elements that differ per layer
 // (read from both merged models in the worker), and arena scores with their deltas where both were
 // scored.
 import { useId, useState, type ReactNode } from 'react';
@@ -168,14 +169,22 @@ export function ComparePanel() {
         ]}
       />
       {(left.branches || right.branches) && (
-        <CompareTable
-          testId="compare-branches"
-          rowTestId="compare-branch"
-          caption="Elements per branch (from the statistics each merge used)"
-          head="Branch"
-          delta={(a, b) => signed(b - a, 0)}
-          rows={branchRows(left.branches, right.branches)}
-        />
+        <>
+          <CompareTable
+            testId="compare-branches"
+            rowTestId="compare-branch"
+            caption="Elements per branch"
+            head="Branch"
+            delta={(a, b) => signed(b - a, 0)}
+            rows={branchRows(left.branches, right.branches)}
+          />
+          <p className="muted" data-testid="compare-branch-legend">
+            <strong>Counted in the merge</strong> (TIES, DARE, Breadcrumbs): the agents each element's output
+            summed after the top-k, random drop or band and the sign election; a sign conflict is an element
+            with agents of both signs left. <strong>Statistics at ε</strong> (RAM, RAM+, linear, task
+            arithmetic): the agents whose |τ| &gt; ε, which RAM averages.
+          </p>
+        </>
       )}
       {scoresA && scoresB && (
         <CompareTable
@@ -285,6 +294,8 @@ function branchRows(a: MergeBranches | null, b: MergeBranches | null): CompareRo
   };
   const [left, right] = [side(a), side(b)];
   const keys = [...new Set([...(left?.keys() ?? []), ...(right?.keys() ?? [])])];
+  const source = (branches: MergeBranches | null): string =>
+    !branches ? '—' : branches.source === 'merge' ? 'counted in the merge' : 'statistics at ε';
   const label = (key: string): string =>
     key === 'epsilon'
       ? 'ε'
@@ -293,22 +304,26 @@ function branchRows(a: MergeBranches | null, b: MergeBranches | null): CompareRo
         : key.startsWith('unique-')
           ? `unique to ${key.slice('unique-'.length)}`
           : key === 'sign-conflicts'
-            ? 'shared with a sign conflict'
+            ? 'sign conflicts'
             : key;
   // ε is a parameter, not a count: shown as written, no Δ.
   const cell = (key: string, value: number | undefined): string =>
     value === undefined ? '—' : key === 'epsilon' ? String(value) : formatCount(value);
-  return keys.map((key) => {
-    const va = left?.get(key);
-    const vb = right?.get(key);
-    return {
-      key: idPart(key),
-      label: label(key),
-      a: cell(key, va),
-      b: cell(key, vb),
-      values: va === undefined || vb === undefined || key === 'epsilon' ? undefined : [va, vb],
-    };
-  });
+  const counted: CompareRow = { key: 'source', label: 'counted from', a: source(a), b: source(b) };
+  return [
+    counted,
+    ...keys.map((key): CompareRow => {
+      const va = left?.get(key);
+      const vb = right?.get(key);
+      return {
+        key: idPart(key),
+        label: label(key),
+        a: cell(key, va),
+        b: cell(key, vb),
+        values: va === undefined || vb === undefined || key === 'epsilon' ? undefined : [va, vb],
+      };
+    }),
+  ];
 }
 
 /** Per layer: the share of elements whose values differ between the two merges. */
