@@ -203,6 +203,8 @@ test('two merges side by side: parameters, branch counts, differing elements per
   const source = compare.getByTestId('compare-branch-source');
   await expect(source.locator('td').nth(0)).toHaveText('statistics at ε');
   await expect(source.locator('td').nth(1)).toHaveText('counted in the merge');
+  // TIES does not use ε: the merge-counted column shows none.
+  await expect(compare.getByTestId('compare-branch-epsilon').locator('td').nth(1)).toHaveText('—');
   await expect(compare.getByTestId('compare-branch-legend')).toBeVisible();
   expect(await axeViolations(page, '[data-testid="compare-panel"]')).toEqual([]);
   await workflow.shoot(compare.getByTestId('compare-branches'), 'compare-branches', testInfo);

@@ -283,7 +283,8 @@ function branchRows(a: MergeBranches | null, b: MergeBranches | null): CompareRo
     if (!branches) return null;
     const counts = branchCounts(branches);
     return new Map<string, number>([
-      ['epsilon', branches.epsilon],
+      // A merge-counted file keeps the merge's ε, which the sparsifying methods do not use: not shown.
+      ...(branches.source === 'merge' ? [] : [['epsilon', branches.epsilon] as [string, number]]),
       ['numel', branches.numel],
       ['unchanged', counts.unchanged],
       ['unique', counts.unique],
