@@ -37,6 +37,7 @@ import {
   type Dispatch,
   type Window,
   TIE_BLOCK_PAIRS,
+  TIE_BLOCK_WORDS,
   WORKGROUP_SIZE,
 } from './plumbing.ts';
 import { Scheduler } from './scheduler.ts';
@@ -270,7 +271,7 @@ class GpuEngine implements MergeEngine {
         if (this.sets.poison) this.scheduler.write(set.output, 0, this.sets.poison, pad4(w.count * outBytes));
         if (tieBreak) {
           if (w.index === 0) encoder.clearBuffer(this.carry);
-          encoder.clearBuffer(set.tieCounts, 0, tieRows * tieBlocks(d.groups) * 4);
+          encoder.clearBuffer(set.tieCounts, 0, tieRows * tieBlocks(d.groups) * TIE_BLOCK_WORDS * 4);
           tieBreak.ties.encode(encoder, set.io, d);
           tieBreak.scan.encode(encoder, set.io, { x: 1, y: 1, groups: 1 });
         }

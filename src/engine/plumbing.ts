@@ -10,6 +10,8 @@ export const COUNT_ITEMS = 8;
 export const STATS_ITEMS = 128;
 /** Element pairs per TIES tie-count block (TIE_BLOCK_PAIRS in shaders/common/window.wgsl). */
 export const TIE_BLOCK_PAIRS = 32;
+/** u32 words per tie block: its prefix and one tie bit per element (TIE_BLOCK_WORDS in window.wgsl). */
+export const TIE_BLOCK_WORDS = 3;
 /** Elements per invocation of the merge kernels: one pair, one output word of a 16-bit output. */
 export const MERGE_ITEMS = 2;
 /** The engine caps windows here so that element indices and word offsets stay far inside u32. */
@@ -70,7 +72,7 @@ export interface WindowCapacity {
   inputBytes: number;
   outputBytes: number;
   /**
-   * The tie counts: one u32 per tie block of TIE_BLOCK_PAIRS element pairs, in two rows per agent
+   * The tie ranks: TIE_BLOCK_WORDS u32 per tie block of TIE_BLOCK_PAIRS element pairs, in two rows per agent
    * (Model Breadcrumbs ranks ties at two thresholds).
    */
   tieBytes: number;
@@ -86,7 +88,7 @@ export function windowCapacity(
   return {
     inputBytes: (agents + 1) * pad4(elements * inBytes),
     outputBytes: pad4(elements * outBytes),
-    tieBytes: 2 * agents * blocks * 4,
+    tieBytes: 2 * agents * blocks * TIE_BLOCK_WORDS * 4,
   };
 }
 
