@@ -50,10 +50,10 @@ fn sparsified(t: u32, p: u32, x: vec2<f32>, key: vec2<u32>) -> vec2<f32> {
   if (DARE) {
     return dare_pair(t, p, x);
   }
-  let a = agents[t];
-  var kept = in_top(t, p, key, a.threshold, a.ties_to_keep);
+  // Fields read one by one: SwiftShader loads a whole struct when it is bound to a name.
+  var kept = in_top(t, p, key, agents[t].threshold, agents[t].ties_to_keep);
   if (BAND) {
-    kept = kept & !in_top(AGENTS + t, p, key, a.outlier_threshold, a.outliers_to_drop);
+    kept = kept & !in_top(AGENTS + t, p, key, agents[t].outlier_threshold, agents[t].outliers_to_drop);
   }
   return select(vec2<f32>(0.0), x, kept);
 }

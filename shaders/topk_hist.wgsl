@@ -52,12 +52,14 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
     let valid = vec2<bool>(true, 2u * p + 1u < params.count);
     let base = load_pair_bits(0u, p);
     for (var t = 0u; t < AGENTS; t++) {
-      let a = agents[t];
-      if (a.searching == 0u) {
+      // Fields read one by one: SwiftShader loads a whole struct bound to a name (the pass ran ~1.5x
+      // slower so).
+      if (agents[t].searching == 0u) {
         continue;
       }
       let keys = pair_keys(load_pair_bits(t + 1u, p), base);
-      let hit = valid & (keys != vec2<u32>(0u)) & ((keys >> vec2<u32>(high)) == vec2<u32>(a.prefix >> high));
+      let prefix = agents[t].prefix >> high;
+      let hit = valid & (keys != vec2<u32>(0u)) & ((keys >> vec2<u32>(high)) == vec2<u32>(prefix));
       if (hit.x) {
         count_key(t, keys.x);
       }

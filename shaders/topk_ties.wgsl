@@ -40,12 +40,11 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
   // The word of the block's mask that holds these pairs (1 or 2).
   let word = 1u + (first % TIE_BLOCK_PAIRS) / MASK_PAIRS;
   for (var t = 0u; t < AGENTS; t++) {
-    let a = agents[t];
-    if (a.ties_to_keep != 0u) {
-      tie_counts[tie_block_at(t, first) + word] = tie_mask(t, first, a.threshold);
+    if (agents[t].ties_to_keep != 0u) {
+      tie_counts[tie_block_at(t, first) + word] = tie_mask(t, first, agents[t].threshold);
     }
-    if (BAND && a.outliers_to_drop != 0u) {
-      tie_counts[tie_block_at(AGENTS + t, first) + word] = tie_mask(t, first, a.outlier_threshold);
+    if (BAND && agents[t].outliers_to_drop != 0u) {
+      tie_counts[tie_block_at(AGENTS + t, first) + word] = tie_mask(t, first, agents[t].outlier_threshold);
     }
   }
 }

@@ -257,15 +257,15 @@ for (let r = 0; r < repeats; r++)
     rows[i]!.cpu.push(t.cpu);
     rows[i]!.wall.push(t.wall);
   }
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const ram = median(rows[0]!.cpu);
+const best = (xs: number[]): number => Math.min(...xs);
+const ram = best(rows[0]!.cpu);
 process.stdout.write(
-  `\n${numel} bf16 elements, ${AGENTS} agents, TIES density ${density}, ${repeats} repeats (median)\n` +
+  `\n${numel} bf16 elements, ${AGENTS} agents, TIES density ${density}, ${repeats} repeats (least of them: the machine is shared)\n` +
     `| kernel | CPU ms | wall ms | CPU ÷ RAM |\n|---|---|---|---|\n`,
 );
 for (const row of rows)
   process.stdout.write(
-    `| ${row.name} | ${median(row.cpu).toFixed(0)} | ${median(row.wall).toFixed(0)} | ${(median(row.cpu) / ram).toFixed(2)} |\n`,
+    `| ${row.name} | ${best(row.cpu).toFixed(0)} | ${best(row.wall).toFixed(0)} | ${(best(row.cpu) / ram).toFixed(2)} |\n`,
   );
 for (const b of Object.values(io)) b.destroy();
 engineDevice.destroy();
