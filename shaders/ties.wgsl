@@ -15,18 +15,14 @@ override BAND: bool = false;
 override CONSENSUS: bool = true;
 
 @group(0) @binding(2) var<storage, read_write> output: array<u32>;
-@group(0) @binding(4) var<storage, read> tie_prefix: array<u32>;
+// Per tie block: its prefix and its tie bits (TIE_BLOCK_WORDS).
+@group(0) @binding(4) var<storage, read> tie_prefix: array<vec2<u32>>;
 
 // Ties in tie row `row` before element 2p: those of the earlier blocks (topk_scan's prefix) and the
-// marks of topk_ties below pair p's in its block.
+// marks of topk_ties below pair p's in its block, both in one load.
 fn tie_rank(row: u32, p: u32) -> u32 {
-  let at = tie_block_at(row, p);
-  let e = 2u * (p % TIE_BLOCK_PAIRS);
-  let low = tie_prefix[at + 1u];
-  if (e < 32u) {
-    return tie_prefix[at] + countOneBits(low & ((1u << e) - 1u));
-  }
-  return tie_prefix[at] + countOneBits(low) + countOneBits(tie_prefix[at + 2u] & ((1u << (e - 32u)) - 1u));
+  let block = tie_prefix[tie_block(row, p)];
+  return block.x + countOneBits(block.y & ((1u << (2u * (p % TIE_BLOCK_PAIRS))) - 1u));
 }
 
 // Whether an agent's keys of pair p are in a top-k given as its threshold and the ties it keeps, the

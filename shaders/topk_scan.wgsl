@@ -9,8 +9,7 @@ override BAND: bool = false;
 
 // Ties marked in block i of tie row `row`.
 fn block_ties(row: u32, i: u32) -> u32 {
-  let at = (row + i) * TIE_BLOCK_WORDS;
-  return countOneBits(tie_counts[at + 1u]) + countOneBits(tie_counts[at + 2u]);
+  return countOneBits(tie_counts[(row + i) * TIE_BLOCK_WORDS + 1u]);
 }
 @group(0) @binding(4) var<storage, read_write> carry: array<u32>;
 

@@ -1,22 +1,20 @@
 // TIES tie-break, step 1: per agent, which elements of each block of TIE_BLOCK_PAIRS element pairs
-// have |tau| bits equal to the agent's threshold, one bit each in the block's mask words (ties.wgsl
-// ranks a tie by a popcount of them); with BAND (Model Breadcrumbs) also those equal to its outlier
-// threshold, in rows AGENTS..2·AGENTS−1. Each invocation builds whole mask words and stores them:
+// have |tau| bits equal to the agent's threshold, one bit each in the block's mask word (ties.wgsl
+// ranks a tie by a popcount of it); with BAND (Model Breadcrumbs) also those equal to its outlier
+// threshold, in rows AGENTS..2·AGENTS−1. Each invocation builds a whole block's mask and stores it:
 // no atomics and no workgroup memory (SwiftShader runs barriers and contended atomics slowly), so
-// it runs on the merge's dispatch with one invocation in MASK_PAIRS busy. A row whose agent keeps
-// none of its ties is never ranked, so it is not marked (a threshold of 0 ties every unchanged element).
+// it runs on the merge's dispatch with one invocation in TIE_BLOCK_PAIRS busy. A row whose agent
+// keeps none of its ties is never ranked, so it is not marked (a threshold of 0 ties every unchanged
+// element).
 
 override BAND: bool = false;
 
-// Element pairs of one mask word.
-const MASK_PAIRS: u32 = 16u;
-
 @group(0) @binding(2) var<storage, read_write> tie_counts: array<u32>;
 
-// Bits of the elements of pairs first..first+MASK_PAIRS−1 of agent t whose keys equal `threshold`.
+// Bits of the elements of pairs first..first+TIE_BLOCK_PAIRS−1 of agent t whose keys equal `threshold`.
 fn tie_mask(t: u32, first: u32, threshold: u32) -> u32 {
   var mask = 0u;
-  for (var j = 0u; j < MASK_PAIRS; j++) {
+  for (var j = 0u; j < TIE_BLOCK_PAIRS; j++) {
     let e = 2u * (first + j);
     if (e >= params.count) {
       break;
@@ -33,18 +31,16 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
   if (group >= params.groups) {
     return;
   }
-  let first = (group * WORKGROUP + lid) * MASK_PAIRS;
+  let first = (group * WORKGROUP + lid) * TIE_BLOCK_PAIRS;
   if (2u * first >= params.count) {
     return;
   }
-  // The word of the block's mask that holds these pairs (1 or 2).
-  let word = 1u + (first % TIE_BLOCK_PAIRS) / MASK_PAIRS;
   for (var t = 0u; t < AGENTS; t++) {
     if (agents[t].ties_to_keep != 0u) {
-      tie_counts[tie_block_at(t, first) + word] = tie_mask(t, first, agents[t].threshold);
+      tie_counts[tie_block(t, first) * TIE_BLOCK_WORDS + 1u] = tie_mask(t, first, agents[t].threshold);
     }
     if (BAND && agents[t].outliers_to_drop != 0u) {
-      tie_counts[tie_block_at(AGENTS + t, first) + word] = tie_mask(t, first, agents[t].outlier_threshold);
+      tie_counts[tie_block(AGENTS + t, first) * TIE_BLOCK_WORDS + 1u] = tie_mask(t, first, agents[t].outlier_threshold);
     }
   }
 }

@@ -9,17 +9,17 @@ override OUT_DTYPE: u32 = 0u;
 const WORKGROUP: u32 = 256u;
 // TIES tie ranks: ties are marked per block of this many element pairs of a merge dispatch, each
 // block in TIE_BLOCK_WORDS words: the ties before the block (topk_scan's prefix), then a bit per
-// element (bit i of word 1 + i / 32), so a tie's rank is the prefix plus a popcount.
-const TIE_BLOCK_PAIRS: u32 = 32u;
-const TIE_BLOCK_WORDS: u32 = 3u;
+// element (bit i for element i of the block), so a tie's rank is the prefix plus one popcount.
+const TIE_BLOCK_PAIRS: u32 = 16u;
+const TIE_BLOCK_WORDS: u32 = 2u;
 
 fn tie_blocks() -> u32 {
   return params.groups * (WORKGROUP / TIE_BLOCK_PAIRS);
 }
 
-// Index in the tie buffer of the first word of pair p's block in tie row `row`.
-fn tie_block_at(row: u32, p: u32) -> u32 {
-  return (row * tie_blocks() + p / TIE_BLOCK_PAIRS) * TIE_BLOCK_WORDS;
+// Index of pair p's block in tie row `row`, counted in blocks.
+fn tie_block(row: u32, p: u32) -> u32 {
+  return row * tie_blocks() + p / TIE_BLOCK_PAIRS;
 }
 
 struct Params {

@@ -9,9 +9,9 @@ export const COUNT_ITEMS = 8;
 /** Elements per invocation of the statistics kernel (2 × PAIRS in stats.wgsl): amortises its flush. */
 export const STATS_ITEMS = 128;
 /** Element pairs per TIES tie-count block (TIE_BLOCK_PAIRS in shaders/common/window.wgsl). */
-export const TIE_BLOCK_PAIRS = 32;
-/** u32 words per tie block: its prefix and one tie bit per element (TIE_BLOCK_WORDS in window.wgsl). */
-export const TIE_BLOCK_WORDS = 3;
+export const TIE_BLOCK_PAIRS = 16;
+/** u32 words per tie block: its prefix and its tie bits, one per element (TIE_BLOCK_WORDS in window.wgsl). */
+export const TIE_BLOCK_WORDS = 2;
 /** Elements per invocation of the merge kernels: one pair, one output word of a 16-bit output. */
 export const MERGE_ITEMS = 2;
 /** The engine caps windows here so that element indices and word offsets stay far inside u32. */

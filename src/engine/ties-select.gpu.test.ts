@@ -141,8 +141,8 @@ describe.skipIf(!harness)(`TIES select with many ties ${opened.skip ?? ''}`, () 
 /**
  * Every element ties: a bf16 base in [1, 2) with every agent one ulp above it, so each agent's τ is
  * 2⁻⁷ everywhere and TIES keeps exactly its first k elements. Each agent's cut is put where a
- * tie's rank crosses a boundary of the GPU's rank bits: a mask word (32 elements), a tie block (64),
- * a window (WINDOW, not a multiple of either), or none (the last element of an odd count).
+ * tie's rank crosses a boundary of the GPU's tie bits: a tie block (32 elements, one word of bits),
+ * a window (not a multiple of a block), or none (the last element of an odd count).
  */
 describe.skipIf(!harness)(`TIES cuts at tie-rank boundaries ${opened.skip ?? ''}`, () => {
   const numel = 4_099;
