@@ -21,8 +21,9 @@ override CONSENSUS: bool = true;
 // Ties in tie row `row` before element 2p: those of the earlier blocks (topk_scan's prefix) and the
 // marks of topk_ties below pair p's in its block, both in one load.
 fn tie_rank(row: u32, p: u32) -> u32 {
-  let block = tie_prefix[tie_block(row, p)];
-  return block.x + countOneBits(block.y & ((1u << (2u * (p % TIE_BLOCK_PAIRS))) - 1u));
+  let ties = tie_prefix[tie_block(row, p)];
+  let below = (1u << (2u * (p % TIE_BLOCK_PAIRS))) - 1u;
+  return ties.x + countOneBits(ties.y & below);
 }
 
 // Whether an agent's keys of pair p are in a top-k given as its threshold and the ties it keeps, the

@@ -125,14 +125,15 @@ describe('windows sized by a memory budget', () => {
   function heldBytes(elements: number, l: WindowLimits): number {
     const slot = Math.ceil((elements * l.inBytes) / 4) * 4;
     const output = Math.ceil((elements * l.outBytes) / 4) * 4;
-    const tieBlocks = Math.ceil(elements / 512) * 8;
+    // Per merge workgroup (512 elements): 16 tie blocks of 32 elements, each a prefix and a word of bits.
+    const tieBlocks = Math.ceil(elements / 512) * 16;
     const perSet =
       (l.agents + 1) * slot + // GPU inputs
       (l.agents + 1) * slot + // staging copy
       output + // GPU output
       output + // readback buffer
       output + // copy handed to the writer
-      2 * l.agents * tieBlocks * 4; // two tie rows per agent
+      2 * l.agents * tieBlocks * 2 * 4; // two tie rows per agent
     return 2 * perSet;
   }
 

@@ -117,7 +117,7 @@ export interface WindowLimits {
 
 /**
  * The most elements one window may hold: N+1 input slots in one binding, the output and the TIES
- * per-workgroup tie counts each within one binding, the merge dispatch within the 2D grid, and
+ * tie blocks each within one binding, the merge dispatch within the 2D grid, and
  * both buffer sets within the memory budget.
  */
 export function windowElements(limits: WindowLimits): number {
@@ -127,7 +127,8 @@ export function windowElements(limits: WindowLimits): number {
   const byOutput = Math.floor(binding / limits.outBytes);
   const maxGroups = limits.maxComputeWorkgroupsPerDimension ** 2;
   const byDispatch = maxGroups * WORKGROUP_SIZE * MERGE_ITEMS;
-  const byTieCounts = Math.floor(binding / 4 / (2 * limits.agents)) * WORKGROUP_SIZE * MERGE_ITEMS;
+  const byTieCounts =
+    Math.floor(binding / (4 * TIE_BLOCK_WORDS) / (2 * limits.agents)) * TIE_BLOCK_PAIRS * MERGE_ITEMS;
   const elements = Math.min(
     Math.floor(limits.maxWindowElements),
     MAX_WINDOW_ELEMENTS,
