@@ -337,17 +337,8 @@ class GpuEngine implements MergeEngine {
         params.density.map((d) => topKCount(d, numel)),
       );
     const bands = params.density.map((d, t) => bandCounts(d, params.gamma?.[t] ?? DEFAULT_GAMMA, numel));
-    const kept = await this.selectTopK(
-      job,
-      bands.map((b) => b.outliers + b.kept),
-    );
-    return [
-      ...kept,
-      ...(await this.selectTopK(
-        job,
-        bands.map((b) => b.outliers),
-      )),
-    ];
+    // One select for both: they share the first digit's histogram pass.
+    return this.selectTopK(job, [...bands.map((b) => b.outliers + b.kept), ...bands.map((b) => b.outliers)]);
   }
 
   /**
@@ -407,7 +398,7 @@ class GpuEngine implements MergeEngine {
     return l1Scales(norms);
   }
 
-  /** Every requested top-k's threshold and ties to keep (src/engine/topk-select.ts). */
+  /** Every requested top-k's threshold and ties to keep, counts[i] of agent i mod N (src/engine/topk-select.ts). */
   private selectTopK(job: Job, counts: readonly number[]): Promise<TopKState[]> {
     return this.topK.select(job, counts);
   }

@@ -88,6 +88,10 @@ describe.skipIf(!harness)(`windows read per merge ${opened.skip ?? ''}`, () => {
     expect(await agentReads('ties', 'F32', 4_096)).toEqual({ reads: 3 * 7 - 2, windows: 7 });
   });
 
+  it('reads Breadcrumbs-TIES twice less two windows: its two selects share one histogram pass', async () => {
+    expect(await agentReads('breadcrumbs_ties', 'BF16', 4_096)).toEqual({ reads: 2 * 7 - 2, windows: 7 });
+  });
+
   it('reads a tensor of two windows once for every method', async () => {
     for (const method of ['ram', 'ties', 'ramplus_tl'] as const)
       expect(await agentReads(method, 'BF16', Math.ceil(NUMEL / 2))).toEqual({ reads: 2, windows: 2 });
