@@ -34,6 +34,7 @@ import {
   type TopKState,
 } from '../methods/select.ts';
 import { rlUpdate } from './synthetic.ts';
+import { at } from '../io/checked.ts';
 
 const { values } = parseArgs({
   options: {
@@ -52,25 +53,19 @@ const CHANGED = [0.3, 0.6, 0.8];
 /** One bf16 set as the merge sees it: base, then the agents, each 1–2 bf16 steps off where changed. */
 function rlSet(): Uint16Array[] {
   const random = floatStream(12);
-  const base = new Uint16Array(numel);
-  const scale = new Float32Array(1);
-  const out = new Uint32Array(scale.buffer);
-  for (let i = 0; i < numel; i++) {
-    // About normal, σ ≈ 0.02 as in a trained projection: few exponents, so |τ| has few distinct values.
-    scale[0] = (random() + random() + random() - 1.5) * 0.04;
-    base[i] = out[0]! >>> 16;
-  }
-  const models = [base];
-  for (const share of CHANGED) {
-    const a = base.slice();
-    for (let i = 0; i < numel; i++) {
-      if (random() >= share) continue;
-      // rlUpdate draws 1–8 steps; most RL updates are one or two, so draw those mostly.
-      a[i] = random() < 0.8 ? oneOrTwoSteps(a[i]!, random) : rlUpdate(a[i]!, random);
-    }
-    models.push(a);
-  }
-  return models;
+  const word = new DataView(new ArrayBuffer(4));
+  // About normal, σ ≈ 0.02 as in a trained projection: few exponents, so |τ| has few distinct values.
+  const base = Uint16Array.from({ length: numel }, () => {
+    word.setFloat32(0, (random() + random() + random() - 1.5) * 0.04);
+    return word.getUint32(0) >>> 16;
+  });
+  // rlUpdate draws 1–8 steps; most RL updates are one or two, so draw those mostly.
+  const agents = CHANGED.map((share) =>
+    base.map((b) =>
+      random() >= share ? b : random() < 0.8 ? oneOrTwoSteps(b, random) : rlUpdate(b, random),
+    ),
+  );
+  return [base, ...agents];
 }
 
 function oneOrTwoSteps(bits: number, random: () => number): number {
@@ -82,17 +77,14 @@ function oneOrTwoSteps(bits: number, random: () => number): number {
 
 /** |τ| keys of agent t as the kernels compute them (f32 difference of the bf16 values). */
 function keys(models: Uint16Array[], t: number): Uint32Array {
-  const f = new Float32Array(1);
-  const u = new Uint32Array(f.buffer);
-  const base = models[0]!;
-  const agent = models[t + 1]!;
-  const out = new Uint32Array(numel);
-  for (let i = 0; i < numel; i++) {
-    if (agent[i] === base[i]) continue;
-    f[0] = bf16ToF32(agent[i]!) - bf16ToF32(base[i]!);
-    out[i] = u[0]! & 0x7fffffff;
-  }
-  return out;
+  const word = new DataView(new ArrayBuffer(4));
+  const base = at(models, 0);
+  return Uint32Array.from(at(models, t + 1), (a, i) => {
+    const b = at(base, i);
+    if (a === b) return 0;
+    word.setFloat32(0, bf16ToF32(a) - bf16ToF32(b));
+    return word.getUint32(0) & 0x7fffffff;
+  });
 }
 
 /** The select's result on the CPU, digit by digit as TopKSelect settles it. */
@@ -104,9 +96,11 @@ function cpuSelect(k: Uint32Array, count: number): TopKState {
     const hist = new Uint32Array(RADIX_BINS);
     let least = 2 ** shift;
     let greatest = -1;
-    for (const key of k)
-      if (key && (high >= 31 || key >>> high === s.prefix >>> high))
-        hist[(key >>> shift) & ((1 << bits) - 1)]!++;
+    for (const key of k) {
+      if (!key || key >>> high !== s.prefix >>> high) continue;
+      const bin = (key >>> shift) & ((1 << bits) - 1);
+      hist[bin] = at(hist, bin) + 1;
+    }
     const next = stepTopK(s, hist, digit);
     if (digit > 0 || !next.searching) {
       s = next;
@@ -146,6 +140,8 @@ const inputs = buffer('inputs', slotBytes * (AGENTS + 1));
 models.forEach((m, s) => device.queue.writeBuffer(inputs, s * slotBytes, m));
 const agentsBuffer = buffer('agents', encodeAgents(states).byteLength);
 const params = buffer('params', PARAMS_BYTES, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
+const tieCounts = buffer('tie_counts', windowCapacity(numel, AGENTS, 2, 2).tieBytes);
+const carry = buffer('carry', 2 * AGENTS * 4);
 const io: KernelIo = {
   params,
   inputs,
@@ -153,8 +149,8 @@ const io: KernelIo = {
   output: buffer('output', slotBytes),
   flags: buffer('flags', flagCount(AGENTS) * 4),
   histogram: buffer('histogram', AGENTS * RADIX_BINS * TOPK_HIST_SLOTS * 4),
-  tie_counts: buffer('tie_counts', windowCapacity(numel, AGENTS, 2, 2).tieBytes),
-  carry: buffer('carry', 2 * AGENTS * 4),
+  tie_counts: tieCounts,
+  carry,
   counters: buffer('counters', statsLayout(AGENTS).count * 4),
 };
 const max = device.limits.maxComputeWorkgroupsPerDimension;
@@ -172,9 +168,9 @@ const mergeAgents = encodeAgents(
   states.map((s) => ({ weight: 1, threshold: s.threshold, tiesToKeep: s.tiesToKeep })),
 );
 const histAgents = encodeAgents(states.map(() => ({ prefix: 0, searching: true })));
-const { shift, bits } = RADIX_DIGITS[0]!;
+const { shift, bits } = at(RADIX_DIGITS, 0);
 // In order: the tie counts of one repeat are scanned, then ranked by the merge that follows them.
-const tiesIo = { ...io, tie_prefix: io.tie_counts! };
+const tiesIo = { ...io, tie_prefix: tieCounts };
 const variant = { inDtype: 'BF16', outDtype: 'BF16', agents: AGENTS } as const;
 const steps: Step[] = [
   {
@@ -242,7 +238,7 @@ async function timed(step: Step): Promise<{ cpu: number; wall: number }> {
   const wall0 = performance.now();
   const encoder = device.createCommandEncoder({ label: `KernelProfile.${step.name}` });
   if (step.clear) encoder.clearBuffer(step.clear);
-  encoder.clearBuffer(io.carry!);
+  encoder.clearBuffer(carry);
   for (const k of step.kernels) k.kernel.encode(encoder, k.io ?? io, k.dispatch ?? d);
   device.queue.submit([encoder.finish()]);
   await device.queue.onSubmittedWorkDone();
@@ -250,22 +246,23 @@ async function timed(step: Step): Promise<{ cpu: number; wall: number }> {
   return { cpu: (cpu.user + cpu.system) / 1e3, wall: performance.now() - wall0 };
 }
 
-const rows = steps.map((s) => ({ name: s.name, cpu: [] as number[], wall: [] as number[] }));
+const rows = steps.map((s) => ({ step: s, cpu: [] as number[], wall: [] as number[] }));
 for (let r = 0; r < repeats; r++)
-  for (const [i, step] of steps.entries()) {
-    const t = await timed(step);
-    rows[i]!.cpu.push(t.cpu);
-    rows[i]!.wall.push(t.wall);
+  for (const row of rows) {
+    const t = await timed(row.step);
+    row.cpu.push(t.cpu);
+    row.wall.push(t.wall);
   }
 const best = (xs: number[]): number => Math.min(...xs);
-const ram = best(rows[0]!.cpu);
+const ram = best(at(rows, 0).cpu);
 process.stdout.write(
-  `\n${numel} bf16 elements, ${AGENTS} agents, TIES density ${density}, ${repeats} repeats (least of them: the machine is shared)\n` +
-    `| kernel | CPU ms | wall ms | CPU ÷ RAM |\n|---|---|---|---|\n`,
+  `\n${numel} bf16 elements, ${AGENTS} agents, TIES density ${density}, ${repeats} repeats ` +
+    `(the least of them: the machine is shared)\n| kernel | CPU ms | wall ms | CPU ÷ RAM |\n|---|---|---|---|\n`,
 );
 for (const row of rows)
   process.stdout.write(
-    `| ${row.name} | ${best(row.cpu).toFixed(0)} | ${best(row.wall).toFixed(0)} | ${(best(row.cpu) / ram).toFixed(2)} |\n`,
+    `| ${row.step.name} | ${best(row.cpu).toFixed(0)} | ${best(row.wall).toFixed(0)} | ` +
+      `${(best(row.cpu) / ram).toFixed(2)} |\n`,
   );
 for (const b of Object.values(io)) b.destroy();
 engineDevice.destroy();
