@@ -41,6 +41,8 @@ const { values } = parseArgs({
     log2: { type: 'string', default: '23' },
     repeats: { type: 'string', default: '3' },
     density: { type: 'string', default: '0.5' },
+    /** Only the kernels whose names contain this (RAM is always timed, as the unit). */
+    only: { type: 'string', default: '' },
   },
 });
 const numel = 2 ** Number(values.log2);
@@ -246,7 +248,8 @@ async function timed(step: Step): Promise<{ cpu: number; wall: number }> {
   return { cpu: (cpu.user + cpu.system) / 1e3, wall: performance.now() - wall0 };
 }
 
-const rows = steps.map((s) => ({ step: s, cpu: [] as number[], wall: [] as number[] }));
+const chosen = steps.filter((s, i) => i === 0 || s.name.includes(values.only));
+const rows = chosen.map((s) => ({ step: s, cpu: [] as number[], wall: [] as number[] }));
 for (let r = 0; r < repeats; r++)
   for (const row of rows) {
     const t = await timed(row.step);
