@@ -1,6 +1,7 @@
 // TIES (mergekit `ties`) and, with DARE = true, DARE-TIES: per agent the sparsified tau (TIES: the
-// top-k |tau| found by topk_hist, ties at the threshold kept lowest index first using the prefix sums
-// of topk_scan per block of TIE_BLOCK_PAIRS pairs plus a recount inside the block; DARE: the seeded Bernoulli mask, rescaled), the elected
+// top-k |tau| found by topk_hist, ties at the threshold kept lowest index first by their ranks, from
+// topk_scan's prefix per block of TIE_BLOCK_PAIRS pairs and the block's tie marks; DARE: the seeded
+// Bernoulli mask, rescaled), the elected
 // sign gamma = +1 iff sum_t w_t tau_t >= 0, then base + lambda * the (optionally weight-normalised)
 // sum over the agents whose w_t tau_t has sign gamma. A zero never agrees.
 // With BAND (Model Breadcrumbs) the kept top-k also loses each agent's top outliers (a second
@@ -15,28 +16,25 @@ override BAND: bool = false;
 override CONSENSUS: bool = true;
 
 @group(0) @binding(2) var<storage, read_write> output: array<u32>;
-@group(0) @binding(4) var<storage, read> tie_prefix: array<u32>;
+// Per tie block: its prefix and its tie bits (TIE_BLOCK_WORDS).
+@group(0) @binding(4) var<storage, read> tie_prefix: array<vec2<u32>>;
 
-// Ties at `threshold` of agent t among the elements of pair p's block before element 2p. Ties are
-// rare beside the elements, so recounting them here costs less than workgroup memory and its
-// barriers, which SwiftShader runs far slower.
-fn rank_in_block(t: u32, p: u32, threshold: u32) -> u32 {
-  var rank = 0u;
-  for (var q = p - p % TIE_BLOCK_PAIRS; q < p; q++) {
-    let tie = tau_keys(t + 1u, q) == vec2<u32>(threshold);
-    rank += select(0u, 1u, tie.x) + select(0u, 1u, tie.y);
-  }
-  return rank;
+// Ties in tie row `row` before element 2p: those of the earlier blocks (topk_scan's prefix) and the
+// marks of topk_ties below pair p's in its block, both in one load.
+fn tie_rank(row: u32, p: u32) -> u32 {
+  let ties = tie_prefix[tie_block(row, p)];
+  let below = (1u << (2u * (p % TIE_BLOCK_PAIRS))) - 1u;
+  return ties.x + countOneBits(ties.y & below);
 }
 
-// Whether agent t's keys of pair p are in a top-k given as its threshold and the ties it keeps, the
+// Whether an agent's keys of pair p are in a top-k given as its threshold and the ties it keeps, the
 // ties' ranks in tie-prefix row `row`.
-fn in_top(t: u32, row: u32, p: u32, key: vec2<u32>, threshold: u32, ties_to_keep: u32) -> vec2<bool> {
+fn in_top(row: u32, p: u32, key: vec2<u32>, threshold: u32, ties_to_keep: u32) -> vec2<bool> {
   var kept = key > vec2<u32>(threshold);
   if (TIE_BREAK) {
     let tie = key == vec2<u32>(threshold);
     if (ties_to_keep != 0u && any(tie)) {
-      let first = tie_prefix[row * tie_blocks() + p / TIE_BLOCK_PAIRS] + rank_in_block(t, p, threshold);
+      let first = tie_rank(row, p);
       let rank = vec2<u32>(first, first + select(0u, 1u, tie.x));
       kept = kept | (tie & (rank < vec2<u32>(ties_to_keep)));
     }
@@ -50,10 +48,10 @@ fn sparsified(t: u32, p: u32, x: vec2<f32>, key: vec2<u32>) -> vec2<f32> {
   if (DARE) {
     return dare_pair(t, p, x);
   }
-  let a = agents[t];
-  var kept = in_top(t, t, p, key, a.threshold, a.ties_to_keep);
+  // Fields read one by one: SwiftShader loads a whole struct when it is bound to a name.
+  var kept = in_top(t, p, key, agents[t].threshold, agents[t].ties_to_keep);
   if (BAND) {
-    kept = kept & !in_top(t, AGENTS + t, p, key, a.outlier_threshold, a.outliers_to_drop);
+    kept = kept & !in_top(AGENTS + t, p, key, agents[t].outlier_threshold, agents[t].outliers_to_drop);
   }
   return select(vec2<f32>(0.0), x, kept);
 }

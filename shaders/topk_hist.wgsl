@@ -3,15 +3,19 @@
 // counted (keeping a zero changes nothing), so a threshold of 0 means "keep every non-zero entry".
 // Bins are counted straight into storage: a 2^16-bin row does not fit workgroup memory, and two wide
 // digits settle the select in two passes where three narrow ones took three.
-// The first digit also keeps, per bin, the least and greatest of its keys' lower bits: where they are
-// equal the bin holds one key, and the select is settled without a second pass over the tensor.
+// The first digit also keeps, per bin, how many of its keys have lower bits that are not all zero
+// ("odd" keys) and their least and greatest lower bits: where a bin holds one key the select is
+// settled without a second pass over the tensor (TopKSelect reads the bin as topk_hist.ts says).
+// |tau| of two nearby bf16 values has no bits below the digit, so odd keys are rare there, and only
+// they take branches: on SwiftShader a branch around each key's atomics cost more than the atomics,
+// so every key adds to its bin's count unconditionally (a miss adds 0, spread over the row).
 
 // Element pairs per invocation: 8 elements, 2048 per workgroup.
 const PAIRS: u32 = 4u;
 const MAX_BINS: u32 = 65536u;
-// Words per bin: the count, then the least lower bits stored as 2^shift - low and the greatest as
-// low + 1, both raised with atomicMax from a cleared 0 (= no key yet).
-const SLOTS: u32 = 3u;
+// Words per bin: the count, the count of odd keys, then their least lower bits stored as
+// 2^shift - low and their greatest as low + 1, both raised with atomicMax from a cleared 0.
+const SLOTS: u32 = 4u;
 
 @group(0) @binding(2) var<storage, read_write> histogram: array<atomic<u32>>;
 
@@ -22,16 +26,11 @@ fn raise(i: u32, v: u32) {
   }
 }
 
-// Counts one key of agent t: its bin's count and, on the first digit, the bin's bounds.
-fn count_key(t: u32, key: u32) {
-  let bin = (t * MAX_BINS + ((key >> params.digit_shift) & ((1u << params.digit_bits) - 1u))) * SLOTS;
-  atomicAdd(&histogram[bin], 1u);
-  if (params.digit_shift != 0u) {
-    let span = 1u << params.digit_shift;
-    let low = key & (span - 1u);
-    raise(bin + 1u, span - low);
-    raise(bin + 2u, low + 1u);
-  }
+// Counts an odd key on the first digit: `bin` is its bin's first word, `low` its bits below the digit.
+fn count_odd(bin: u32, low: u32) {
+  atomicAdd(&histogram[bin + 1u], 1u);
+  raise(bin + 2u, (1u << params.digit_shift) - low);
+  raise(bin + 3u, low + 1u);
 }
 
 // The base's bits are loaded once per pair and both lanes handled without a loop over them: on
@@ -52,17 +51,28 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
     let valid = vec2<bool>(true, 2u * p + 1u < params.count);
     let base = load_pair_bits(0u, p);
     for (var t = 0u; t < AGENTS; t++) {
-      let a = agents[t];
-      if (a.searching == 0u) {
+      // Fields read one by one: bound to a name, SwiftShader loads the whole ten-word struct.
+      if (agents[t].searching == 0u) {
         continue;
       }
       let keys = pair_keys(load_pair_bits(t + 1u, p), base);
-      let hit = valid & (keys != vec2<u32>(0u)) & ((keys >> vec2<u32>(high)) == vec2<u32>(a.prefix >> high));
-      if (hit.x) {
-        count_key(t, keys.x);
-      }
-      if (hit.y) {
-        count_key(t, keys.y);
+      let prefix = agents[t].prefix >> high;
+      let hit = valid & (keys != vec2<u32>(0u)) & ((keys >> vec2<u32>(high)) == vec2<u32>(prefix));
+      let digit = (keys >> vec2<u32>(params.digit_shift)) & vec2<u32>((1u << params.digit_bits) - 1u);
+      let bin = (vec2<u32>(t * MAX_BINS) + select(vec2<u32>(p & (MAX_BINS - 1u)), digit, hit)) * SLOTS;
+      atomicAdd(&histogram[bin.x], select(0u, 1u, hit.x));
+      atomicAdd(&histogram[bin.y], select(0u, 1u, hit.y));
+      if (params.digit_shift != 0u) {
+        let low = keys & vec2<u32>((1u << params.digit_shift) - 1u);
+        let odd = hit & (low != vec2<u32>(0u));
+        if (any(odd)) {
+          if (odd.x) {
+            count_odd(bin.x, low.x);
+          }
+          if (odd.y) {
+            count_odd(bin.y, low.y);
+          }
+        }
       }
     }
   }

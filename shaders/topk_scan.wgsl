@@ -1,10 +1,16 @@
-// TIES tie-break, step 2 (one workgroup): turns each agent's per-block tie counts into exclusive
-// prefix sums, starting from the ties of the tensor's earlier windows (carry), and advances carry.
+// TIES tie-break, step 2 (one workgroup): counts each agent's ties per block (the marks of
+// topk_ties) and stores their exclusive prefix sums in the blocks' first words, starting from the ties
+// of the tensor's earlier windows (carry), and advances carry.
 // With BAND (Model Breadcrumbs) the outlier thresholds' rows AGENTS..2·AGENTS−1 too.
 
 override BAND: bool = false;
 
 @group(0) @binding(2) var<storage, read_write> tie_counts: array<u32>;
+
+// Ties marked in block i of tie row `row`.
+fn block_ties(row: u32, i: u32) -> u32 {
+  return countOneBits(tie_counts[(row + i) * TIE_BLOCK_WORDS + 1u]);
+}
 @group(0) @binding(4) var<storage, read_write> carry: array<u32>;
 
 var<workgroup> partial: array<u32, WORKGROUP>;
@@ -20,7 +26,7 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     let row = t * n;
     var own = 0u;
     for (var i = begin; i < end; i++) {
-      own += tie_counts[row + i];
+      own += block_ties(row, i);
     }
     partial[lid] = own;
     workgroupBarrier();
@@ -36,9 +42,8 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     let before = carry[t];
     var run = before + partial[lid] - own;
     for (var i = begin; i < end; i++) {
-      let c = tie_counts[row + i];
-      tie_counts[row + i] = run;
-      run += c;
+      tie_counts[(row + i) * TIE_BLOCK_WORDS] = run;
+      run += block_ties(row, i);
     }
     // Every invocation has read carry[t] before it moves on.
     storageBarrier();

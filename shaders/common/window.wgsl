@@ -7,11 +7,19 @@ override AGENTS: u32 = 2u;
 override OUT_DTYPE: u32 = 0u;
 
 const WORKGROUP: u32 = 256u;
-// TIES tie ranks: ties are counted per block of this many element pairs of a merge dispatch.
-const TIE_BLOCK_PAIRS: u32 = 32u;
+// TIES tie ranks: ties are marked per block of this many element pairs of a merge dispatch, each
+// block in TIE_BLOCK_WORDS words: the ties before the block (topk_scan's prefix), then a bit per
+// element (bit i for element i of the block), so a tie's rank is the prefix plus one popcount.
+const TIE_BLOCK_PAIRS: u32 = 16u;
+const TIE_BLOCK_WORDS: u32 = 2u;
 
 fn tie_blocks() -> u32 {
   return params.groups * (WORKGROUP / TIE_BLOCK_PAIRS);
+}
+
+// Index of pair p's block in tie row `row`, counted in blocks.
+fn tie_block(row: u32, p: u32) -> u32 {
+  return row * tie_blocks() + p / TIE_BLOCK_PAIRS;
 }
 
 struct Params {

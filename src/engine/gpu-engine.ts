@@ -40,6 +40,7 @@ import {
   type Dispatch,
   type Window,
   TIE_BLOCK_PAIRS,
+  TIE_BLOCK_WORDS,
   WORKGROUP_SIZE,
 } from './plumbing.ts';
 import { Scheduler } from './scheduler.ts';
@@ -302,7 +303,7 @@ class GpuEngine implements MergeEngine {
         if (this.sets.poison) this.scheduler.write(set.output, 0, this.sets.poison, pad4(w.count * outBytes));
         if (tieBreak) {
           if (w.index === 0) encoder.clearBuffer(this.carry);
-          encoder.clearBuffer(set.tieCounts, 0, tieRows * tieBlocks(d.groups) * 4);
+          encoder.clearBuffer(set.tieCounts, 0, tieRows * tieBlocks(d.groups) * TIE_BLOCK_WORDS * 4);
           tieBreak.ties.encode(encoder, set.io, d);
           tieBreak.scan.encode(encoder, set.io, { x: 1, y: 1, groups: 1 });
         }
@@ -391,17 +392,8 @@ class GpuEngine implements MergeEngine {
         params.density.map((d) => topKCount(d, numel)),
       );
     const bands = params.density.map((d, t) => bandCounts(d, params.gamma?.[t] ?? DEFAULT_GAMMA, numel));
-    const kept = await this.selectTopK(
-      job,
-      bands.map((b) => b.outliers + b.kept),
-    );
-    return [
-      ...kept,
-      ...(await this.selectTopK(
-        job,
-        bands.map((b) => b.outliers),
-      )),
-    ];
+    // One select for both: they share the first digit's histogram pass.
+    return this.selectTopK(job, [...bands.map((b) => b.outliers + b.kept), ...bands.map((b) => b.outliers)]);
   }
 
   /**
@@ -461,7 +453,7 @@ class GpuEngine implements MergeEngine {
     return l1Scales(norms);
   }
 
-  /** Every requested top-k's threshold and ties to keep (src/engine/topk-select.ts). */
+  /** Every requested top-k's threshold and ties to keep, counts[i] of agent i mod N (src/engine/topk-select.ts). */
   private selectTopK(job: Job, counts: readonly number[]): Promise<TopKState[]> {
     return this.topK.select(job, counts);
   }

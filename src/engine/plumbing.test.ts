@@ -130,14 +130,15 @@ describe('windows sized by a memory budget', () => {
   function heldBytes(elements: number, l: WindowLimits): number {
     const slot = Math.ceil((elements * l.inBytes) / 4) * 4;
     const output = Math.ceil((elements * l.outBytes) / 4) * 4;
-    const tieBlocks = Math.ceil(elements / 512) * 8;
+    // Per merge workgroup (512 elements): 16 tie blocks of 32 elements, each a prefix and a word of bits.
+    const tieBlocks = Math.ceil(elements / 512) * 16;
     const perSet =
       (l.agents + 1) * slot + // GPU inputs
       (l.agents + 1) * slot + // staging copy
       output + // GPU output
       output + // readback buffer
       output + // copy handed to the writer
-      l.tieRows * l.agents * tieBlocks * 4; // the method's tie rows per agent
+      l.tieRows * l.agents * tieBlocks * 2 * 4; // the method's tie rows per agent, two words per block
     return 2 * perSet;
   }
 

@@ -10,7 +10,9 @@ export const COUNT_ITEMS = 8;
 /** Elements per invocation of the statistics kernel (2 × PAIRS in stats.wgsl): amortises its flush. */
 export const STATS_ITEMS = 128;
 /** Element pairs per TIES tie-count block (TIE_BLOCK_PAIRS in shaders/common/window.wgsl). */
-export const TIE_BLOCK_PAIRS = 32;
+export const TIE_BLOCK_PAIRS = 16;
+/** u32 words per tie block: its prefix and its tie bits, one per element (TIE_BLOCK_WORDS in window.wgsl). */
+export const TIE_BLOCK_WORDS = 2;
 /** Elements per invocation of the merge kernels: one pair, one output word of a 16-bit output. */
 export const MERGE_ITEMS = 2;
 /** The engine caps windows here so that element indices and word offsets stay far inside u32. */
@@ -80,7 +82,7 @@ export function tieRowsPerAgent(plan: MethodPlan): number {
   }
 }
 
-/** Tie blocks (u32 tie counts per row) of a window: WORKGROUP_SIZE / TIE_BLOCK_PAIRS per merge workgroup. */
+/** Tie blocks (TIE_BLOCK_WORDS u32 each per row) of a window: WORKGROUP_SIZE / TIE_BLOCK_PAIRS per merge workgroup. */
 function tieBlocksFor(elements: number): number {
   return Math.ceil(elements / (WORKGROUP_SIZE * MERGE_ITEMS)) * (WORKGROUP_SIZE / TIE_BLOCK_PAIRS);
 }
@@ -90,7 +92,10 @@ export interface WindowCapacity {
   /** N+1 input slots of pad4(elements · inBytes) bytes each. */
   inputBytes: number;
   outputBytes: number;
-  /** The tie counts: one u32 per tie block of TIE_BLOCK_PAIRS element pairs, tieRows rows per agent. */
+  /**
+   * The tie ranks: TIE_BLOCK_WORDS u32 per tie block of TIE_BLOCK_PAIRS element pairs, tieRows rows per
+   * agent (Model Breadcrumbs ranks ties at two thresholds, TIES at one, the other methods none).
+   */
   tieBytes: number;
 }
 
@@ -105,7 +110,7 @@ export function windowCapacity(
   return {
     inputBytes: (agents + 1) * pad4(elements * inBytes),
     outputBytes: pad4(elements * outBytes),
-    tieBytes: tieRows * agents * tieBlocksFor(elements) * 4,
+    tieBytes: tieRows * agents * tieBlocksFor(elements) * TIE_BLOCK_WORDS * 4,
   };
 }
 
@@ -136,7 +141,7 @@ export interface WindowLimits {
 
 /**
  * The most elements one window may hold: N+1 input slots in one binding, the output and the TIES
- * per-workgroup tie counts each within one binding, the merge dispatch within the 2D grid, and
+ * tie blocks each within one binding, the merge dispatch within the 2D grid, and
  * both buffer sets within the memory budget.
  */
 export function windowElements(limits: WindowLimits): number {
@@ -146,7 +151,7 @@ export function windowElements(limits: WindowLimits): number {
   const byOutput = Math.floor(binding / limits.outBytes);
   const maxGroups = limits.maxComputeWorkgroupsPerDimension ** 2;
   const byDispatch = maxGroups * WORKGROUP_SIZE * MERGE_ITEMS;
-  const tieWords = limits.tieRows * limits.agents;
+  const tieWords = limits.tieRows * limits.agents * TIE_BLOCK_WORDS;
   const byTieCounts =
     tieWords === 0
       ? Infinity

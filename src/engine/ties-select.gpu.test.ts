@@ -13,6 +13,7 @@ import type { MethodParams } from '../methods/types.ts';
 import { createGpuEngine } from './gpu-engine.ts';
 import { openGpuHarness } from '../test/gpu-harness.ts';
 import type { MergeEngine, TensorInput } from '../methods/merge-types.ts';
+import { at, must } from '../io/checked.ts';
 
 const opened = await openGpuHarness();
 const harness = opened.harness;
@@ -135,4 +136,65 @@ describe.skipIf(!harness)(`TIES select with many ties ${opened.skip ?? ''}`, () 
         }
       });
     }
+});
+
+/**
+ * Every element ties: a bf16 base in [1, 2) with every agent one ulp above it, so each agent's τ is
+ * 2⁻⁷ everywhere and TIES keeps exactly its first k elements. Each agent's cut is put where a
+ * tie's rank crosses a boundary of the GPU's tie bits: a tie block (32 elements, one word of bits),
+ * a window (not a multiple of a block), or none (the last element of an odd count).
+ */
+describe.skipIf(!harness)(`TIES cuts at tie-rank boundaries ${opened.skip ?? ''}`, () => {
+  const numel = 4_099;
+  const window = 1_000;
+  const cuts = [
+    [31, 32, 33],
+    [63, 64, 65],
+    [1_000, 1_001, 1_031],
+    [2_047, 3_064, 4_098],
+  ];
+
+  function allTied(seed: number): Uint8Array[] {
+    const random = seededRandom(seed);
+    const base = Uint16Array.from({ length: numel }, () => 0x3f80 | (1 + Math.floor(random() * 126)));
+    const agents = at(cuts, 0).map(() => base.map((b) => b + 1));
+    return [base, ...agents].map((m) => new Uint8Array(m.buffer));
+  }
+
+  for (const [i, kept] of cuts.entries())
+    it(`keeps the first ${kept.join(', ')} ties as the CPU engine does`, async () => {
+      const input = tensorInput('model.layers.0.self_attn.o_proj.weight', 'BF16', allTied(i + 1));
+      // k = floor(density·numel): a density just above k/numel gives k.
+      const params: MethodParams = {
+        ...defaultParams('ties', AGENTS),
+        normalize: false,
+        density: kept.map((k) => (k + 0.5) / numel),
+      };
+      expect(params.density.map((d) => topKCount(d, numel))).toEqual(kept);
+      const h = must(harness, 'the GPU harness');
+      const gpu = createGpuEngine(h.device, {
+        agents: AGENTS,
+        adapterDescription: h.adapterDescription,
+        maxWindowElements: window,
+        poisonOutput: true,
+      });
+      try {
+        const got = await h.run(() => merged(gpu, input, params));
+        const want = await merged(
+          createCpuEngine({ agents: AGENTS, maxWindowElements: window }),
+          input,
+          params,
+        );
+        expect(offF32(got, want)).toEqual([]);
+        // One tie more kept by any one agent moves an element by a whole τ (every τ agrees, and they
+        // are summed, not averaged): each cut must show in the output.
+        for (const t of kept.keys()) {
+          const density = params.density.map((d, u) => (u === t ? (at(kept, t) + 1.5) / numel : d));
+          const oneMore = await merged(createCpuEngine({ agents: AGENTS }), input, { ...params, density });
+          expect(offF32(got, oneMore)).not.toEqual([]);
+        }
+      } finally {
+        gpu.destroy();
+      }
+    });
 });

@@ -62,44 +62,59 @@ export class TopKSelect<J extends SelectJob> {
   constructor(private readonly host: SelectHost<J>) {}
 
   /**
-   * Settles every agent's TIES threshold: one histogram pass per radix digit while any is unsettled,
-   * the second only for an agent whose first-digit bin holds more than one distinct key.
+   * Settles every requested top-k: `counts[i]` is a top-k of agent i mod N (Model Breadcrumbs asks
+   * two per agent). One histogram pass per radix digit while any is unsettled, the second only for a
+   * top-k whose first-digit bin holds more than one distinct key. The first digit is counted under an
+   * empty prefix, so its one histogram per agent serves every top-k of that agent; a second digit is
+   * counted under each top-k's own prefix, one pass per N of them.
    */
   async select(job: J, counts: readonly number[]): Promise<TopKState[]> {
     const { tensor } = job;
     const host = this.host;
+    const n = host.agents;
     let states = counts.map((k) => startTopK(k, tensor.numel));
     const kernel = await host.kernel(`topk_hist:${tensor.dtype}`, () =>
       createTopKHistKernel(host.device, tensor.dtype, host.agents),
     );
     const { histogram, readback } = this.buffers();
+    const all = states.map((_, i) => i);
     for (const [digit, { shift, bits }] of RADIX_DIGITS.entries()) {
-      if (!states.some((s) => s.searching)) break;
-      host.scheduler.write(
-        host.agentBuffer,
-        0,
-        encodeAgents(states.map((s) => ({ prefix: s.prefix, searching: s.searching }))),
-      );
-      host.scheduler.submit('topk_hist.clear', (encoder) => encoder.clearBuffer(histogram));
-      await host.countPass(job, {
-        label: `topk_hist[${digit}]`,
-        order: endOnFirstWindows(job.windows),
-        groups: (w) => countGroups(w.count),
-        params: () => ({ digitShift: shift, digitBits: bits }),
-        encode: (encoder, io, d) => kernel.encode(encoder, this.io(io, histogram), d),
-      });
-      host.scheduler.submit('topk_hist.readback', (encoder) =>
-        encoder.copyBufferToBuffer(histogram, 0, readback, 0, histogram.size),
-      );
-      const words = new Uint32Array((await host.scheduler.read(readback, histogram.size)).buffer);
-      states = states.map((s, t) => {
-        if (!s.searching) return s;
-        const next = stepTopK(s, histogramCounts(words, t, bits), digit);
-        // The first digit's bin bounds settle it now when that bin holds a single key.
-        if (digit > 0 || !next.searching) return next;
-        const bin = histogramBin(words, t, (next.prefix >>> shift) & ((1 << bits) - 1), shift);
-        return settleSingleKey(next, bin.least, bin.greatest);
-      });
+      // Each pass's top-ks, by index: all of them on the first digit, else N at a time.
+      const passes =
+        digit === 0
+          ? [all]
+          : Array.from({ length: Math.ceil(all.length / n) }, (_, g) => all.slice(g * n, g * n + n));
+      for (const pass of passes) {
+        const members = new Set(pass);
+        const counted = states.map((s, i) => members.has(i) && s.searching);
+        if (!counted.includes(true)) continue;
+        const agents = Array.from({ length: n }, (_, t) => {
+          const own = states.filter((_, i) => counted[i] && i % n === t);
+          return { prefix: own[0]?.prefix ?? 0, searching: own.length > 0 };
+        });
+        host.scheduler.write(host.agentBuffer, 0, encodeAgents(agents));
+        host.scheduler.submit('topk_hist.clear', (encoder) => encoder.clearBuffer(histogram));
+        await host.countPass(job, {
+          label: `topk_hist[${digit}]`,
+          order: endOnFirstWindows(job.windows),
+          groups: (w) => countGroups(w.count),
+          params: () => ({ digitShift: shift, digitBits: bits }),
+          encode: (encoder, io, d) => kernel.encode(encoder, this.io(io, histogram), d),
+        });
+        host.scheduler.submit('topk_hist.readback', (encoder) =>
+          encoder.copyBufferToBuffer(histogram, 0, readback, 0, histogram.size),
+        );
+        const words = new Uint32Array((await host.scheduler.read(readback, histogram.size)).buffer);
+        states = states.map((s, i) => {
+          if (!counted[i]) return s;
+          const t = i % n;
+          const next = stepTopK(s, histogramCounts(words, t, bits), digit);
+          // The first digit's bin bounds settle it now when that bin holds a single key.
+          if (digit > 0 || !next.searching) return next;
+          const bin = histogramBin(words, t, (next.prefix >>> shift) & ((1 << bits) - 1), shift);
+          return settleSingleKey(next, bin.least, bin.greatest);
+        });
+      }
     }
     return states;
   }

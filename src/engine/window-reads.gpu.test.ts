@@ -22,7 +22,7 @@ const NUMEL = 7 * 4_096 - 5;
  * Agents that move 60% of the base by a few steps of 2⁻¹⁰ (bf16: |τ| of one key per first-digit bin,
  * one histogram pass) or, in f32, by such steps plus up to 7·2⁻²² (several keys per bin, two passes).
  */
-function input(dtype: FloatDtype): TensorInput {
+function input(dtype: FloatDtype, oneFine = false): TensorInput {
   const random = seededRandom(dtype === 'F32' ? 11 : 12);
   const base = Float64Array.from({ length: NUMEL }, () => Math.floor(random() * 64) / 128);
   const models = [base];
@@ -30,7 +30,8 @@ function input(dtype: FloatDtype): TensorInput {
     models.push(
       base.map((b) => {
         if (random() < 0.4) return b;
-        const fine = dtype === 'F32' ? Math.floor(random() * 8) * 2 ** -22 : 0;
+        // oneFine: every f32 step carries the same bits below the first digit.
+        const fine = dtype === 'F32' ? (oneFine ? 1 : Math.floor(random() * 8)) * 2 ** -22 : 0;
         return b + (1 + Math.floor(random() * 4)) * 2 ** -10 + fine;
       }),
     );
@@ -46,8 +47,9 @@ async function agentReads(
   method: MethodName,
   dtype: FloatDtype,
   window: number,
+  oneFine = false,
 ): Promise<{ reads: number; windows: number }> {
-  const tensor = input(dtype);
+  const tensor = input(dtype, oneFine);
   let reads = 0;
   const counted: TensorInput = {
     ...tensor,
@@ -86,6 +88,14 @@ describe.skipIf(!harness)(`windows read per merge ${opened.skip ?? ''}`, () => {
 
   it('reads TIES with a second histogram pass three times less two windows', async () => {
     expect(await agentReads('ties', 'F32', 4_096)).toEqual({ reads: 3 * 7 - 2, windows: 7 });
+  });
+
+  it('reads TIES once less where each first-digit bin holds one key with bits below the digit', async () => {
+    expect(await agentReads('ties', 'F32', 4_096, true)).toEqual({ reads: 2 * 7 - 2, windows: 7 });
+  });
+
+  it('reads Breadcrumbs-TIES twice less two windows: its two selects share one histogram pass', async () => {
+    expect(await agentReads('breadcrumbs_ties', 'BF16', 4_096)).toEqual({ reads: 2 * 7 - 2, windows: 7 });
   });
 
   it('reads a tensor of two windows once for every method', async () => {

@@ -21,7 +21,7 @@ export const TOPK_HIST_KERNEL: KernelSpec = {
 };
 
 /** u32 words per histogram bin (SLOTS in topk_hist.wgsl). */
-export const TOPK_HIST_SLOTS = 3;
+export const TOPK_HIST_SLOTS = 4;
 
 export interface HistogramBin {
   count: number;
@@ -30,14 +30,19 @@ export interface HistogramBin {
   greatest: number;
 }
 
-/** Bin `bin` of agent t's row in the read-back histogram of a digit at `shift`. */
+/**
+ * Bin `bin` of agent t's row in the read-back histogram of a digit at `shift`. The kernel keeps bounds
+ * only of the bin's "odd" keys (lower bits not all zero) and counts them: where every key is odd
+ * those are the bounds, where none is every key's lower bits are 0, and otherwise the bin holds a
+ * zero and the greatest odd bits.
+ */
 export function histogramBin(words: Uint32Array, t: number, bin: number, shift: number): HistogramBin {
   const at = (t * RADIX_BINS + bin) * TOPK_HIST_SLOTS;
-  return {
-    count: words[at] ?? 0,
-    least: 2 ** shift - (words[at + 1] ?? 0),
-    greatest: (words[at + 2] ?? 0) - 1,
-  };
+  const count = words[at] ?? 0;
+  const odd = words[at + 1] ?? 0;
+  const greatestOdd = (words[at + 3] ?? 0) - 1;
+  if (odd === 0) return { count, least: 0, greatest: 0 };
+  return { count, least: odd === count ? 2 ** shift - (words[at + 2] ?? 0) : 0, greatest: greatestOdd };
 }
 
 /** Agent t's counts of a digit of `bits` bits (the stepTopK input). */

@@ -1,0 +1,272 @@
+// Per-kernel cost of the TIES-family passes beside a RAM merge, in one process on dawn.node: each
+// kernel runs over one resident window (no reads, no readback) and is timed in process CPU time
+// (SwiftShader's threads are this process's) and wall time. On a shared machine compare only rows of
+// one run. `node --import ./bin/register.mjs src/bench/kernel-profile.ts [--log2 23] [--repeats 3]`
+import { parseArgs } from 'node:util';
+import { bf16ToF32 } from '../format/dtype.ts';
+import { floatStream } from '../demo/rng.ts';
+import { acquireNodeGpu } from '../cli/node-gpu.ts';
+import { requestEngineDevice } from '../engine/device.ts';
+import type { Kernel, KernelIo } from '../engine/kernels/kernel.ts';
+import { createRamKernel } from '../engine/kernels/ram.ts';
+import { createStatsKernel, statsLayout } from '../engine/kernels/stats.ts';
+import { createTiesKernel } from '../engine/kernels/ties.ts';
+import { createTopKHistKernel, TOPK_HIST_SLOTS } from '../engine/kernels/topk_hist.ts';
+import { createTopKScanKernel } from '../engine/kernels/topk_scan.ts';
+import { createTopKTiesKernel } from '../engine/kernels/topk_ties.ts';
+import { flagCount } from '../engine/kernels/merge-bindings.ts';
+import { encodeAgents, encodeParams, PARAMS_BYTES, type WindowParams } from '../engine/layout.ts';
+import {
+  countGroups,
+  mergeGroups,
+  splitDispatch,
+  statsGroups,
+  windowCapacity,
+  type Dispatch,
+} from '../engine/plumbing.ts';
+import {
+  RADIX_BINS,
+  RADIX_DIGITS,
+  settleSingleKey,
+  startTopK,
+  stepTopK,
+  topKCount,
+  type TopKState,
+} from '../methods/select.ts';
+import { rlUpdate } from './synthetic.ts';
+import { at } from '../io/checked.ts';
+
+const { values } = parseArgs({
+  options: {
+    log2: { type: 'string', default: '23' },
+    repeats: { type: 'string', default: '3' },
+    density: { type: 'string', default: '0.5' },
+    /** Only the kernels whose names contain this (RAM is always timed, as the unit). */
+    only: { type: 'string', default: '' },
+  },
+});
+const numel = 2 ** Number(values.log2);
+const repeats = Number(values.repeats);
+const density = Number(values.density);
+const AGENTS = 3;
+/** Shares of elements each agent changed: RL updates, most elements untouched. */
+const CHANGED = [0.3, 0.6, 0.8];
+
+/** One bf16 set as the merge sees it: base, then the agents, each 1–2 bf16 steps off where changed. */
+function rlSet(): Uint16Array[] {
+  const random = floatStream(12);
+  const word = new DataView(new ArrayBuffer(4));
+  // About normal, σ ≈ 0.02 as in a trained projection: few exponents, so |τ| has few distinct values.
+  const base = Uint16Array.from({ length: numel }, () => {
+    word.setFloat32(0, (random() + random() + random() - 1.5) * 0.04);
+    return word.getUint32(0) >>> 16;
+  });
+  // rlUpdate draws 1–8 steps; most RL updates are one or two, so draw those mostly.
+  const agents = CHANGED.map((share) =>
+    base.map((b) =>
+      random() >= share ? b : random() < 0.8 ? oneOrTwoSteps(b, random) : rlUpdate(b, random),
+    ),
+  );
+  return [base, ...agents];
+}
+
+function oneOrTwoSteps(bits: number, random: () => number): number {
+  const step = (random() < 0.6 ? 1 : 2) * (random() < 0.5 ? -1 : 1);
+  const magnitude = (bits & 0x7fff) + step;
+  // Stay among the normal numbers: no step into subnormals, zero or Inf.
+  return magnitude < 0x80 || magnitude >= 0x7f80 ? bits : (bits & 0x8000) | magnitude;
+}
+
+/** |τ| keys of agent t as the kernels compute them (f32 difference of the bf16 values). */
+function keys(models: Uint16Array[], t: number): Uint32Array {
+  const word = new DataView(new ArrayBuffer(4));
+  const base = at(models, 0);
+  return Uint32Array.from(at(models, t + 1), (a, i) => {
+    const b = at(base, i);
+    if (a === b) return 0;
+    word.setFloat32(0, bf16ToF32(a) - bf16ToF32(b));
+    return word.getUint32(0) & 0x7fffffff;
+  });
+}
+
+/** The select's result on the CPU, digit by digit as TopKSelect settles it. */
+function cpuSelect(k: Uint32Array, count: number): TopKState {
+  let s = startTopK(count, numel);
+  for (const [digit, { shift, bits }] of RADIX_DIGITS.entries()) {
+    if (!s.searching) break;
+    const high = shift + bits;
+    const hist = new Uint32Array(RADIX_BINS);
+    let least = 2 ** shift;
+    let greatest = -1;
+    for (const key of k) {
+      if (!key || key >>> high !== s.prefix >>> high) continue;
+      const bin = (key >>> shift) & ((1 << bits) - 1);
+      hist[bin] = at(hist, bin) + 1;
+    }
+    const next = stepTopK(s, hist, digit);
+    if (digit > 0 || !next.searching) {
+      s = next;
+      continue;
+    }
+    for (const key of k)
+      if (key && key >>> shift === next.prefix >>> shift) {
+        least = Math.min(least, key & (2 ** shift - 1));
+        greatest = Math.max(greatest, key & (2 ** shift - 1));
+      }
+    s = settleSingleKey(next, least, greatest);
+  }
+  return s;
+}
+
+const node = await acquireNodeGpu();
+const engineDevice = await requestEngineDevice(node.gpu);
+const device = engineDevice.device;
+const models = rlSet();
+const states = models.slice(1).map((_, t) => {
+  const k = keys(models, t);
+  const s = cpuSelect(k, topKCount(density, numel));
+  let ties = 0;
+  for (const key of k) if (key !== 0 && key === s.threshold) ties++;
+  process.stdout.write(
+    `agent ${t}: threshold 0x${s.threshold.toString(16)}, ties kept ${s.tiesToKeep} of ${ties} ` +
+      `(${((100 * ties) / numel).toFixed(1)}% of elements)\n`,
+  );
+  return s;
+});
+
+const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
+const buffer = (label: string, size: number, use = usage): GPUBuffer =>
+  device.createBuffer({ label: `KernelProfile.${label}`, size, usage: use });
+const slotBytes = numel * 2;
+const inputs = buffer('inputs', slotBytes * (AGENTS + 1));
+models.forEach((m, s) => device.queue.writeBuffer(inputs, s * slotBytes, m));
+const agentsBuffer = buffer('agents', encodeAgents(states).byteLength);
+const params = buffer('params', PARAMS_BYTES, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
+const tieCounts = buffer('tie_counts', windowCapacity(numel, AGENTS, 2, 2, 2).tieBytes);
+const carry = buffer('carry', 2 * AGENTS * 4);
+const io: KernelIo = {
+  params,
+  inputs,
+  agents: agentsBuffer,
+  output: buffer('output', slotBytes),
+  flags: buffer('flags', flagCount(AGENTS) * 4),
+  histogram: buffer('histogram', AGENTS * RADIX_BINS * TOPK_HIST_SLOTS * 4),
+  tie_counts: tieCounts,
+  carry,
+  counters: buffer('counters', statsLayout(AGENTS).count * 4),
+};
+const max = device.limits.maxComputeWorkgroupsPerDimension;
+
+interface Step {
+  name: string;
+  groups: number;
+  kernels: { kernel: Kernel; dispatch?: Dispatch; io?: KernelIo }[];
+  params?: Partial<WindowParams>;
+  agents?: Uint8Array;
+  clear?: GPUBuffer;
+}
+
+const mergeAgents = encodeAgents(
+  states.map((s) => ({ weight: 1, threshold: s.threshold, tiesToKeep: s.tiesToKeep })),
+);
+const histAgents = encodeAgents(states.map(() => ({ prefix: 0, searching: true })));
+const { shift, bits } = at(RADIX_DIGITS, 0);
+// In order: the tie counts of one repeat are scanned, then ranked by the merge that follows them.
+const tiesIo = { ...io, tie_prefix: tieCounts };
+const variant = { inDtype: 'BF16', outDtype: 'BF16', agents: AGENTS } as const;
+const steps: Step[] = [
+  {
+    name: 'ram merge',
+    groups: mergeGroups(numel),
+    kernels: [{ kernel: await createRamKernel(device, variant) }],
+  },
+  {
+    name: 'topk_hist (first digit)',
+    groups: countGroups(numel),
+    kernels: [{ kernel: await createTopKHistKernel(device, 'BF16', AGENTS) }],
+    params: { digitShift: shift, digitBits: bits },
+    agents: histAgents,
+    clear: io.histogram,
+  },
+  {
+    name: 'topk_ties',
+    groups: mergeGroups(numel),
+    kernels: [{ kernel: await createTopKTiesKernel(device, 'BF16', AGENTS) }],
+    agents: mergeAgents,
+    clear: io.tie_counts,
+  },
+  {
+    name: 'topk_scan',
+    groups: mergeGroups(numel),
+    kernels: [{ kernel: await createTopKScanKernel(device, AGENTS), dispatch: { x: 1, y: 1, groups: 1 } }],
+  },
+  {
+    name: 'ties merge, TIE_BREAK on',
+    groups: mergeGroups(numel),
+    kernels: [
+      { kernel: await createTiesKernel(device, variant, { dare: false, tieBreak: true }), io: tiesIo },
+    ],
+    agents: mergeAgents,
+  },
+  {
+    name: 'ties merge, TIE_BREAK off',
+    groups: mergeGroups(numel),
+    kernels: [
+      { kernel: await createTiesKernel(device, variant, { dare: false, tieBreak: false }), io: tiesIo },
+    ],
+    agents: mergeAgents,
+  },
+  {
+    name: 'stats, overlap only',
+    groups: statsGroups(numel),
+    kernels: [{ kernel: await createStatsKernel(device, 'BF16', AGENTS, true) }],
+    clear: io.counters,
+  },
+];
+
+async function timed(step: Step): Promise<{ cpu: number; wall: number }> {
+  const d = splitDispatch(step.groups, max);
+  const windowParams: WindowParams = {
+    count: numel,
+    slotWords: slotBytes / 4,
+    start: 0,
+    groupsX: d.x,
+    groups: d.groups,
+  };
+  device.queue.writeBuffer(params, 0, encodeParams({ ...windowParams, ...step.params }));
+  if (step.agents) device.queue.writeBuffer(agentsBuffer, 0, step.agents);
+  await device.queue.onSubmittedWorkDone();
+  const cpu0 = process.cpuUsage();
+  const wall0 = performance.now();
+  const encoder = device.createCommandEncoder({ label: `KernelProfile.${step.name}` });
+  if (step.clear) encoder.clearBuffer(step.clear);
+  encoder.clearBuffer(carry);
+  for (const k of step.kernels) k.kernel.encode(encoder, k.io ?? io, k.dispatch ?? d);
+  device.queue.submit([encoder.finish()]);
+  await device.queue.onSubmittedWorkDone();
+  const cpu = process.cpuUsage(cpu0);
+  return { cpu: (cpu.user + cpu.system) / 1e3, wall: performance.now() - wall0 };
+}
+
+const chosen = steps.filter((s, i) => i === 0 || s.name.includes(values.only));
+const rows = chosen.map((s) => ({ step: s, cpu: [] as number[], wall: [] as number[] }));
+for (let r = 0; r < repeats; r++)
+  for (const row of rows) {
+    const t = await timed(row.step);
+    row.cpu.push(t.cpu);
+    row.wall.push(t.wall);
+  }
+const best = (xs: number[]): number => Math.min(...xs);
+const ram = best(at(rows, 0).cpu);
+process.stdout.write(
+  `\n${numel} bf16 elements, ${AGENTS} agents, TIES density ${density}, ${repeats} repeats ` +
+    `(the least of them: the machine is shared)\n| kernel | CPU ms | wall ms | CPU ÷ RAM |\n|---|---|---|---|\n`,
+);
+for (const row of rows)
+  process.stdout.write(
+    `| ${row.step.name} | ${best(row.cpu).toFixed(0)} | ${best(row.wall).toFixed(0)} | ` +
+      `${(best(row.cpu) / ram).toFixed(2)} |\n`,
+  );
+for (const b of Object.values(io)) b.destroy();
+engineDevice.destroy();
+node.release();
