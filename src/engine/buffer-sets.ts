@@ -5,7 +5,7 @@ import type { KernelIo } from './kernels/kernel.ts';
 import { flagCount } from './kernels/merge-bindings.ts';
 import { statsLayout } from './kernels/stats.ts';
 import { PARAMS_BYTES } from './layout.ts';
-import { pad4, windowMemory, type WindowCapacity } from './plumbing.ts';
+import { pad4, TIE_BLOCK_WORDS, windowMemory, type WindowCapacity } from './plumbing.ts';
 
 export interface BufferSet {
   inputs: GPUBuffer;
@@ -119,7 +119,12 @@ export class BufferSets {
       flagBytes,
       GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
     );
-    const tieCounts = buffer('tieCounts', c.tieBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+    // A method that ranks no ties still binds one tie block: the merge kernels read tie ranks as vec2<u32>.
+    const tieCounts = buffer(
+      'tieCounts',
+      Math.max(c.tieBytes, TIE_BLOCK_WORDS * 4),
+      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+    );
     const params = buffer('params', PARAMS_BYTES, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
     const readback = buffer(
       'readback',
