@@ -14,9 +14,8 @@ import {
 import { mergeBytes, tensorInput } from '../methods/test-tensors.ts';
 import type { MethodParams } from '../methods/types.ts';
 import { BRANCH_AGENTS, branchParams, SPARSIFYING, tiedModels } from '../test/branch-oracle.ts';
-import { openGpuHarness } from '../test/gpu-harness.ts';
+import { openGpuHarness, withGpuEngine } from '../test/gpu-harness.ts';
 import { createCpuEngine } from './cpu-engine.ts';
-import { createGpuEngine } from './gpu-engine.ts';
 
 const opened = await openGpuHarness();
 const harness = opened.harness;
@@ -61,22 +60,14 @@ describe.skipIf(!harness)(`branch counts on the GPU ${opened.skip ?? ''}`, () =>
         expect(want.counts.every((c) => c > 0)).toBe(true);
         expect(want.unique.every((c) => c > 0)).toBe(true);
         expect(want.signConflicts).toBeGreaterThan(0);
-        const gpuHarness = must(harness, 'GPU harness');
-        const gpu = createGpuEngine(gpuHarness.device, {
-          agents: BRANCH_AGENTS,
-          adapterDescription: gpuHarness.adapterDescription,
-          maxWindowElements: window,
-          poisonOutput: true,
-        });
-        try {
-          const got = emptyBranchCounts(BRANCH_AGENTS);
-          const withCounts = await gpuHarness.run(() => counted(gpu, input, params, got));
-          const without = await gpuHarness.run(() => counted(gpu, input, params));
-          expect(got).toEqual(want);
-          expect(Buffer.from(withCounts).equals(Buffer.from(without))).toBe(true);
-        } finally {
-          gpu.destroy();
-        }
+        const got = emptyBranchCounts(BRANCH_AGENTS);
+        const [withCounts, without] = await withGpuEngine(
+          must(harness, 'the GPU harness'),
+          { agents: BRANCH_AGENTS, maxWindowElements: window },
+          async (gpu) => [await counted(gpu, input, params, got), await counted(gpu, input, params)],
+        );
+        expect(got).toEqual(want);
+        expect(Buffer.from(withCounts).equals(Buffer.from(without))).toBe(true);
       }),
     ),
   );

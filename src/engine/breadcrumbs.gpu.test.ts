@@ -3,6 +3,7 @@
 // part of each run is dropped or kept, lowest index first, across windows. The CPU engine (radix select
 // over windows) must equal the whole-tensor f64 reference (a sort), and the GPU the CPU engine: a tie
 // kept or dropped wrongly is a whole τ off, far outside f32 rounding.
+import { must } from '../io/checked.ts';
 import { afterAll, describe, expect, it } from 'vitest';
 import { decodeFloats, encodeFloats } from '../format/dtype.ts';
 import { bandCounts } from '../methods/band.ts';
@@ -11,9 +12,8 @@ import { referenceMerge } from '../methods/reference.ts';
 import { mergeBytes, offF32, seededRandom, tensorInput } from '../methods/test-tensors.ts';
 import type { MergeEngine, TensorInput } from '../methods/merge-types.ts';
 import type { MethodParams } from '../methods/types.ts';
-import { openGpuHarness } from '../test/gpu-harness.ts';
+import { openGpuHarness, withGpuEngine } from '../test/gpu-harness.ts';
 import { createCpuEngine } from './cpu-engine.ts';
-import { createGpuEngine } from './gpu-engine.ts';
 
 const opened = await openGpuHarness();
 const harness = opened.harness;
@@ -72,19 +72,12 @@ describe.skipIf(!harness)(`Model Breadcrumbs with many ties ${opened.skip ?? ''}
           params,
         );
         expect(cpu).toEqual(want);
-        const gpu = createGpuEngine(harness!.device, {
-          agents: AGENTS,
-          adapterDescription: harness!.adapterDescription,
-          maxWindowElements: window,
-          poisonOutput: true,
-        });
-        try {
-          const got = decodeFloats('F32', await harness!.run(() => merged(gpu, input, params)), NUMEL);
-          const wanted = decodeFloats('F32', want, NUMEL);
-          expect(offF32(got, wanted)).toEqual([]);
-        } finally {
-          gpu.destroy();
-        }
+        const got = await withGpuEngine(
+          must(harness, 'the GPU harness'),
+          { agents: AGENTS, maxWindowElements: window },
+          (gpu) => merged(gpu, input, params),
+        );
+        expect(offF32(decodeFloats('F32', got, NUMEL), decodeFloats('F32', want, NUMEL))).toEqual([]);
       });
     }
 });

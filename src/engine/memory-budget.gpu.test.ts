@@ -1,6 +1,7 @@
 // Windows sized by a memory budget: a budget small enough to cut tensors into many windows must give
 // the same output bytes as the default one, on fresh seeded inputs (poisoned outputs, so an element
 // no window wrote shows), and both must agree with the CPU engine.
+import { must } from '../io/checked.ts';
 import { afterAll, describe, expect, it } from 'vitest';
 import { decodeFloats, dtypeBits, type FloatDtype } from '../format/dtype.ts';
 import { createCpuEngine } from './cpu-engine.ts';
@@ -8,10 +9,9 @@ import { defaultParams } from '../methods/defaults.ts';
 import { mergeBytes, randomTensor, testParams } from '../methods/test-tensors.ts';
 import type { MethodName } from '../methods/types.ts';
 import type { MergeEngine, TensorInput } from '../methods/merge-types.ts';
-import { createGpuEngine } from './gpu-engine.ts';
 import { tieRowsPerAgent, windowElements } from './plumbing.ts';
 import { methodOf } from '../methods/registry/index.ts';
-import { openGpuHarness } from '../test/gpu-harness.ts';
+import { openGpuHarness, withGpuEngine } from '../test/gpu-harness.ts';
 
 const opened = await openGpuHarness();
 const harness = opened.harness;
@@ -67,19 +67,12 @@ describe.skipIf(!harness)(`windows sized by a memory budget ${opened.skip ?? ''}
       });
       // The budget really cuts the tensor into many windows.
       expect(NUMEL / window).toBeGreaterThan(8);
-      const run = async (memoryBudget?: number): Promise<Uint8Array> => {
-        const gpu = createGpuEngine(harness!.device, {
-          agents,
-          adapterDescription: harness!.adapterDescription,
-          poisonOutput: true,
-          ...(memoryBudget === undefined ? {} : { memoryBudget }),
-        });
-        try {
-          return await harness!.run(() => merged(gpu, tensor.input, method, agents, dtype));
-        } finally {
-          gpu.destroy();
-        }
-      };
+      const run = (memoryBudget?: number): Promise<Uint8Array> =>
+        withGpuEngine(
+          must(harness, 'the GPU harness'),
+          { agents, ...(memoryBudget === undefined ? {} : { memoryBudget }) },
+          (gpu) => merged(gpu, tensor.input, method, agents, dtype),
+        );
       const tiny = await run(budget);
       const whole = await run();
       expect(tiny.length).toBe(NUMEL * bytes);

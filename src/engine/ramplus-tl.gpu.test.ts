@@ -2,14 +2,14 @@
 // far above ρ, λ = 1 + r·shared/unique follows every count: one unique element more or less moves λ
 // by about 1/unique, and the merged unique changes by far more than f32 rounding. Checked against the
 // CPU engine (the f64 reference path) on fresh seeded bf16 inputs, over one window and many.
+import { must } from '../io/checked.ts';
 import { afterAll, describe, expect, it } from 'vitest';
 import { bf16ToF32, decodeFloats, f32ToBf16 } from '../format/dtype.ts';
 import { createCpuEngine } from './cpu-engine.ts';
 import { defaultParams } from '../methods/defaults.ts';
 import { mergeBytes, offF32, seededRandom, tensorInput } from '../methods/test-tensors.ts';
 import type { MethodParams } from '../methods/types.ts';
-import { createGpuEngine } from './gpu-engine.ts';
-import { openGpuHarness } from '../test/gpu-harness.ts';
+import { openGpuHarness, withGpuEngine } from '../test/gpu-harness.ts';
 import type { MergeEngine, TensorInput } from '../methods/merge-types.ts';
 
 const opened = await openGpuHarness();
@@ -70,23 +70,17 @@ describe.skipIf(!harness)(`ramplus_tl λ from exact counts ${opened.skip ?? ''}`
         expect(u).toBeGreaterThan(100);
         expect(((set.changed[t] ?? 0) - u) / u).toBeLessThan(params.alpha);
       });
-      const gpu = createGpuEngine(harness!.device, {
-        agents: AGENTS,
-        adapterDescription: harness!.adapterDescription,
-        maxWindowElements: window,
-        poisonOutput: true,
-      });
-      try {
-        const got = await harness!.run(() => merged(gpu, input, params));
-        const want = await merged(
-          createCpuEngine({ agents: AGENTS, maxWindowElements: window }),
-          input,
-          params,
-        );
-        expect(offF32(got, want)).toEqual([]);
-      } finally {
-        gpu.destroy();
-      }
+      const got = await withGpuEngine(
+        must(harness, 'the GPU harness'),
+        { agents: AGENTS, maxWindowElements: window },
+        (gpu) => merged(gpu, input, params),
+      );
+      const want = await merged(
+        createCpuEngine({ agents: AGENTS, maxWindowElements: window }),
+        input,
+        params,
+      );
+      expect(offF32(got, want)).toEqual([]);
     });
   }
 });

@@ -10,8 +10,7 @@ import { mergeBytes, offF32, seededRandom, tensorInput } from '../methods/test-t
 import { RADIX_DIGITS, topKCount } from '../methods/select.ts';
 import { decodeFloats, encodeFloats, type FloatDtype } from '../format/dtype.ts';
 import type { MethodParams } from '../methods/types.ts';
-import { createGpuEngine } from './gpu-engine.ts';
-import { openGpuHarness } from '../test/gpu-harness.ts';
+import { openGpuHarness, withGpuEngine } from '../test/gpu-harness.ts';
 import type { MergeEngine, TensorInput } from '../methods/merge-types.ts';
 import { at, must } from '../io/checked.ts';
 
@@ -117,23 +116,17 @@ describe.skipIf(!harness)(`TIES select with many ties ${opened.skip ?? ''}`, () 
         expect(ties.equal - ties.kept).toBeGreaterThan(100);
         if (distinct === 'one') expect(ties.distinct).toBe(1);
         else expect(ties.distinct).toBeGreaterThan(1);
-        const gpu = createGpuEngine(harness!.device, {
-          agents: AGENTS,
-          adapterDescription: harness!.adapterDescription,
-          maxWindowElements: window,
-          poisonOutput: true,
-        });
-        try {
-          const got = await harness!.run(() => merged(gpu, input, params));
-          const want = await merged(
-            createCpuEngine({ agents: AGENTS, maxWindowElements: window }),
-            input,
-            params,
-          );
-          expect(offF32(got, want)).toEqual([]);
-        } finally {
-          gpu.destroy();
-        }
+        const got = await withGpuEngine(
+          must(harness, 'the GPU harness'),
+          { agents: AGENTS, maxWindowElements: window },
+          (gpu) => merged(gpu, input, params),
+        );
+        const want = await merged(
+          createCpuEngine({ agents: AGENTS, maxWindowElements: window }),
+          input,
+          params,
+        );
+        expect(offF32(got, want)).toEqual([]);
       });
     }
 });
@@ -171,30 +164,23 @@ describe.skipIf(!harness)(`TIES cuts at tie-rank boundaries ${opened.skip ?? ''}
         density: kept.map((k) => (k + 0.5) / numel),
       };
       expect(params.density.map((d) => topKCount(d, numel))).toEqual(kept);
-      const h = must(harness, 'the GPU harness');
-      const gpu = createGpuEngine(h.device, {
-        agents: AGENTS,
-        adapterDescription: h.adapterDescription,
-        maxWindowElements: window,
-        poisonOutput: true,
-      });
-      try {
-        const got = await h.run(() => merged(gpu, input, params));
-        const want = await merged(
-          createCpuEngine({ agents: AGENTS, maxWindowElements: window }),
-          input,
-          params,
-        );
-        expect(offF32(got, want)).toEqual([]);
-        // One tie more kept by any one agent moves an element by a whole τ (every τ agrees, and they
-        // are summed, not averaged): each cut must show in the output.
-        for (const t of kept.keys()) {
-          const density = params.density.map((d, u) => (u === t ? (at(kept, t) + 1.5) / numel : d));
-          const oneMore = await merged(createCpuEngine({ agents: AGENTS }), input, { ...params, density });
-          expect(offF32(got, oneMore)).not.toEqual([]);
-        }
-      } finally {
-        gpu.destroy();
+      const got = await withGpuEngine(
+        must(harness, 'the GPU harness'),
+        { agents: AGENTS, maxWindowElements: window },
+        (gpu) => merged(gpu, input, params),
+      );
+      const want = await merged(
+        createCpuEngine({ agents: AGENTS, maxWindowElements: window }),
+        input,
+        params,
+      );
+      expect(offF32(got, want)).toEqual([]);
+      // One tie more kept by any one agent moves an element by a whole τ (every τ agrees, and they
+      // are summed, not averaged): each cut must show in the output.
+      for (const t of kept.keys()) {
+        const density = params.density.map((d, u) => (u === t ? (at(kept, t) + 1.5) / numel : d));
+        const oneMore = await merged(createCpuEngine({ agents: AGENTS }), input, { ...params, density });
+        expect(offF32(got, oneMore)).not.toEqual([]);
       }
     });
 });

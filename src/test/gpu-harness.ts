@@ -4,6 +4,8 @@
 
 import { acquireNodeGpu, type NodeGpu } from '../cli/node-gpu.ts';
 import { describeAdapter, requestEngineDevice, type EngineDevice } from '../engine/device.ts';
+import { createGpuEngine, type GpuEngineOptions } from '../engine/gpu-engine.ts';
+import type { MergeEngine } from '../methods/merge-types.ts';
 
 const SCOPES: readonly GPUErrorFilter[] = ['validation', 'out-of-memory', 'internal'];
 
@@ -83,4 +85,25 @@ export async function openGpuHarness(): Promise<HarnessResult> {
       },
     },
   };
+}
+
+/**
+ * Runs `use` inside the harness's error scopes with a GPU engine whose outputs are poisoned before
+ * every window (so an unwritten word shows), and destroys the engine afterwards.
+ */
+export async function withGpuEngine<T>(
+  harness: GpuHarness,
+  options: Omit<GpuEngineOptions, 'adapterDescription' | 'poisonOutput'>,
+  use: (gpu: MergeEngine) => Promise<T>,
+): Promise<T> {
+  const gpu = createGpuEngine(harness.device, {
+    ...options,
+    adapterDescription: harness.adapterDescription,
+    poisonOutput: true,
+  });
+  try {
+    return await harness.run(() => use(gpu));
+  } finally {
+    gpu.destroy();
+  }
 }
