@@ -23,8 +23,7 @@ fn merged_pair(p: u32) -> Merged {
     sum += w * x;
     weights += w;
     if (COUNT_BRANCHES) {
-      let voting = (x != vec2<f32>(0.0)) & vec2<bool>(w != 0.0) & (bits != base_bits);
-      branch = contribute(branch, t, voting, (x > vec2<f32>(0.0)) == vec2<bool>(w > 0.0));
+      branch = add_voter(branch, t, x, w, bits != base_bits);
     }
   }
   if (COUNT_BRANCHES) {

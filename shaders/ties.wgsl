@@ -73,8 +73,7 @@ fn summed_pair(p: u32) -> vec2<u32> {
     sum += w * x;
     weights += w;
     if (COUNT_BRANCHES) {
-      let voting = (x != vec2<f32>(0.0)) & vec2<bool>(w != 0.0) & (bits != base_bits);
-      branch = contribute(branch, t, voting, (x > vec2<f32>(0.0)) == vec2<bool>(w > 0.0));
+      branch = add_voter(branch, t, x, w, bits != base_bits);
     }
   }
   if (COUNT_BRANCHES) {
@@ -117,8 +116,7 @@ fn merged_pair(p: u32) -> vec2<u32> {
     sum_neg += select(vec2<f32>(0.0), w * x, neg);
     weights_neg += select(vec2<f32>(0.0), vec2<f32>(w), neg);
     if (COUNT_BRANCHES) {
-      // An element every model holds as the same NaN or ±Inf is unchanged, whatever x holds there.
-      branch = contribute(branch, t, voting & (bits != base_bits), agrees);
+      branch = add_voter(branch, t, x, w, bits != base_bits);
     }
   }
   let positive = vote >= vec2<f32>(0.0);

@@ -52,6 +52,14 @@ fn contribute(c: Contributors, t: u32, voting: vec2<bool>, up: vec2<bool>) -> Co
   );
 }
 
+// Adds agent t with weight w and sparsified tau x: a voter where w·x is non-zero and the agent's bits
+// differ from the base's (an element every model holds as the same NaN or ±Inf is unchanged, whatever
+// x holds there), on the side of the sign of w·x.
+fn add_voter(c: Contributors, t: u32, x: vec2<f32>, w: f32, changed: vec2<bool>) -> Contributors {
+  let voting = (x != vec2<f32>(0.0)) & vec2<bool>(w != 0.0) & changed;
+  return contribute(c, t, voting, (x > vec2<f32>(0.0)) == vec2<bool>(w > 0.0));
+}
+
 // Counts pair p (its second lane only inside the window), the sides in `keep_pos` / `keep_neg` being
 // the ones summed.
 fn count_branches(p: u32, c: Contributors, keep_pos: vec2<bool>, keep_neg: vec2<bool>) {
