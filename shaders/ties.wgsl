@@ -58,14 +58,16 @@ fn sparsified(t: u32, p: u32, x: vec2<f32>, key: vec2<u32>) -> vec2<f32> {
 
 // Task arithmetic of the sparsified tau (as task_arithmetic.wgsl): base + lambda * sum_t w_t tau_t,
 // over sum_t w_t when normalising unless that sum is below 1e-8 in magnitude.
-fn summed_pair(p: u32) -> vec2<u32> {
+fn summed_pair(p: u32) -> Merged {
   let base_bits = load_pair_bits(0u, p);
   let base = bitcast<vec2<f32>>(base_bits);
+  var scan = scan_start(0u, base_bits);
   var sum = vec2<f32>(0.0);
   var weights = 0.0;
   var branch = no_contributors();
   for (var t = 0u; t < AGENTS; t++) {
     let bits = load_pair_bits(t + 1u, p);
+    scan = scan_add(scan, bits);
     let raw = bitcast<vec2<f32>>(bits) - base;
     let key = select(bitcast<vec2<u32>>(raw) & vec2<u32>(0x7fffffffu), vec2<u32>(0u), bits == base_bits);
     let w = agents[t].weight;
@@ -82,18 +84,19 @@ fn summed_pair(p: u32) -> vec2<u32> {
   if (params.normalize != 0u && abs(weights) >= 1e-8) {
     sum = sum / weights;
   }
-  return bitcast<vec2<u32>>(base + params.scale * sum);
+  return Merged(bitcast<vec2<u32>>(base + params.scale * sum), scan);
 }
 
 // Each agent's inputs are loaded once: the sums over the agents that agree with either sign are
 // both kept, each in agent order, and the elected sign picks one, so the result is that of summing
 // the agreeing agents after the vote.
-fn merged_pair(p: u32) -> vec2<u32> {
+fn merged_pair(p: u32) -> Merged {
   if (!CONSENSUS) {
     return summed_pair(p);
   }
   let base_bits = load_pair_bits(0u, p);
   let base = bitcast<vec2<f32>>(base_bits);
+  var scan = scan_start(0u, base_bits);
   var vote = vec2<f32>(0.0);
   var sum_pos = vec2<f32>(0.0);
   var weights_pos = vec2<f32>(0.0);
@@ -102,6 +105,7 @@ fn merged_pair(p: u32) -> vec2<u32> {
   var branch = no_contributors();
   for (var t = 0u; t < AGENTS; t++) {
     let bits = load_pair_bits(t + 1u, p);
+    scan = scan_add(scan, bits);
     let raw = bitcast<vec2<f32>>(bits) - base;
     let key = select(bitcast<vec2<u32>>(raw) & vec2<u32>(0x7fffffffu), vec2<u32>(0u), bits == base_bits);
     let x = sparsified(t, p, raw, key);
@@ -128,7 +132,7 @@ fn merged_pair(p: u32) -> vec2<u32> {
   if (params.normalize != 0u) {
     sum = select(sum, sum / weights, weights != vec2<f32>(0.0));
   }
-  return bitcast<vec2<u32>>(base + params.scale * sum);
+  return Merged(bitcast<vec2<u32>>(base + params.scale * sum), scan);
 }
 
 @compute @workgroup_size(WORKGROUP)
@@ -143,8 +147,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
   if (lanes == 0u) {
     return;
   }
-  let scan = scan_inputs(0u, p);
-  let out = finish_pair(p, merged_pair(p), scan, vec2<bool>(true, lanes == 2u));
+  let m = merged_pair(p);
+  let out = finish_pair(p, m.bits, m.scan, vec2<bool>(true, lanes == 2u));
   if (OUT_DTYPE == DTYPE_F32) {
     output[e] = out.x;
     if (lanes == 2u) {

@@ -15,6 +15,7 @@ import { createTopKHistKernel, TOPK_HIST_SLOTS } from '../engine/kernels/topk_hi
 import { createTopKScanKernel } from '../engine/kernels/topk_scan.ts';
 import { createTopKTiesKernel } from '../engine/kernels/topk_ties.ts';
 import { flagCount } from '../engine/kernels/merge-bindings.ts';
+import { branchWords } from '../engine/kernels/branches.ts';
 import { encodeAgents, encodeParams, PARAMS_BYTES, type WindowParams } from '../engine/layout.ts';
 import {
   countGroups,
@@ -154,6 +155,7 @@ const io: KernelIo = {
   tie_counts: tieCounts,
   carry,
   counters: buffer('counters', statsLayout(AGENTS).count * 4),
+  branches: buffer('branches', branchWords(AGENTS) * 4),
 };
 const max = device.limits.maxComputeWorkgroupsPerDimension;
 
