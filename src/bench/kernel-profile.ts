@@ -14,6 +14,8 @@ import { createTiesKernel } from '../engine/kernels/ties.ts';
 import { createTopKHistKernel, TOPK_HIST_SLOTS } from '../engine/kernels/topk_hist.ts';
 import { createTopKScanKernel } from '../engine/kernels/topk_scan.ts';
 import { createTopKTiesKernel } from '../engine/kernels/topk_ties.ts';
+import { bracketGroups, BRACKET_WORDS, createTopKCountKernel } from '../engine/kernels/topk_count.ts';
+import { NO_KEY } from '../engine/kernels/topk_sample.ts';
 import { flagCount } from '../engine/kernels/merge-bindings.ts';
 import { branchWords } from '../engine/kernels/branches.ts';
 import { encodeAgents, encodeParams, PARAMS_BYTES, type WindowParams } from '../engine/layout.ts';
@@ -157,6 +159,8 @@ const io: KernelIo = {
   counters: buffer('counters', statsLayout(AGENTS).count * 4),
   branches: buffer('branches', branchWords(AGENTS) * 4),
 };
+const bracketBuffer = buffer('bracket', 2 * AGENTS * BRACKET_WORDS * 4);
+device.queue.writeBuffer(bracketBuffer, 0, bracketRows());
 const max = device.limits.maxComputeWorkgroupsPerDimension;
 
 interface Step {
@@ -166,6 +170,8 @@ interface Step {
   params?: Partial<WindowParams>;
   agents?: Uint8Array;
   clear?: GPUBuffer;
+  /** Written after `clear`, before the kernels. */
+  write?: { buffer: GPUBuffer; data: Uint32Array };
 }
 
 const mergeAgents = encodeAgents(
@@ -173,6 +179,15 @@ const mergeAgents = encodeAgents(
 );
 const histAgents = encodeAgents(states.map(() => ({ prefix: 0, searching: true })));
 const { shift, bits } = at(RADIX_DIGITS, 0);
+/** The count kernel's rows as a sample that bracketed each threshold at its own key would set them. */
+function bracketRows(): Uint32Array {
+  const words = new Uint32Array(AGENTS * BRACKET_WORDS);
+  states.forEach((s, t) => {
+    const v = s.threshold || 1;
+    words.set([t, v, v, 0, v, NO_KEY, NO_KEY, NO_KEY], t * BRACKET_WORDS);
+  });
+  return words;
+}
 // In order: the tie counts of one repeat are scanned, then ranked by the merge that follows them.
 const tiesIo = { ...io, tie_prefix: tieCounts };
 const variant = { inDtype: 'BF16', outDtype: 'BF16', agents: AGENTS } as const;
@@ -188,6 +203,28 @@ const steps: Step[] = [
     kernels: [{ kernel: await createTopKHistKernel(device, 'BF16', AGENTS) }],
     params: { digitShift: shift, digitBits: bits },
     agents: histAgents,
+    clear: io.histogram,
+  },
+  {
+    name: 'topk_count (bracket of one value)',
+    groups: bracketGroups(numel),
+    kernels: [
+      {
+        kernel: await createTopKCountKernel(device, 'BF16', AGENTS, 0, AGENTS, false),
+        io: { ...io, bracket: bracketBuffer },
+      },
+    ],
+    clear: io.histogram,
+  },
+  {
+    name: 'topk_count (bracket of four values)',
+    groups: bracketGroups(numel),
+    kernels: [
+      {
+        kernel: await createTopKCountKernel(device, 'BF16', AGENTS, 0, AGENTS, true),
+        io: { ...io, bracket: bracketBuffer },
+      },
+    ],
     clear: io.histogram,
   },
   {
@@ -240,8 +277,13 @@ async function timed(step: Step): Promise<{ cpu: number; wall: number }> {
   await device.queue.onSubmittedWorkDone();
   const cpu0 = process.cpuUsage();
   const wall0 = performance.now();
-  const encoder = device.createCommandEncoder({ label: `KernelProfile.${step.name}` });
+  let encoder = device.createCommandEncoder({ label: `KernelProfile.${step.name}` });
   if (step.clear) encoder.clearBuffer(step.clear);
+  if (step.write) {
+    device.queue.submit([encoder.finish()]);
+    device.queue.writeBuffer(step.write.buffer, 0, step.write.data);
+    encoder = device.createCommandEncoder({ label: `KernelProfile.${step.name}` });
+  }
   encoder.clearBuffer(carry);
   for (const k of step.kernels) k.kernel.encode(encoder, k.io ?? io, k.dispatch ?? d);
   device.queue.submit([encoder.finish()]);
@@ -269,6 +311,6 @@ for (const row of rows)
     `| ${row.step.name} | ${best(row.cpu).toFixed(0)} | ${best(row.wall).toFixed(0)} | ` +
       `${(best(row.cpu) / ram).toFixed(2)} |\n`,
   );
-for (const b of Object.values(io)) b.destroy();
+for (const b of [...Object.values(io), bracketBuffer]) b.destroy();
 engineDevice.destroy();
 node.release();

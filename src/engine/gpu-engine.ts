@@ -49,7 +49,7 @@ import type { MethodParams } from '../methods/types.ts';
 import { bandCounts } from '../methods/band.ts';
 import { DEFAULT_GAMMA } from '../methods/defaults.ts';
 import { methodOf, type MethodPlan } from '../methods/registry/index.ts';
-import { endOnFirstWindows, TopKSelect } from './topk-select.ts';
+import { endOnFirstWindows, TopKSelect, type SelectRoute } from './topk-select.ts';
 import type {
   MergeEngine,
   MergeOptions,
@@ -67,6 +67,8 @@ export interface GpuEngineOptions {
   memoryBudget?: number;
   /** Test aid: fill the output buffer with 0xFF bytes before every merge window, so unwritten words show. */
   poisonOutput?: boolean;
+  /** Test and benchmark aid: how each top-k of a tensor's TIES-family select was settled. */
+  onSelectRoutes?: (tensor: string, routes: readonly SelectRoute[]) => void;
 }
 
 export const DEFAULT_WINDOW_ELEMENTS = 2 ** 23;
@@ -188,6 +190,7 @@ class GpuEngine implements MergeEngine {
       agents: n,
       agentBuffer: this.agentBuffer,
       kernel: (key, make) => this.kernel(key, make),
+      ...(options.onSelectRoutes ? { onRoutes: options.onSelectRoutes } : {}),
       countPass: (job, pass) =>
         this.runPass(job, {
           label: pass.label,

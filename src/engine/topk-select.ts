@@ -1,5 +1,9 @@
-// The TIES top-k select on the GPU: per agent, the exact threshold and how many of its ties to keep,
-// from histograms of the |τ| bit patterns counted by topk_hist.wgsl over the tensor's windows.
+// The TIES top-k select on the GPU: per agent, the exact threshold and how many of its ties to keep.
+// First a sample of the |τ| keys (topk_sample.wgsl) brackets each threshold, and one cheap counting
+// pass (topk_count.wgsl) settles it exactly where the bracket holds it (topk-bracket.ts): the usual
+// case on 16-bit weights, whose |τ| take few distinct values. A tensor the sample took whole needs no
+// pass at all. What is still unsettled, and every f32 tensor, goes through the radix select:
+// histograms of the key bits counted by topk_hist.wgsl, one pass per digit.
 
 import {
   RADIX_BINS,
@@ -13,14 +17,31 @@ import type { TensorInput } from '../methods/merge-types.ts';
 import type { Kernel, KernelIo } from './kernels/kernel.ts';
 import { createTopKHistKernel, histogramBin, histogramCounts, TOPK_HIST_SLOTS } from './kernels/topk_hist.ts';
 import { encodeAgents, type WindowParams } from './layout.ts';
-import { countGroups, type Dispatch, type Window } from './plumbing.ts';
+import { countGroups, WORKGROUP_SIZE, type Dispatch, type Window } from './plumbing.ts';
 import type { Scheduler } from './scheduler.ts';
+import {
+  BRACKET_COUNTS,
+  BRACKET_VALUES,
+  BRACKET_WORDS,
+  bracketGroups,
+  createTopKCountKernel,
+} from './kernels/topk_count.ts';
+import { createTopKSampleKernel, NO_KEY } from './kernels/topk_sample.ts';
+import { chooseBracket, exactTopK, settleBracket, sortedKeys, type Bracket } from './topk-bracket.ts';
 
 /** What the select needs of an engine's job: the tensor and its windows. */
 export interface SelectJob {
   tensor: TensorInput;
   windows: readonly Window[];
+  /** Bytes between two input slots: the count kernel reads them as vec4, so it needs a multiple of 16. */
+  slotBytes: number;
 }
+
+/** How one top-k was settled, for tests and benchmarks: the routes of a tensor's select. */
+export type SelectRoute = 'trivial' | 'sample' | 'bracket' | 'radix';
+
+/** Element pairs sampled per agent (SAMPLE_PAIRS): 65536 keys, 256 KiB per agent to read back. */
+export const SAMPLE_PAIRS = 32768;
 
 /** One counting pass over a job's windows, with the base uploaded beside the agents. */
 export interface SelectPass {
@@ -41,6 +62,8 @@ export interface SelectHost<J extends SelectJob> {
   readonly agents: number;
   readonly agentBuffer: GPUBuffer;
   kernel(key: string, make: () => Promise<Kernel>): Promise<Kernel>;
+  /** Told how each top-k of a select was settled, in order. */
+  onRoutes?: (tensor: string, routes: readonly SelectRoute[]) => void;
   /** Runs the pass over every window; windows still resident from the last pass are not read again. */
   countPass(job: J, pass: SelectPass): Promise<void>;
 }
@@ -56,6 +79,7 @@ export function endOnFirstWindows(windows: readonly Window[]): Window[] {
 export class TopKSelect<J extends SelectJob> {
   private histogram: GPUBuffer | null = null;
   private readback: GPUBuffer | null = null;
+  private bracket: GPUBuffer | null = null;
   /** Per buffer set of the host: its io plus the histogram (stable objects, so bind groups are cached). */
   private readonly ios = new WeakMap<KernelIo, KernelIo>();
 
@@ -70,9 +94,132 @@ export class TopKSelect<J extends SelectJob> {
    */
   async select(job: J, counts: readonly number[]): Promise<TopKState[]> {
     const { tensor } = job;
+    const start = counts.map((k) => startTopK(k, tensor.numel));
+    const routes: SelectRoute[] = start.map((s) => (s.searching ? 'radix' : 'trivial'));
+    let states = start;
+    // A sample serves every dtype where it takes the whole tensor; else the count kernel must read
+    // 16-bit slots as vec4.
+    const whole = job.windows.length === 1 && Math.ceil(tensor.numel / 2) <= SAMPLE_PAIRS;
+    const countable = tensor.dtype !== 'F32' && job.slotBytes % 16 === 0;
+    if (states.some((s) => s.searching) && (whole || countable)) {
+      states = await this.sampled(job, counts, states, routes, whole);
+    }
+    states = await this.radix(job, states);
+    this.host.onRoutes?.(tensor.name, routes);
+    return states;
+  }
+
+  /**
+   * The sampled select: settles what a sample of the first window and one count pass can, marking
+   * each top-k's route; the rest is returned still searching, as it started. `whole`: the sample
+   * takes every pair of the tensor, so each top-k is exact from it.
+   */
+  private async sampled(
+    job: J,
+    counts: readonly number[],
+    states: readonly TopKState[],
+    routes: SelectRoute[],
+    whole: boolean,
+  ): Promise<TopKState[]> {
+    const { tensor } = job;
     const host = this.host;
     const n = host.agents;
-    let states = counts.map((k) => startTopK(k, tensor.numel));
+    const { histogram, readback } = this.buffers();
+    const first = job.windows[0];
+    if (!first) return [...states];
+    const sampler = await host.kernel(`topk_sample:${tensor.dtype}`, () =>
+      createTopKSampleKernel(host.device, tensor.dtype, n, SAMPLE_PAIRS),
+    );
+    await host.countPass(job, {
+      label: 'topk_sample',
+      order: [first],
+      groups: () => Math.ceil(SAMPLE_PAIRS / WORKGROUP_SIZE),
+      params: () => ({}),
+      encode: (encoder, io, d) => sampler.encode(encoder, this.io(io, histogram), d),
+    });
+    const sampleWords = n * 2 * SAMPLE_PAIRS;
+    const words = await this.readBack(histogram, readback, sampleWords * 4);
+    const keys = Array.from({ length: n }, (_, t) =>
+      sortedKeys(words.subarray(t * 2 * SAMPLE_PAIRS, (t + 1) * 2 * SAMPLE_PAIRS)),
+    );
+    const next = [...states];
+    const brackets: (Bracket | null)[] = states.map((s, i) => {
+      if (!s.searching) return null;
+      const sorted = keys[i % n] ?? new Uint32Array(0);
+      if (whole) {
+        next[i] = exactTopK(sorted, counts[i] ?? 0);
+        routes[i] = 'sample';
+        return null;
+      }
+      return chooseBracket(sorted, counts[i] ?? 0, tensor.numel);
+    });
+    if (!brackets.some((b) => b)) return next;
+    const found = await this.countBrackets(job, brackets);
+    brackets.forEach((b, i) => {
+      if (!b) return;
+      const row = found.subarray(i * BRACKET_COUNTS, (i + 1) * BRACKET_COUNTS);
+      const state = settleBracket(
+        b,
+        { above: row[0] ?? 0, other: row[1] ?? 0, equal: Array.from(row.subarray(2)) },
+        counts[i] ?? 0,
+      );
+      if (state) {
+        next[i] = state;
+        routes[i] = 'bracket';
+      }
+    });
+    return next;
+  }
+
+  /** One count pass over the tensor for every bracket (rows without one count nothing); its counters. */
+  private async countBrackets(job: J, brackets: readonly (Bracket | null)[]): Promise<Uint32Array> {
+    const { tensor } = job;
+    const host = this.host;
+    const n = host.agents;
+    const { histogram, readback } = this.buffers();
+    const bracketBuffer = this.bracketBuffer(brackets.length);
+    const rows = new Uint32Array(brackets.length * BRACKET_WORDS);
+    brackets.forEach((b, i) => {
+      const values = Array.from({ length: BRACKET_VALUES }, (_, j) => b?.values[j] ?? NO_KEY);
+      // A row without a bracket: nothing is above NO_KEY, nothing inside [NO_KEY, NO_KEY].
+      rows.set([0, b?.hi ?? NO_KEY, b?.lo ?? NO_KEY, 0, ...values], i * BRACKET_WORDS);
+    });
+    host.scheduler.write(bracketBuffer, 0, new Uint8Array(rows.buffer));
+    // Dispatches of up to four rows, skipping those with no bracket; general where a bracket holds
+    // more than one value.
+    const dispatches: Kernel[] = [];
+    for (let firstRow = 0; firstRow < brackets.length; firstRow += 4) {
+      const group = brackets.slice(firstRow, firstRow + 4);
+      if (!group.some((b) => b)) continue;
+      const general = group.some((b) => b && b.lo !== b.hi);
+      dispatches.push(
+        await host.kernel(`topk_count:${tensor.dtype}:${firstRow}:${group.length}:${general}`, () =>
+          createTopKCountKernel(host.device, tensor.dtype, n, firstRow, group.length, general),
+        ),
+      );
+    }
+    const bytes = brackets.length * BRACKET_COUNTS * 4;
+    host.scheduler.submit('topk_count.clear', (encoder) => encoder.clearBuffer(histogram, 0, bytes));
+    await host.countPass(job, {
+      label: 'topk_count',
+      order: endOnFirstWindows(job.windows),
+      groups: (w) => bracketGroups(w.count),
+      params: () => ({}),
+      encode: (encoder, io, d) => {
+        const bound = { ...this.io(io, histogram), bracket: bracketBuffer };
+        for (const kernel of dispatches) kernel.encode(encoder, bound, d);
+      },
+    });
+    return this.readBack(histogram, readback, bytes);
+  }
+
+  /** The radix select of every top-k still searching: one histogram pass per digit while any is. */
+  private async radix(job: J, start: readonly TopKState[]): Promise<TopKState[]> {
+    const { tensor } = job;
+    const host = this.host;
+    const n = host.agents;
+    let states = [...start];
+    if (!states.some((s) => s.searching)) return states;
     const kernel = await host.kernel(`topk_hist:${tensor.dtype}`, () =>
       createTopKHistKernel(host.device, tensor.dtype, host.agents),
     );
@@ -101,10 +248,7 @@ export class TopKSelect<J extends SelectJob> {
           params: () => ({ digitShift: shift, digitBits: bits }),
           encode: (encoder, io, d) => kernel.encode(encoder, this.io(io, histogram), d),
         });
-        host.scheduler.submit('topk_hist.readback', (encoder) =>
-          encoder.copyBufferToBuffer(histogram, 0, readback, 0, histogram.size),
-        );
-        const words = new Uint32Array((await host.scheduler.read(readback, histogram.size)).buffer);
+        const words = await this.readBack(histogram, readback, histogram.size);
         states = states.map((s, i) => {
           if (!counted[i]) return s;
           const t = i % n;
@@ -119,10 +263,19 @@ export class TopKSelect<J extends SelectJob> {
     return states;
   }
 
+  /** Copies the first `bytes` of the histogram buffer out after the work submitted so far. */
+  private async readBack(histogram: GPUBuffer, readback: GPUBuffer, bytes: number): Promise<Uint32Array> {
+    this.host.scheduler.submit('topk.readback', (encoder) =>
+      encoder.copyBufferToBuffer(histogram, 0, readback, 0, bytes),
+    );
+    return new Uint32Array((await this.host.scheduler.read(readback, bytes)).buffer);
+  }
+
   destroy(): void {
     this.histogram?.destroy();
     this.readback?.destroy();
-    this.histogram = this.readback = null;
+    this.bracket?.destroy();
+    this.histogram = this.readback = this.bracket = null;
   }
 
   private buffers(): { histogram: GPUBuffer; readback: GPUBuffer } {
@@ -139,6 +292,19 @@ export class TopKSelect<J extends SelectJob> {
       usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
     });
     return { histogram: this.histogram, readback: this.readback };
+  }
+
+  /** Room for `rows` brackets; grown when a select asks more (Model Breadcrumbs asks 2N rows). */
+  private bracketBuffer(rows: number): GPUBuffer {
+    const bytes = rows * BRACKET_WORDS * 4;
+    if (this.bracket && this.bracket.size >= bytes) return this.bracket;
+    this.bracket?.destroy();
+    this.bracket = this.host.device.createBuffer({
+      label: 'TopKSelect.bracket',
+      size: bytes,
+      usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+    });
+    return this.bracket;
   }
 
   private io(hostIo: KernelIo, histogram: GPUBuffer): KernelIo {

@@ -1,0 +1,154 @@
+// TIES top-k select, step 1 where a sample has bracketed the thresholds (src/engine/topk-select.ts):
+// per row (a top-k of agent row mod AGENTS), the keys above the bracket's top `hi`, the keys equal to
+// each of up to four values the sample found inside the bracket, and the other keys inside it
+// [lo, hi]. When no other key is inside, those counts give the exact threshold and its ties; else the
+// host falls back to the radix select (topk_hist). Zero keys are never counted (keeping a zero
+// changes nothing); the keys are those of pair_keys in inputs.wgsl.
+//
+// On SwiftShader a pass costs what its loads and per-key work cost, so this one reads 16-bit inputs
+// a vec4 (eight keys) at a time, keeps its counts in 8-bit fields of plain values (row i of the
+// dispatch in bits 8i..8i+7; an invocation sees 64 keys) and adds them once per row per workgroup:
+// no atomic per key, which is what the radix histogram pays. A dispatch counts up to four rows,
+// FIRST_ROW on, loading the base once for all of them. Input slots must start on 16-byte
+// boundaries (slot_words a multiple of 4; the host checks).
+//
+// bracket (host-written): per row (unused, hi, lo, unused), then its values (v0, v1, v2, v3),
+// descending, unused ones NO_KEY. histogram (host-cleared): per row COUNTS words: above, other,
+// then equal to v0..v3.
+
+override FIRST_ROW: u32 = 0u;
+// Rows of this dispatch, 1 to 4.
+override ROWS: u32 = 1u;
+// Some row's bracket holds more than one value (else only `above` and v0's count are kept).
+override GENERAL: bool = true;
+
+// vec4 words per invocation: 64 keys, 16384 per workgroup (COUNT_QUADS in topk_count.ts).
+const QUADS: u32 = 8u;
+const COUNTS: u32 = 6u;
+
+@group(0) @binding(1) var<storage, read> inputs: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read_write> histogram: array<atomic<u32>>;
+@group(0) @binding(4) var<storage, read> bracket: array<vec4<u32>>;
+
+var<workgroup> local: array<atomic<u32>, 4u * COUNTS>;
+
+// f32 bits of the low (`high` false) or high 16-bit halves of four input words.
+fn halves(words: vec4<u32>, high: bool) -> vec4<u32> {
+  let h = select(words & vec4<u32>(0xffffu), words >> vec4<u32>(16u), high);
+  if (IN_DTYPE == DTYPE_BF16) {
+    return h << vec4<u32>(16u);
+  }
+  return vec4<u32>(f16_to_f32_bits(h.x), f16_to_f32_bits(h.y), f16_to_f32_bits(h.z), f16_to_f32_bits(h.w));
+}
+
+// pair_keys (inputs.wgsl) of four elements: |a - b| bits, 0 where a and b hold the same bits.
+fn keys4(a: vec4<u32>, b: vec4<u32>, valid: vec4<bool>) -> vec4<u32> {
+  let x = bitcast<vec4<f32>>(a) - bitcast<vec4<f32>>(b);
+  return select(vec4<u32>(0u), bitcast<vec4<u32>>(x) & vec4<u32>(0x7fffffffu), valid & (a != b));
+}
+
+// Adds a lane-packed counter's 8-bit fields (row i in bits 8i..8i+7) to counter `c` of each row.
+fn flush(c: u32, packed: vec4<u32>) {
+  let sum = packed.x + packed.y + packed.z + packed.w;
+  for (var i = 0u; i < ROWS; i++) {
+    let n = (sum >> (8u * i)) & 0xffu;
+    if (n != 0u) {
+      atomicAdd(&local[i * COUNTS + c], n);
+    }
+  }
+}
+
+// Counts one row's keys of four elements into the packed counters at `bit`.
+struct Counts {
+  above: vec4<u32>,
+  other: vec4<u32>,
+  e0: vec4<u32>,
+  e1: vec4<u32>,
+  e2: vec4<u32>,
+  e3: vec4<u32>,
+}
+
+// One row's bracket: (unused, hi, lo, unused) and its values, as loaded once per vec4 of inputs.
+struct Row {
+  head: vec4<u32>,
+  values: vec4<u32>,
+}
+
+fn count_keys(c: Counts, row: Row, keys: vec4<u32>, bit: vec4<u32>) -> Counts {
+  let zero = vec4<u32>(0u);
+  let hi = vec4<u32>(row.head.y);
+  var out = c;
+  out.above += select(zero, bit, keys > hi);
+  // A bracket of one value (the common case on bf16 weights: a threshold among many equal keys)
+  // needs only one more count.
+  if (!GENERAL) {
+    out.e0 += select(zero, bit, keys == hi);
+    return out;
+  }
+  // A wider bracket holds about 1% of the keys: they alone take the branch that sorts them.
+  let inside = (keys >= vec4<u32>(row.head.z)) & (keys <= hi) & (keys != zero);
+  if (any(inside)) {
+    let m0 = keys == vec4<u32>(row.values.x);
+    let m1 = keys == vec4<u32>(row.values.y);
+    let m2 = keys == vec4<u32>(row.values.z);
+    let m3 = keys == vec4<u32>(row.values.w);
+    out.e0 += select(zero, bit, m0);
+    out.e1 += select(zero, bit, m1);
+    out.e2 += select(zero, bit, m2);
+    out.e3 += select(zero, bit, m3);
+    out.other += select(zero, bit, inside & !(m0 | m1 | m2 | m3));
+  }
+  return out;
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let group = workgroup_index(wid);
+  if (group >= params.groups) {
+    return;
+  }
+  if (lid < ROWS * COUNTS) {
+    atomicStore(&local[lid], 0u);
+  }
+  workgroupBarrier();
+  let zero = vec4<u32>(0u);
+  var c = Counts(zero, zero, zero, zero, zero, zero);
+  let slot = params.slot_words / 4u;
+  let first = group * WORKGROUP * QUADS + lid;
+  for (var j = 0u; j < QUADS; j++) {
+    let q = first + j * WORKGROUP;
+    if (8u * q >= params.count) {
+      break;
+    }
+    // Element 8q + 2k (low half of word k) and 8q + 2k + 1 (high half).
+    let even = vec4<u32>(8u * q) + vec4<u32>(0u, 2u, 4u, 6u);
+    let valid_low = even < vec4<u32>(params.count);
+    let valid_high = even + vec4<u32>(1u) < vec4<u32>(params.count);
+    let base = inputs[q];
+    let base_low = halves(base, false);
+    let base_high = halves(base, true);
+    for (var i = 0u; i < ROWS; i++) {
+      let r = FIRST_ROW + i;
+      let words = inputs[(r % AGENTS + 1u) * slot + q];
+      let bit = vec4<u32>(1u << (8u * i));
+      let row = Row(bracket[2u * r], bracket[2u * r + 1u]);
+      c = count_keys(c, row, keys4(halves(words, false), base_low, valid_low), bit);
+      c = count_keys(c, row, keys4(halves(words, true), base_high, valid_high), bit);
+    }
+  }
+  flush(0u, c.above);
+  flush(2u, c.e0);
+  if (GENERAL) {
+    flush(1u, c.other);
+    flush(3u, c.e1);
+    flush(4u, c.e2);
+    flush(5u, c.e3);
+  }
+  workgroupBarrier();
+  if (lid < ROWS * COUNTS) {
+    let n = atomicLoad(&local[lid]);
+    if (n != 0u) {
+      atomicAdd(&histogram[FIRST_ROW * COUNTS + lid], n);
+    }
+  }
+}

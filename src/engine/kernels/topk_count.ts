@@ -1,0 +1,50 @@
+// Pipeline module of shaders/topk_count.wgsl: per top-k row, the keys above a sampled bracket, equal to
+// each of its known values, and the other keys inside it (src/engine/topk-select.ts reads them).
+
+import type { FloatDtype } from '../../format/dtype.ts';
+import source from '../../../shaders/topk_count.wgsl?raw';
+import { WORKGROUP_SIZE } from '../plumbing.ts';
+import { createKernel, DTYPE_CODE, type Kernel, type KernelSpec } from './kernel.ts';
+import { LAYOUT_SOURCES } from './sources.ts';
+
+export const TOPK_COUNT_KERNEL: KernelSpec = {
+  name: 'topk_count',
+  sources: [...LAYOUT_SOURCES, source],
+  bindings: [
+    { binding: 0, name: 'params', type: 'uniform' },
+    { binding: 1, name: 'inputs', type: 'read-only-storage' },
+    { binding: 2, name: 'histogram', type: 'storage' },
+    { binding: 4, name: 'bracket', type: 'read-only-storage' },
+  ],
+  constants: ['IN_DTYPE', 'AGENTS', 'FIRST_ROW', 'ROWS', 'GENERAL'],
+};
+
+/** Words per row of the bracket buffer: (active, hi, lo, unused), then BRACKET_VALUES values. */
+export const BRACKET_WORDS = 8;
+export const BRACKET_VALUES = 4;
+/** Counters per row (COUNTS): above, other, then one per value. */
+export const BRACKET_COUNTS = 2 + BRACKET_VALUES;
+
+/** vec4 words of 16-bit inputs per invocation (QUADS in topk_count.wgsl): 64 keys. */
+const COUNT_QUADS = 8;
+
+export function bracketGroups(count: number): number {
+  return Math.ceil(count / (8 * COUNT_QUADS * WORKGROUP_SIZE));
+}
+
+export function createTopKCountKernel(
+  device: GPUDevice,
+  inDtype: FloatDtype,
+  agents: number,
+  firstRow: number,
+  rows: number,
+  general: boolean,
+): Promise<Kernel> {
+  return createKernel(device, TOPK_COUNT_KERNEL, {
+    IN_DTYPE: DTYPE_CODE[inDtype],
+    AGENTS: agents,
+    FIRST_ROW: firstRow,
+    ROWS: rows,
+    GENERAL: general ? 1 : 0,
+  });
+}

@@ -1,0 +1,158 @@
+// The sampled TIES select on the GPU (topk_sample / topk_count, src/engine/topk-select.ts): every route
+// a top-k can take — exact from a sample that took the whole tensor, settled by one count pass over a
+// bracket of one or several values, or sent on to the radix select after a miss, for f32, or for
+// slots the count kernel cannot read as vec4 — must keep exactly the CPU engine's entries on fresh
+// seeded bf16 inputs, and each case must really take the route it is about (the engine reports them).
+import { afterAll, describe, expect, it } from 'vitest';
+import { createCpuEngine } from './cpu-engine.ts';
+import type { SelectRoute } from './topk-select.ts';
+import { defaultParams } from '../methods/defaults.ts';
+import { mergeBytes, offF32, seededRandom, tensorInput } from '../methods/test-tensors.ts';
+import { bf16ToF32, decodeFloats, encodeFloats, f32ToBf16, type FloatDtype } from '../format/dtype.ts';
+import type { MethodName, MethodParams } from '../methods/types.ts';
+import { openGpuHarness, withGpuEngine } from '../test/gpu-harness.ts';
+import { must } from '../io/checked.ts';
+
+const opened = await openGpuHarness();
+const harness = opened.harness;
+afterAll(() => harness?.close());
+
+/**
+ * bf16 models: a base about N(0, 0.03²) and agents that change a share of it by `steps` bf16 ulps
+ * each (1–`steps`, either sign), so |τ| takes few distinct values with long runs of ties. With
+ * `quietHead`, the first `quietHead` elements change by one ulp only and much more rarely, so a
+ * sample of the first window misjudges the whole tensor.
+ */
+function rlModels(numel: number, agents: number, steps: number, seed: number, quietHead = 0): Uint16Array[] {
+  const random = seededRandom(seed);
+  const base = Uint16Array.from({ length: numel }, () =>
+    f32ToBf16((random() + random() + random() - 1.5) * 0.05),
+  );
+  const models = [base];
+  for (let t = 0; t < agents; t++)
+    models.push(
+      base.map((b, i) => {
+        const quiet = i < quietHead;
+        if (random() >= (quiet ? 0.05 : 0.3 + 0.15 * t)) return b;
+        const n = quiet ? 1 : 1 + Math.floor(random() * steps);
+        const value = bf16ToF32(b);
+        return f32ToBf16(value + (random() < 0.5 ? -n : n) * Math.max(Math.abs(value), 1e-30) * 2 ** -7);
+      }),
+    );
+  return models;
+}
+
+interface Case {
+  name: string;
+  method: MethodName;
+  numel: number;
+  agents: number;
+  steps: number;
+  window?: number;
+  quietHead?: number;
+  dtype?: FloatDtype;
+  /** The routes the searching top-ks take (trivial ones aside), or with `some`, a route one of them takes. */
+  routes: readonly SelectRoute[];
+  some?: boolean;
+}
+
+const cases: Case[] = [
+  {
+    name: 'a small tensor, exact from the sample',
+    method: 'ties',
+    numel: 30_001,
+    agents: 3,
+    steps: 2,
+    routes: ['sample'],
+  },
+  {
+    name: 'runs of ties, one count pass',
+    method: 'ties',
+    numel: 150_000,
+    agents: 3,
+    steps: 1,
+    routes: ['bracket'],
+  },
+  {
+    name: 'many distinct |τ|, brackets of several values',
+    method: 'ties',
+    numel: 150_000,
+    agents: 3,
+    steps: 8,
+    routes: ['bracket'],
+  },
+  {
+    name: 'several windows',
+    method: 'ties',
+    numel: 150_000,
+    agents: 2,
+    steps: 3,
+    window: 40_000,
+    routes: ['bracket'],
+  },
+  {
+    name: 'a first window unlike the rest: the bracket misses, the radix select settles it',
+    method: 'ties',
+    numel: 150_000,
+    agents: 2,
+    steps: 2,
+    window: 40_000,
+    quietHead: 40_000,
+    routes: ['radix'],
+    some: true,
+  },
+  {
+    name: 'Breadcrumbs, 5 agents: ten rows in three dispatches',
+    method: 'breadcrumbs_ties',
+    numel: 150_000,
+    agents: 5,
+    steps: 3,
+    routes: ['bracket'],
+  },
+  {
+    name: 'slots not on 16 bytes: radix',
+    method: 'ties',
+    numel: 150_001,
+    agents: 3,
+    steps: 2,
+    routes: ['radix'],
+  },
+  {
+    name: 'f32: radix',
+    method: 'ties',
+    numel: 150_000,
+    agents: 3,
+    steps: 2,
+    dtype: 'F32',
+    routes: ['radix'],
+  },
+];
+
+describe.skipIf(!harness)(`sampled TIES select ${opened.skip ?? ''}`, () => {
+  for (const [i, c] of cases.entries())
+    it(`${c.name}: the CPU engine's entries`, async () => {
+      const dtype = c.dtype ?? 'BF16';
+      const models = rlModels(c.numel, c.agents, c.steps, 40 + i, c.quietHead);
+      const bytes = models.map((m) =>
+        dtype === 'BF16' ? new Uint8Array(m.buffer) : encodeFloats('F32', Float64Array.from(m, bf16ToF32)),
+      );
+      const input = tensorInput('model.layers.3.mlp.down_proj.weight', dtype, bytes);
+      const params: MethodParams = {
+        ...defaultParams(c.method, c.agents),
+        density: Array.from({ length: c.agents }, (_, t) => [0.2, 0.5, 0.35, 0.9, 0.05][t % 5] ?? 0.5),
+      };
+      const options = { params, lambdas: [], outDtype: 'F32' as const };
+      const seen: SelectRoute[] = [];
+      const got = await withGpuEngine(
+        must(harness, 'the GPU harness'),
+        { agents: c.agents, maxWindowElements: c.window, onSelectRoutes: (_, r) => seen.push(...r) },
+        async (gpu) => decodeFloats('F32', await mergeBytes(gpu, input, options), c.numel),
+      );
+      const cpu = createCpuEngine({ agents: c.agents, maxWindowElements: c.window });
+      const want = decodeFloats('F32', await mergeBytes(cpu, input, options), c.numel);
+      expect(offF32(got, want)).toEqual([]);
+      const taken = new Set(seen.filter((r) => r !== 'trivial'));
+      if (c.some) expect([...taken]).toEqual(expect.arrayContaining([...c.routes]));
+      else expect(taken).toEqual(new Set(c.routes));
+    });
+});
