@@ -101,6 +101,25 @@ fn count_keys(c: Counts, row: Row, keys: vec4<u32>, bit: vec4<u32>) -> Counts {
   return out;
 }
 
+// Row FIRST_ROW + i's keys of the eight elements of vec4 word q, counted in field i.
+fn count_row(
+  c: Counts,
+  i: u32,
+  q: u32,
+  slot: u32,
+  base_low: vec4<u32>,
+  base_high: vec4<u32>,
+  valid_low: vec4<bool>,
+  valid_high: vec4<bool>,
+) -> Counts {
+  let r = FIRST_ROW + i;
+  let words = inputs[(r % AGENTS + 1u) * slot + q];
+  let bit = vec4<u32>(1u << (8u * i));
+  let row = Row(bracket[2u * r], bracket[2u * r + 1u]);
+  let low = count_keys(c, row, keys4(halves(words, false), base_low, valid_low), bit);
+  return count_keys(low, row, keys4(halves(words, true), base_high, valid_high), bit);
+}
+
 @compute @workgroup_size(WORKGROUP)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
   let group = workgroup_index(wid);
@@ -127,13 +146,17 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
     let base = inputs[q];
     let base_low = halves(base, false);
     let base_high = halves(base, true);
-    for (var i = 0u; i < ROWS; i++) {
-      let r = FIRST_ROW + i;
-      let words = inputs[(r % AGENTS + 1u) * slot + q];
-      let bit = vec4<u32>(1u << (8u * i));
-      let row = Row(bracket[2u * r], bracket[2u * r + 1u]);
-      c = count_keys(c, row, keys4(halves(words, false), base_low, valid_low), bit);
-      c = count_keys(c, row, keys4(halves(words, true), base_high, valid_high), bit);
+    // Rows written out: SwiftShader does not unroll a loop of a constant count, and unrolled, each
+    // row's field and slot are constants.
+    c = count_row(c, 0u, q, slot, base_low, base_high, valid_low, valid_high);
+    if (ROWS > 1u) {
+      c = count_row(c, 1u, q, slot, base_low, base_high, valid_low, valid_high);
+    }
+    if (ROWS > 2u) {
+      c = count_row(c, 2u, q, slot, base_low, base_high, valid_low, valid_high);
+    }
+    if (ROWS > 3u) {
+      c = count_row(c, 3u, q, slot, base_low, base_high, valid_low, valid_high);
     }
   }
   flush(0u, c.above);
