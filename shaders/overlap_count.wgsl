@@ -58,8 +58,18 @@ fn special(bits: vec2<u32>) -> vec2<bool> {
   return (bits & vec2<u32>(EXPONENT)) == vec2<u32>(EXPONENT);
 }
 
-// Rare path: the lanes of pair p that are non-finite, in all and per model holding NaN or ±Inf.
-fn count_non_finite(p: u32, non_finite: vec2<bool>) {
+// Rare path, for the lanes of pair p where some model holds NaN or ±Inf: those whose bits differ
+// somewhere are non-finite, counted in all and per model holding NaN or ±Inf; the rest are unchanged.
+fn count_non_finite(p: u32, any_special: vec2<bool>) {
+  let base_bits = load_pair_bits(0u, p);
+  var differs = vec2<bool>(false);
+  for (var t = 1u; t <= AGENTS; t++) {
+    differs |= load_pair_bits(t, p) != base_bits;
+  }
+  let non_finite = any_special & differs;
+  if (!any(non_finite)) {
+    return;
+  }
   atomicAdd(&counters[NONFINITE], countOneBits(select(0u, 1u, non_finite.x) | select(0u, 2u, non_finite.y)));
   for (var m = 0u; m <= AGENTS; m++) {
     let hit = non_finite & special(load_pair_bits(m, p));
@@ -70,27 +80,46 @@ fn count_non_finite(p: u32, non_finite: vec2<bool>) {
   }
 }
 
+// One model's f32 bits of elements 2p, 2p+1, and whether each holds NaN or ±Inf in bit 15 (element
+// 2p) and bit 31 (element 2p+1) of `carry`: an exponent field of all ones carries into the bit above
+// it when one is added at its lowest bit. A 16-bit input does both elements on its stored word at once.
+struct ModelPair {
+  bits: vec2<u32>,
+  carry: u32,
+}
+
+fn model_pair(slot: u32, p: u32) -> ModelPair {
+  if (IN_DTYPE == DTYPE_F32) {
+    let bits = load_pair_bits(slot, p);
+    let c = (bits & vec2<u32>(EXPONENT)) + vec2<u32>(0x00800000u);
+    return ModelPair(bits, (c.x >> 16u) | c.y);
+  }
+  let word = inputs[slot * params.slot_words + p];
+  let bits = vec2<u32>(decode16(IN_DTYPE, word & 0xffffu), decode16(IN_DTYPE, word >> 16u));
+  if (IN_DTYPE == DTYPE_BF16) {
+    return ModelPair(bits, (word & 0x7f807f80u) + 0x00800080u);
+  }
+  return ModelPair(bits, (word & 0x7c007c00u) + 0x04000400u);
+}
+
 // The set of agents that changed each of elements 2p, 2p+1 where `valid` says they lie in the window;
-// 0 where any model holds NaN or ±Inf (unchanged if all hold the same bits, else non-finite). Special
-// values are told on bit patterns: the least missing exponent bits over the models is 0 exactly when
-// one of them has an all-ones exponent.
+// 0 where any model holds NaN or ±Inf (unchanged if all hold the same bits, else non-finite, which the
+// rare path tells apart and counts). Special values are told on bit patterns: an exponent field of all
+// ones carries into the bit above it when one is added at its lowest bit.
 fn changed_sets(p: u32, valid: vec2<bool>) -> vec2<u32> {
-  let base_bits = load_pair_bits(0u, p);
-  let base = bitcast<vec2<f32>>(base_bits);
-  var least = ~base_bits & vec2<u32>(EXPONENT);
-  var diff = vec2<u32>(0u);
+  let b = model_pair(0u, p);
+  let base = bitcast<vec2<f32>>(b.bits);
+  var carry = b.carry;
   var changed = vec2<u32>(0u);
   for (var t = 0u; t < AGENTS; t++) {
-    let bits = load_pair_bits(t + 1u, p);
-    least = min(least, ~bits & vec2<u32>(EXPONENT));
-    diff |= bits ^ base_bits;
-    let x = bitcast<vec2<f32>>(bits) - base;
+    let a = model_pair(t + 1u, p);
+    carry |= a.carry;
+    let x = bitcast<vec2<f32>>(a.bits) - base;
     changed |= select(vec2<u32>(0u), vec2<u32>(1u << t), abs(x) > vec2<f32>(params.epsilon));
   }
-  let any_special = least == vec2<u32>(0u);
-  let non_finite = valid & any_special & (diff != vec2<u32>(0u));
-  if (any(non_finite)) {
-    count_non_finite(p, non_finite);
+  let any_special = valid & ((vec2<u32>(carry) & vec2<u32>(0x8000u, 0x80000000u)) != vec2<u32>(0u));
+  if (any(any_special)) {
+    count_non_finite(p, any_special);
   }
   return select(vec2<u32>(0u), changed, valid & !any_special);
 }
