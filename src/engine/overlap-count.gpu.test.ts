@@ -1,8 +1,9 @@
 // The counting pass before a tensor-local RAM+ merge (shaders/overlap_count.wgsl): per agent its changed
 // and unique elements and the non-finite ones, checked against the CPU reference statistics on fresh
 // seeded inputs with NaN / ±Inf written in, over windows of several workgroups laid out as 2D
-// dispatches, odd element counts, and every agent-field layout (N ≤ 4 in one word, up to 16 and 32 in
-// vectors). The input buffer starts as random bytes, so padding and stale words must not count.
+// dispatches, odd element counts, agents written out (N ≤ 8) and looped, and every agent-field layout
+// (N ≤ 4 in one word, up to 16 and 32 in vectors). The input buffer starts as random bytes, so padding
+// and stale words must not count.
 import { afterAll, describe, expect, it } from 'vitest';
 import { dtypeBits, type FloatDtype } from '../format/dtype.ts';
 import { at, must } from '../io/checked.ts';
@@ -42,6 +43,7 @@ const CASES: Case[] = [
   { dtype: 'F16', agents: 2, numel: 65_537, window: 20_001, perDimension: 1, differ: 9, kept: 4 },
   { dtype: 'BF16', agents: 3, numel: 300_001, window: 140_001, perDimension: 2, differ: 17, kept: 5 },
   { dtype: 'BF16', agents: 5, numel: 65_535, window: 65_535, perDimension: 65_535, differ: 7, kept: 3 },
+  { dtype: 'F16', agents: 8, numel: 20_001, window: 20_001, perDimension: 65_535, differ: 5, kept: 2 },
   { dtype: 'F32', agents: 9, numel: 40_001, window: 13_333, perDimension: 65_535, differ: 5, kept: 2 },
   { dtype: 'F16', agents: 20, numel: 3_001, window: 1_000, perDimension: 65_535, differ: 3, kept: 1 },
   { dtype: 'BF16', agents: 32, numel: 8_001, window: 8_001, perDimension: 65_535, differ: 3, kept: 1 },
