@@ -113,7 +113,8 @@ struct Scan {
 fn add_agent(s: Scan, t: u32, p: u32, base: vec2<f32>) -> Scan {
   let a = model_pair(t + 1u, p);
   let x = bitcast<vec2<f32>>(a.bits) - base;
-  return Scan(s.carry | a.carry, s.changed | select(vec2<u32>(0u), vec2<u32>(1u << t), abs(x) > vec2<f32>(params.epsilon)));
+  let bit = select(vec2<u32>(0u), vec2<u32>(1u << t), abs(x) > vec2<f32>(params.epsilon));
+  return Scan(s.carry | a.carry, s.changed | bit);
 }
 
 // Agents written out in changed_sets: SwiftShader does not unroll a loop of constant trip count, and at
