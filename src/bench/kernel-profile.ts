@@ -10,6 +10,7 @@ import { requestEngineDevice } from '../engine/device.ts';
 import type { Kernel, KernelIo } from '../engine/kernels/kernel.ts';
 import { createRamKernel } from '../engine/kernels/ram.ts';
 import { createStatsKernel, statsLayout } from '../engine/kernels/stats.ts';
+import { createOverlapCountKernel, overlapCountGroups } from '../engine/kernels/overlap_count.ts';
 import { createTiesKernel } from '../engine/kernels/ties.ts';
 import { createTopKHistKernel, TOPK_HIST_SLOTS } from '../engine/kernels/topk_hist.ts';
 import { createTopKScanKernel } from '../engine/kernels/topk_scan.ts';
@@ -259,6 +260,12 @@ const steps: Step[] = [
     name: 'stats, overlap only',
     groups: statsGroups(numel),
     kernels: [{ kernel: await createStatsKernel(device, 'BF16', AGENTS, true) }],
+    clear: io.counters,
+  },
+  {
+    name: 'overlap_count (ramplus_tl counting pass)',
+    groups: overlapCountGroups(numel),
+    kernels: [{ kernel: await createOverlapCountKernel(device, 'BF16', AGENTS) }],
     clear: io.counters,
   },
 ];

@@ -22,6 +22,7 @@ import {
   encodeDraw,
   encodeView,
 } from './kernels/mask.ts';
+import { OVERLAP_COUNT_ITEMS, OVERLAP_COUNT_KERNEL, overlapCountWords } from './kernels/overlap_count.ts';
 import { RAM_KERNEL } from './kernels/ram.ts';
 import { STATS_KERNEL, statsLayout } from './kernels/stats.ts';
 import { TASK_ARITHMETIC_KERNEL } from './kernels/task_arithmetic.ts';
@@ -47,6 +48,7 @@ const KERNELS: KernelSpec[] = [
   TASK_ARITHMETIC_KERNEL,
   TIES_KERNEL,
   STATS_KERNEL,
+  OVERLAP_COUNT_KERNEL,
   TOPK_HIST_KERNEL,
   TOPK_TIES_KERNEL,
   TOPK_SCAN_KERNEL,
@@ -136,6 +138,16 @@ describe('constants shared by WGSL and TypeScript', () => {
     expect(2 * constant(stats, 'PAIRS')).toBe(STATS_ITEMS);
     expect(2 * constant(kernelSource(TOPK_HIST_KERNEL), 'PAIRS')).toBe(COUNT_ITEMS);
     expect(constant(kernelSource(TOPK_HIST_KERNEL), 'MAX_BINS')).toBe(RADIX_BINS);
+  });
+
+  it('counts OVERLAP_COUNT_ITEMS elements per invocation in the ramplus_tl pass, into 3N + 2 counters', () => {
+    const source = kernelSource(OVERLAP_COUNT_KERNEL);
+    expect(2 * constant(source, 'PAIRS')).toBe(OVERLAP_COUNT_ITEMS);
+    // Each pair adds at most 2 to an agent's 8-bit field.
+    expect(OVERLAP_COUNT_ITEMS).toBeLessThanOrEqual(255);
+    expect(source).toContain('override NONFINITE: u32 = 2u * AGENTS;');
+    // changed and unique (2N), nonFinite, then one per model: the last at NONFINITE + 1 + N.
+    expect(overlapCountWords(3)).toBe(2 * 3 + 1 + 3 + 1);
   });
 
   it('writes NORM_GROUPS partial sums per agent in the DARE norms pass', () => {

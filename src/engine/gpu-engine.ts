@@ -6,7 +6,7 @@ import { dtypeBits } from '../format/dtype.ts';
 import { at } from '../io/checked.ts';
 import { dareKeepBelow, dareScale, fnv1a32 } from '../methods/rng.ts';
 import { topKCount, type TopKState } from '../methods/select.ts';
-import { deriveTensorStats, emptyTensorStats, tensorLocalLambdas } from '../methods/stats.ts';
+import { deriveTensorStats, emptyTensorStats, localLambdas } from '../methods/stats.ts';
 import { dareScalePlan, emptyDareNorms, l1Scales } from '../methods/dare-norms.ts';
 import { addDareNorms, createDareNormsKernel, dareNormsBytes, NORM_GROUPS } from './kernels/dare_norms.ts';
 import { checkMergeOptions, forTensor, NonFiniteTally, throwIfAborted } from '../methods/errors.ts';
@@ -21,6 +21,14 @@ import {
 } from './kernels/merge-bindings.ts';
 import { createRamKernel } from './kernels/ram.ts';
 import { addStatsCounters, createStatsKernel, statsLayout } from './kernels/stats.ts';
+import {
+  addOverlapCounters,
+  createOverlapCountKernel,
+  emptyOverlapCounts,
+  overlapCountGroups,
+  overlapCountWords,
+  type OverlapCounts,
+} from './kernels/overlap_count.ts';
 import { addBranchCounters, branchWords } from './kernels/branches.ts';
 import { createTaskArithmeticKernel } from './kernels/task_arithmetic.ts';
 import { createTiesKernel } from './kernels/ties.ts';
@@ -254,9 +262,8 @@ class GpuEngine implements MergeEngine {
         : {}),
     }));
     if (plan.lambdas === 'tensor') {
-      const stats = emptyTensorStats(tensor.name, tensor.dtype, tensor.numel, this.agents);
-      await this.statsPass(job, params.epsilon, stats, true);
-      const local = tensorLocalLambdas(deriveTensorStats(stats), params.r, params.alpha, params.epsilon);
+      const counts = await this.overlapCountPass(job, params.epsilon);
+      const local = localLambdas(counts, params.r, params.alpha, params.epsilon);
       agents.forEach((a, t) => (a.lambda = local[t]));
     }
     const band = plan.sparsify === 'band';
@@ -399,20 +406,15 @@ class GpuEngine implements MergeEngine {
     return this.selectTopK(job, [...bands.map((b) => b.outliers + b.kept), ...bands.map((b) => b.outliers)]);
   }
 
-  /**
-   * `beforeMerge`: the pass before a tensor-local RAM+ merge, which counts only what its λ takes
-   * (createStatsKernel's overlapOnly) and ends on the windows the merge starts with, still resident.
-   */
-  private async statsPass(job: Job, epsilon: number, stats: TensorStats, beforeMerge = false): Promise<void> {
+  private async statsPass(job: Job, epsilon: number, stats: TensorStats): Promise<void> {
     const dtype = job.tensor.dtype;
-    const kernel = await this.kernel(`stats:${dtype}:${beforeMerge}`, () =>
-      createStatsKernel(this.device, dtype, this.agents, beforeMerge),
+    const kernel = await this.kernel(`stats:${dtype}`, () =>
+      createStatsKernel(this.device, dtype, this.agents),
     );
     const counters = statsLayout(this.agents).count;
     await this.runPass(job, {
       label: 'stats',
       withBase: true,
-      ...(beforeMerge ? { order: endOnFirstWindows(job.windows) } : {}),
       groups: (w) => statsGroups(w.count),
       params: (w, d) => ({ ...this.windowParams(job, w, d), epsilon }),
       encode: (encoder, set, _w, d) => {
@@ -425,6 +427,37 @@ class GpuEngine implements MergeEngine {
         consume: (w, bytes) => addStatsCounters(stats, new Uint32Array(bytes.buffer, 0, counters), w.count),
       },
     });
+  }
+
+  /**
+   * The pass before a tensor-local RAM+ merge: each agent's changed and unique counts, all its λ reads
+   * (the statistics' rules, kernels/overlap_count.ts). It ends on the windows the merge starts with,
+   * still resident.
+   */
+  private async overlapCountPass(job: Job, epsilon: number): Promise<OverlapCounts> {
+    const dtype = job.tensor.dtype;
+    const kernel = await this.kernel(`overlap_count:${dtype}`, () =>
+      createOverlapCountKernel(this.device, dtype, this.agents),
+    );
+    const words = overlapCountWords(this.agents);
+    const counts = emptyOverlapCounts(this.agents);
+    await this.runPass(job, {
+      label: 'overlap_count',
+      withBase: true,
+      order: endOnFirstWindows(job.windows),
+      groups: (w) => overlapCountGroups(w.count),
+      params: (w, d) => ({ ...this.windowParams(job, w, d), epsilon }),
+      encode: (encoder, set, _w, d) => {
+        encoder.clearBuffer(set.counters, 0, words * 4);
+        kernel.encode(encoder, set.io, d);
+      },
+      result: {
+        source: 'counters',
+        bytes: () => words * 4,
+        consume: (_w, bytes) => addOverlapCounters(counts, new Uint32Array(bytes.buffer, 0, words)),
+      },
+    });
+    return counts;
   }
 
   /** DARE's L1 rule: per agent ‖τ‖₁ / ‖m⊙τ‖₁ of the whole tensor, from partial sums added in f64. */

@@ -174,11 +174,30 @@ export function ramLambdas(stats: ModelStats, method: MethodName, r: number, alp
   );
 }
 
+/** What tensor-local RAM+'s λ reads of one tensor: each agent's changed and unique element counts. */
+export interface AgentChanges {
+  changed: number[];
+  unique: number[];
+}
+
 /** mergekit `ramplus_tl`: λ_{t,T} = 1 + r·clip(shared / max(unique, ε), 0, α) from one tensor's counts. */
 export function tensorLocalLambdas(stats: TensorStats, r: number, alpha: number, epsilon: number): number[] {
-  return stats.overlap.map((row) => {
-    const unique = row[0] ?? 0;
-    const shared = row.reduce((a, b) => a + b, 0) - unique;
+  return localLambdas(
+    {
+      changed: stats.overlap.map((row) => row.reduce((a, b) => a + b, 0)),
+      unique: stats.overlap.map((row) => row[0] ?? 0),
+    },
+    r,
+    alpha,
+    epsilon,
+  );
+}
+
+/** tensorLocalLambdas from the per-agent counts alone (the GPU's counting pass before the merge). */
+export function localLambdas(counts: AgentChanges, r: number, alpha: number, epsilon: number): number[] {
+  return counts.changed.map((changed, t) => {
+    const unique = counts.unique[t] ?? 0;
+    const shared = changed - unique;
     // shared = 0 guards 0/0 when ε = 0; a positive shared over unique = 0 is +∞, clipped to α.
     const rho = shared === 0 ? 0 : shared / Math.max(unique, epsilon);
     return 1 + r * Math.min(Math.max(rho, 0), alpha);

@@ -86,8 +86,9 @@ export function addStatsCounters(stats: TensorStats, counters: Uint32Array, wind
 }
 
 /**
- * `overlapOnly`: count only what tensor-local RAM+ needs (counts, overlap, sets, pairs, sign conflicts,
- * non-finite), leaving the |τ| magnitude bins and one-ulp counts at 0.
+ * `overlapOnly`: count only counts, overlap, sets, pairs, sign conflicts and non-finite, leaving the |τ|
+ * magnitude bins and one-ulp counts at 0. The engine's pass before a tensor-local RAM+ merge uses the
+ * leaner overlap_count kernel instead; kernel-profile times this variant beside it.
  */
 export function createStatsKernel(
   device: GPUDevice,

@@ -1,0 +1,81 @@
+// One tensor merged through the GPU engine by each method, from memory (no file reads or writes), timed
+// in process CPU time (SwiftShader's threads are this process's) and wall time, best of the repeats,
+// and divided by RAM's: on a shared machine a steadier ratio than the end-to-end bench's wall times.
+// `node --import ./bin/register.mjs src/bench/merge-ratio.ts [--log2 22] [--repeats 6] [--methods ram,ramplus_tl]`
+import { parseArgs } from 'node:util';
+import { acquireNodeGpu } from '../cli/node-gpu.ts';
+import { floatStream } from '../demo/rng.ts';
+import { requestEngineDevice } from '../engine/device.ts';
+import { createGpuEngine } from '../engine/gpu-engine.ts';
+import { defaultParams } from '../methods/defaults.ts';
+import { tensorInput } from '../methods/test-tensors.ts';
+import type { MethodName } from '../methods/types.ts';
+
+const { values } = parseArgs({
+  options: {
+    log2: { type: 'string', default: '22' },
+    repeats: { type: 'string', default: '6' },
+    methods: { type: 'string', default: 'ram,ramplus_tl' },
+  },
+});
+const numel = 2 ** Number(values.log2);
+const repeats = Number(values.repeats);
+const methods = ['ram', ...values.methods.split(',').filter((m) => m !== 'ram')] as MethodName[];
+/** Shares of elements each agent moved by one bf16 step, as in kernel-profile's RL set. */
+const CHANGED = [0.3, 0.6, 0.8];
+
+const random = floatStream(7);
+// bf16 values of magnitude 2^-7 .. 2^-4, either sign.
+const base = Uint16Array.from(
+  { length: numel },
+  () => (random() < 0.5 ? 0x8000 : 0) | (0x3c00 + Math.floor(random() * 0x200)),
+);
+const agents = CHANGED.map((share) =>
+  base.map((b) => (random() < share ? b + (random() < 0.5 ? 1 : -1) : b)),
+);
+const input = tensorInput(
+  'model.layers.0.mlp.up_proj.weight',
+  'BF16',
+  [base, ...agents].map((m) => new Uint8Array(m.buffer)),
+);
+
+const node = await acquireNodeGpu();
+const engineDevice = await requestEngineDevice(node.gpu);
+const engine = createGpuEngine(engineDevice.device, {
+  agents: CHANGED.length,
+  adapterDescription: 'merge-ratio',
+});
+const best = new Map<MethodName, { cpu: number; wall: number }>();
+// Round 0 builds the pipelines and is not counted; methods alternate so load changes hit all alike.
+for (let r = 0; r <= repeats; r++)
+  for (const method of methods) {
+    const cpu0 = process.cpuUsage();
+    const wall0 = performance.now();
+    await engine.merge(input, {
+      params: defaultParams(method, CHANGED.length),
+      lambdas: CHANGED.map(() => 1),
+      outDtype: 'BF16',
+      emit: async () => undefined,
+    });
+    const used = process.cpuUsage(cpu0);
+    const cpu = (used.user + used.system) / 1e3;
+    const wall = performance.now() - wall0;
+    if (r === 0) continue;
+    const b = best.get(method) ?? { cpu: Infinity, wall: Infinity };
+    best.set(method, { cpu: Math.min(b.cpu, cpu), wall: Math.min(b.wall, wall) });
+  }
+const ram = best.get('ram') ?? { cpu: NaN, wall: NaN };
+process.stdout.write(
+  `\n${numel} bf16 elements, ${CHANGED.length} agents, one window, best of ${repeats}\n` +
+    `| method | CPU ms | wall ms | CPU ÷ RAM | wall ÷ RAM |\n|---|---|---|---|---|\n`,
+);
+for (const method of methods) {
+  const b = best.get(method) ?? { cpu: NaN, wall: NaN };
+  process.stdout.write(
+    `| ${method} | ${b.cpu.toFixed(0)} | ${b.wall.toFixed(0)} | ${(b.cpu / ram.cpu).toFixed(2)} | ` +
+      `${(b.wall / ram.wall).toFixed(2)} |\n`,
+  );
+}
+engine.destroy();
+engineDevice.destroy();
+node.release();
