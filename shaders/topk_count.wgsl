@@ -12,14 +12,14 @@
 // FIRST_ROW on, loading the base once for all of them. Input slots must start on 16-byte
 // boundaries (slot_words a multiple of 4; the host checks).
 //
-// bracket (host-written): per row (unused, hi, lo, unused), then its values (v0, v1, v2, v3),
-// descending, unused ones NO_KEY. histogram (host-cleared): per row COUNTS words: above, other,
+// bracket (host-written): per row (unused, hi, lo, general), then its values (v0, v1, v2, v3),
+// descending, unused ones NO_KEY; `general` 0 where only `above` and the keys equal to hi are needed. histogram (host-cleared): per row COUNTS words: above, other,
 // then equal to v0..v3.
 
 override FIRST_ROW: u32 = 0u;
 // Rows of this dispatch, 1 to 4.
 override ROWS: u32 = 1u;
-// Some row's bracket holds more than one value (else only `above` and v0's count are kept).
+// Some row of the dispatch is general (else only `above` and the count equal to hi are kept).
 override GENERAL: bool = true;
 
 // vec4 words per invocation: 64 keys, 16384 per workgroup (COUNT_QUADS in topk_count.ts).
@@ -68,7 +68,7 @@ struct Counts {
   e3: vec4<u32>,
 }
 
-// One row's bracket: (unused, hi, lo, unused) and its values, as loaded once per vec4 of inputs.
+// One row's bracket: (unused, hi, lo, general) and its values, as loaded once per vec4 of inputs.
 struct Row {
   head: vec4<u32>,
   values: vec4<u32>,
@@ -81,7 +81,7 @@ fn count_keys(c: Counts, row: Row, keys: vec4<u32>, bit: vec4<u32>) -> Counts {
   out.above += select(zero, bit, keys > hi);
   // A bracket of one value (the common case on bf16 weights: a threshold among many equal keys)
   // needs only one more count.
-  if (!GENERAL) {
+  if (!GENERAL || row.head.w == 0u) {
     out.e0 += select(zero, bit, keys == hi);
     return out;
   }

@@ -2,7 +2,14 @@
 // settled from exact counts (computed here by brute force) must keep exactly the top-k that sorting
 // every key gives, ties lowest index first; a bracket that misses must say so, never guess.
 import { describe, expect, it } from 'vitest';
-import { chooseBracket, exactTopK, settleBracket, sortedKeys, type Bracket } from './topk-bracket.ts';
+import {
+  chooseBracket,
+  exactTopK,
+  isGeneral,
+  settleBracket,
+  sortedKeys,
+  type Bracket,
+} from './topk-bracket.ts';
 import { NO_KEY } from './kernels/topk_sample.ts';
 import { topKKept, type TopKState } from '../methods/select.ts';
 import { seededRandom } from '../methods/test-tensors.ts';
@@ -106,6 +113,13 @@ describe('chooseBracket and settleBracket', () => {
     expect(settleBracket({ ...bracket, lo: 1 }, { above: 2, other: 0, equal: [1, 1, 1] }, 10)).toEqual(
       expect.objectContaining({ searching: false, threshold: 0, tiesToKeep: 0 }),
     );
+  });
+
+  it('asks the count pass to sort keys among values only where the bracket is wider than one key', () => {
+    expect(isGeneral({ hi: 9, lo: 9, values: [9] })).toBe(false);
+    expect(isGeneral({ hi: 0, lo: 1, values: [] })).toBe(false);
+    expect(isGeneral({ hi: 9, lo: 1, values: [9] })).toBe(true);
+    expect(isGeneral({ hi: 9, lo: 7, values: [9, 7] })).toBe(true);
   });
 
   it('keeps every non-zero key when the sample shows fewer than k of them', () => {

@@ -16,6 +16,14 @@ export interface Bracket {
   values: number[];
 }
 
+/**
+ * Whether the count pass must sort the keys inside the bracket among its values: not where the
+ * bracket is the one value hi, or holds no value at all (only the keys above hi count then).
+ */
+export function isGeneral(b: Bracket): boolean {
+  return b.values.length > 1 || (b.values.length === 1 && b.lo !== b.hi);
+}
+
 /** The exact counts the count pass returns for one bracket. */
 export interface BracketCounts {
   above: number;

@@ -27,7 +27,14 @@ import {
   createTopKCountKernel,
 } from './kernels/topk_count.ts';
 import { createTopKSampleKernel, NO_KEY } from './kernels/topk_sample.ts';
-import { chooseBracket, exactTopK, settleBracket, sortedKeys, type Bracket } from './topk-bracket.ts';
+import {
+  chooseBracket,
+  exactTopK,
+  isGeneral,
+  settleBracket,
+  sortedKeys,
+  type Bracket,
+} from './topk-bracket.ts';
 
 /** What the select needs of an engine's job: the tensor and its windows. */
 export interface SelectJob {
@@ -182,7 +189,10 @@ export class TopKSelect<J extends SelectJob> {
     brackets.forEach((b, i) => {
       const values = Array.from({ length: BRACKET_VALUES }, (_, j) => b?.values[j] ?? NO_KEY);
       // A row without a bracket: nothing is above NO_KEY, nothing inside [NO_KEY, NO_KEY].
-      rows.set([0, b?.hi ?? NO_KEY, b?.lo ?? NO_KEY, 0, ...values], i * BRACKET_WORDS);
+      rows.set(
+        [0, b?.hi ?? NO_KEY, b?.lo ?? NO_KEY, b && isGeneral(b) ? 1 : 0, ...values],
+        i * BRACKET_WORDS,
+      );
     });
     host.scheduler.write(bracketBuffer, 0, new Uint8Array(rows.buffer));
     // Dispatches of up to four rows, skipping those with no bracket; general where a bracket holds
@@ -191,7 +201,7 @@ export class TopKSelect<J extends SelectJob> {
     for (let firstRow = 0; firstRow < brackets.length; firstRow += 4) {
       const group = brackets.slice(firstRow, firstRow + 4);
       if (!group.some((b) => b)) continue;
-      const general = group.some((b) => b && b.lo !== b.hi);
+      const general = group.some((b) => b && isGeneral(b));
       dispatches.push(
         await host.kernel(`topk_count:${tensor.dtype}:${firstRow}:${group.length}:${general}`, () =>
           createTopKCountKernel(host.device, tensor.dtype, n, firstRow, group.length, general),
