@@ -1,7 +1,7 @@
 // One tensor merged through the GPU engine by each method, from memory (no file reads or writes), timed
 // in process CPU time (SwiftShader's threads are this process's) and wall time, best of the repeats,
 // and divided by RAM's: on a shared machine a steadier ratio than the end-to-end bench's wall times.
-// `node --import ./bin/register.mjs src/bench/merge-ratio.ts [--log2 22] [--repeats 6] [--methods ram,ramplus_tl]`
+// `node --import ./bin/register.mjs src/bench/merge-ratio.ts [--log2 22] [--repeats 6] [--methods ram,ramplus_tl] [--radix-too]`
 import { parseArgs } from 'node:util';
 import { acquireNodeGpu } from '../cli/node-gpu.ts';
 import { floatStream } from '../demo/rng.ts';
@@ -16,6 +16,8 @@ const { values } = parseArgs({
     log2: { type: 'string', default: '22' },
     repeats: { type: 'string', default: '6' },
     methods: { type: 'string', default: 'ram,ramplus_tl' },
+    /** Also time each top-k method with the radix select alone (GpuEngineOptions.topKSelect). */
+    'radix-too': { type: 'boolean', default: false },
   },
 });
 const numel = 2 ** Number(values.log2);
@@ -45,13 +47,24 @@ const engine = createGpuEngine(engineDevice.device, {
   agents: CHANGED.length,
   adapterDescription: 'merge-ratio',
 });
-const best = new Map<MethodName, { cpu: number; wall: number }>();
+const radixEngine = createGpuEngine(engineDevice.device, {
+  agents: CHANGED.length,
+  adapterDescription: 'merge-ratio, radix select',
+  topKSelect: 'radix',
+});
+const TOPK: readonly MethodName[] = ['ties', 'breadcrumbs', 'breadcrumbs_ties'];
+/** Rows: each method, then "method / radix select" where asked. */
+const rows = methods.flatMap((m) =>
+  values['radix-too'] && TOPK.includes(m) ? [m, `${m} / radix select`] : [m],
+);
+const best = new Map<string, { cpu: number; wall: number }>();
 // Round 0 builds the pipelines and is not counted; methods alternate so load changes hit all alike.
 for (let r = 0; r <= repeats; r++)
-  for (const method of methods) {
+  for (const row of rows) {
+    const method = row.split(' ')[0] as MethodName;
     const cpu0 = process.cpuUsage();
     const wall0 = performance.now();
-    await engine.merge(input, {
+    await (row === method ? engine : radixEngine).merge(input, {
       params: defaultParams(method, CHANGED.length),
       lambdas: CHANGED.map(() => 1),
       outDtype: 'BF16',
@@ -61,21 +74,22 @@ for (let r = 0; r <= repeats; r++)
     const cpu = (used.user + used.system) / 1e3;
     const wall = performance.now() - wall0;
     if (r === 0) continue;
-    const b = best.get(method) ?? { cpu: Infinity, wall: Infinity };
-    best.set(method, { cpu: Math.min(b.cpu, cpu), wall: Math.min(b.wall, wall) });
+    const b = best.get(row) ?? { cpu: Infinity, wall: Infinity };
+    best.set(row, { cpu: Math.min(b.cpu, cpu), wall: Math.min(b.wall, wall) });
   }
 const ram = best.get('ram') ?? { cpu: NaN, wall: NaN };
 process.stdout.write(
   `\n${numel} bf16 elements, ${CHANGED.length} agents, one window, best of ${repeats}\n` +
     `| method | CPU ms | wall ms | CPU ÷ RAM | wall ÷ RAM |\n|---|---|---|---|---|\n`,
 );
-for (const method of methods) {
-  const b = best.get(method) ?? { cpu: NaN, wall: NaN };
+for (const row of rows) {
+  const b = best.get(row) ?? { cpu: NaN, wall: NaN };
   process.stdout.write(
-    `| ${method} | ${b.cpu.toFixed(0)} | ${b.wall.toFixed(0)} | ${(b.cpu / ram.cpu).toFixed(2)} | ` +
+    `| ${row} | ${b.cpu.toFixed(0)} | ${b.wall.toFixed(0)} | ${(b.cpu / ram.cpu).toFixed(2)} | ` +
       `${(b.wall / ram.wall).toFixed(2)} |\n`,
   );
 }
 engine.destroy();
+radixEngine.destroy();
 engineDevice.destroy();
 node.release();

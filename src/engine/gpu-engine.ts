@@ -75,6 +75,8 @@ export interface GpuEngineOptions {
   memoryBudget?: number;
   /** Test aid: fill the output buffer with 0xFF bytes before every merge window, so unwritten words show. */
   poisonOutput?: boolean;
+  /** Benchmark aid: 'radix' skips the sampled select (topk-select.ts), to time the two in one run. */
+  topKSelect?: 'sampled' | 'radix';
   /** Test and benchmark aid: how each top-k of a tensor's TIES-family select was settled. */
   onSelectRoutes?: (tensor: string, routes: readonly SelectRoute[]) => void;
 }
@@ -198,6 +200,7 @@ class GpuEngine implements MergeEngine {
       agents: n,
       agentBuffer: this.agentBuffer,
       kernel: (key, make) => this.kernel(key, make),
+      sampled: options.topKSelect !== 'radix',
       ...(options.onSelectRoutes ? { onRoutes: options.onSelectRoutes } : {}),
       countPass: (job, pass) =>
         this.runPass(job, {

@@ -69,6 +69,8 @@ export interface SelectHost<J extends SelectJob> {
   readonly agents: number;
   readonly agentBuffer: GPUBuffer;
   kernel(key: string, make: () => Promise<Kernel>): Promise<Kernel>;
+  /** Try the sampled select before the radix one. */
+  readonly sampled: boolean;
   /** Told how each top-k of a select was settled, in order. */
   onRoutes?: (tensor: string, routes: readonly SelectRoute[]) => void;
   /** Runs the pass over every window; windows still resident from the last pass are not read again. */
@@ -108,7 +110,7 @@ export class TopKSelect<J extends SelectJob> {
     // 16-bit slots as vec4.
     const whole = job.windows.length === 1 && Math.ceil(tensor.numel / 2) <= SAMPLE_PAIRS;
     const countable = tensor.dtype !== 'F32' && job.slotBytes % 16 === 0;
-    if (states.some((s) => s.searching) && (whole || countable)) {
+    if (this.host.sampled && states.some((s) => s.searching) && (whole || countable)) {
       states = await this.sampled(job, counts, states, routes, whole);
     }
     states = await this.radix(job, states);
