@@ -50,9 +50,12 @@ const CONFIGS: Config[] = [
   { dtype: 'F32', out: 'BF16', agents: 3, numel: 4099, window: 1000 },
   { dtype: 'F16', out: 'F32', agents: 4, numel: 1025 },
   { dtype: 'BF16', out: 'F16', agents: 2, numel: 12345, window: 3001 },
+  // Merge kernels write out their agent steps up to N = 8 and loop beyond: both sides of the line.
+  { dtype: 'BF16', out: 'BF16', agents: 8, numel: 3001, window: 1000 },
+  { dtype: 'F16', out: 'F32', agents: 9, numel: 2001 },
 ];
 
-const LAMBDAS = [1.1, 1.2, 1.05, 1.15];
+const LAMBDAS = [1.1, 1.2, 1.05, 1.15, 1.12, 1.01, 1.18, 1.07, 1.03];
 
 const paramsFor = (method: MethodName, agents: number): MethodParams => testParams(method, agents, 4242);
 

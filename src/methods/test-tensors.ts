@@ -132,13 +132,16 @@ export function randomTensor(spec: TestTensorSpec): TestTensor {
  * grid values, so exact vote ties stay exact under FMA contraction.
  */
 export function testParams(method: MethodName, agents: number, seed: number): MethodParams {
+  // Four values each, repeated past four agents.
+  const each = (values: readonly number[]): number[] =>
+    Array.from({ length: agents }, (_, t) => values[t % values.length] ?? 1);
   return {
     ...defaultParams(method, agents),
-    weights: [0.75, 1.25, 1, 0.5].slice(0, agents),
-    density: [0.3, 0.5, 0.9, 0.25].slice(0, agents),
+    weights: each([0.75, 1.25, 1, 0.5]),
+    density: each([0.3, 0.5, 0.9, 0.25]),
     lambda: 0.9,
     seed,
     // Breadcrumbs: one gamma whose outliers shrink to fit (0.2 + 0.9 > 1), and 0.05 where that is 0.
-    ...(defaultParams(method, agents).gamma ? { gamma: [0.05, 0.01, 0.2, 0.1].slice(0, agents) } : {}),
+    ...(defaultParams(method, agents).gamma ? { gamma: each([0.05, 0.01, 0.2, 0.1]) } : {}),
   };
 }
