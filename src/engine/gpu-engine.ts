@@ -39,6 +39,7 @@ import {
   statsGroups,
   mergeGroups,
   pad4,
+  slotBytesFor,
   splitDispatch,
   tensorWindows,
   tieRowsPerAgent,
@@ -604,7 +605,7 @@ class GpuEngine implements MergeEngine {
         }),
       ),
     );
-    const slotBytes = pad4(size * inBytes);
+    const slotBytes = slotBytesFor(size, inBytes);
     this.sets.ensure(windowCapacity(size, this.agents, inBytes, outBytes, tieRows));
     return {
       serial: ++this.serial,

@@ -128,7 +128,8 @@ describe('windows sized by a memory budget', () => {
 
   /** What the two buffer sets hold, counted buffer by buffer as the engine allocates them. */
   function heldBytes(elements: number, l: WindowLimits): number {
-    const slot = Math.ceil((elements * l.inBytes) / 4) * 4;
+    // Input slots on 16-byte boundaries: kernels read them as vec4 words.
+    const slot = Math.ceil((elements * l.inBytes) / 16) * 16;
     const output = Math.ceil((elements * l.outBytes) / 4) * 4;
     // Per merge workgroup (512 elements): 16 tie blocks of 32 elements, each a prefix and a word of bits.
     const tieBlocks = Math.ceil(elements / 512) * 16;

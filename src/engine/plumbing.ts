@@ -23,6 +23,14 @@ export function pad4(bytes: number): number {
   return Math.ceil(bytes / 4) * 4;
 }
 
+/**
+ * Bytes of one input slot of `elements` elements: a multiple of 16, so that kernels may read the
+ * slots as vec4 words (topk_count.wgsl).
+ */
+export function slotBytesFor(elements: number, inBytes: number): number {
+  return Math.ceil((elements * inBytes) / 16) * 16;
+}
+
 /** u32 words that hold `count` elements of `bytesPerElement` bytes. */
 export function wordsFor(count: number, bytesPerElement: number): number {
   return Math.ceil((count * bytesPerElement) / 4);
@@ -108,7 +116,7 @@ export function windowCapacity(
   tieRows: number,
 ): WindowCapacity {
   return {
-    inputBytes: (agents + 1) * pad4(elements * inBytes),
+    inputBytes: (agents + 1) * slotBytesFor(elements, inBytes),
     outputBytes: pad4(elements * outBytes),
     tieBytes: tieRows * agents * tieBlocksFor(elements) * TIE_BLOCK_WORDS * 4,
   };
@@ -146,7 +154,7 @@ export interface WindowLimits {
  */
 export function windowElements(limits: WindowLimits): number {
   const binding = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
-  const slotBytes = Math.floor(binding / (limits.agents + 1) / 4) * 4;
+  const slotBytes = Math.floor(binding / (limits.agents + 1) / 16) * 16;
   const byInputs = Math.floor(slotBytes / limits.inBytes);
   const byOutput = Math.floor(binding / limits.outBytes);
   const maxGroups = limits.maxComputeWorkgroupsPerDimension ** 2;

@@ -1,7 +1,6 @@
 // The sampled TIES select on the GPU (topk_sample / topk_count, src/engine/topk-select.ts): every route
 // a top-k can take — exact from a sample that took the whole tensor, settled by one count pass over a
-// bracket of one or several values, or sent on to the radix select after a miss, for f32, or for
-// slots the count kernel cannot read as vec4 — must keep exactly the CPU engine's entries on fresh
+// bracket of one or several values, or sent on to the radix select after a miss or for f32 — must keep exactly the CPU engine's entries on fresh
 // seeded bf16 inputs, and each case must really take the route it is about (the engine reports them).
 import { afterAll, describe, expect, it } from 'vitest';
 import { createCpuEngine } from './cpu-engine.ts';
@@ -110,12 +109,12 @@ const cases: Case[] = [
     routes: ['bracket'],
   },
   {
-    name: 'slots not on 16 bytes: radix',
+    name: 'an odd count: the last vec4 of each slot half past the end',
     method: 'ties',
-    numel: 150_001,
+    numel: 150_003,
     agents: 3,
     steps: 2,
-    routes: ['radix'],
+    routes: ['bracket'],
   },
   {
     name: 'f32: radix',

@@ -40,8 +40,6 @@ import {
 export interface SelectJob {
   tensor: TensorInput;
   windows: readonly Window[];
-  /** Bytes between two input slots: the count kernel reads them as vec4, so it needs a multiple of 16. */
-  slotBytes: number;
 }
 
 /** How one top-k was settled, for tests and benchmarks: the routes of a tensor's select. */
@@ -106,10 +104,10 @@ export class TopKSelect<J extends SelectJob> {
     const start = counts.map((k) => startTopK(k, tensor.numel));
     const routes: SelectRoute[] = start.map((s) => (s.searching ? 'radix' : 'trivial'));
     let states = start;
-    // A sample serves every dtype where it takes the whole tensor; else the count kernel must read
-    // 16-bit slots as vec4.
+    // A sample serves every dtype where it takes the whole tensor; else the count kernel reads 16-bit
+    // slots as vec4 (slotBytesFor puts every slot on 16 bytes).
     const whole = job.windows.length === 1 && Math.ceil(tensor.numel / 2) <= SAMPLE_PAIRS;
-    const countable = tensor.dtype !== 'F32' && job.slotBytes % 16 === 0;
+    const countable = tensor.dtype !== 'F32';
     if (this.host.sampled && states.some((s) => s.searching) && (whole || countable)) {
       states = await this.sampled(job, counts, states, routes, whole);
     }
@@ -119,7 +117,7 @@ export class TopKSelect<J extends SelectJob> {
   }
 
   /**
-   * The sampled select: settles what a sample of the first window and one count pass can, marking
+   * The sampled select: settles what a sample of one window and one count pass can, marking
    * each top-k's route; the rest is returned still searching, as it started. `whole`: the sample
    * takes every pair of the tensor, so each top-k is exact from it.
    */
@@ -134,14 +132,16 @@ export class TopKSelect<J extends SelectJob> {
     const host = this.host;
     const n = host.agents;
     const { histogram, readback } = this.buffers();
-    const first = job.windows[0];
-    if (!first) return [...states];
+    // The sample is taken from the window the count pass starts on, which it then finds resident.
+    const order = endOnFirstWindows(job.windows);
+    const sampled = order[0];
+    if (!sampled) return [...states];
     const sampler = await host.kernel(`topk_sample:${tensor.dtype}`, () =>
       createTopKSampleKernel(host.device, tensor.dtype, n, SAMPLE_PAIRS),
     );
     await host.countPass(job, {
       label: 'topk_sample',
-      order: [first],
+      order: [sampled],
       groups: () => Math.ceil(SAMPLE_PAIRS / WORKGROUP_SIZE),
       params: () => ({}),
       encode: (encoder, io, d) => sampler.encode(encoder, this.io(io, histogram), d),
@@ -163,7 +163,7 @@ export class TopKSelect<J extends SelectJob> {
       return chooseBracket(sorted, counts[i] ?? 0, tensor.numel);
     });
     if (!brackets.some((b) => b)) return next;
-    const found = await this.countBrackets(job, brackets);
+    const found = await this.countBrackets(job, brackets, order);
     brackets.forEach((b, i) => {
       if (!b) return;
       const row = found.subarray(i * BRACKET_COUNTS, (i + 1) * BRACKET_COUNTS);
@@ -181,7 +181,11 @@ export class TopKSelect<J extends SelectJob> {
   }
 
   /** One count pass over the tensor for every bracket (rows without one count nothing); its counters. */
-  private async countBrackets(job: J, brackets: readonly (Bracket | null)[]): Promise<Uint32Array> {
+  private async countBrackets(
+    job: J,
+    brackets: readonly (Bracket | null)[],
+    order: readonly Window[],
+  ): Promise<Uint32Array> {
     const { tensor } = job;
     const host = this.host;
     const n = host.agents;
@@ -214,7 +218,7 @@ export class TopKSelect<J extends SelectJob> {
     host.scheduler.submit('topk_count.clear', (encoder) => encoder.clearBuffer(histogram, 0, bytes));
     await host.countPass(job, {
       label: 'topk_count',
-      order: endOnFirstWindows(job.windows),
+      order,
       groups: (w) => bracketGroups(w.count),
       params: () => ({}),
       encode: (encoder, io, d) => {

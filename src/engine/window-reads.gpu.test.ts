@@ -79,7 +79,7 @@ async function agentReads(
 }
 
 describe.skipIf(!harness)(`windows read per merge ${opened.skip ?? ''}`, () => {
-  it('reads a RAM merge once, and TIES (one histogram pass) and ramplus_tl twice less two windows', async () => {
+  it('reads a RAM merge once, and TIES (a sample of one window and one count pass) and ramplus_tl twice less two windows', async () => {
     const ram = await agentReads('ram', 'BF16', 4_096);
     expect(ram).toEqual({ reads: 7, windows: 7 });
     for (const method of ['ties', 'ramplus_tl'] as const)
@@ -94,7 +94,7 @@ describe.skipIf(!harness)(`windows read per merge ${opened.skip ?? ''}`, () => {
     expect(await agentReads('ties', 'F32', 4_096, true)).toEqual({ reads: 2 * 7 - 2, windows: 7 });
   });
 
-  it('reads Breadcrumbs-TIES twice less two windows: its two selects share one histogram pass', async () => {
+  it('reads Breadcrumbs-TIES twice less two windows: its two selects share one sample and one count pass', async () => {
     expect(await agentReads('breadcrumbs_ties', 'BF16', 4_096)).toEqual({ reads: 2 * 7 - 2, windows: 7 });
   });
 
