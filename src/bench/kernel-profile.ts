@@ -249,6 +249,18 @@ const steps: Step[] = [
     agents: mergeAgents,
   },
   {
+    name: 'ties merge, TIE_BREAK on, branch counts',
+    groups: mergeGroups(numel),
+    kernels: [
+      {
+        kernel: await createTiesKernel(device, variant, { dare: false, tieBreak: true, countBranches: true }),
+        io: tiesIo,
+      },
+    ],
+    agents: mergeAgents,
+    clear: io.branches,
+  },
+  {
     name: 'ties merge, TIE_BREAK off',
     groups: mergeGroups(numel),
     kernels: [

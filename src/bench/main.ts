@@ -14,6 +14,7 @@ import { mergeModels } from '../engine/driver.ts';
 import type { MergeEngine } from '../methods/merge-types.ts';
 import { createCpuEngine } from '../engine/cpu-engine.ts';
 import { createGpuEngine } from '../engine/gpu-engine.ts';
+import type { SelectRoute } from '../engine/topk-select.ts';
 import { describeAdapter, requestEngineDevice } from '../engine/device.ts';
 import { defaultParams } from '../methods/defaults.ts';
 import type { MethodName } from '../methods/types.ts';
@@ -141,10 +142,20 @@ const node = await acquireNodeGpu();
 const { device, adapterInfo } = await requestEngineDevice(node.gpu);
 const adapter = describeAdapter(adapterInfo);
 const gpuRows: Row[] = [];
+/** Per top-k method, how its selects were settled (topk-select.ts routes). */
+const routes = new Map<MethodName, Map<SelectRoute, number>>();
 for (const method of methods) {
-  const engine = createGpuEngine(device, { agents, adapterDescription: adapter });
+  const counted = new Map<SelectRoute, number>();
+  const engine = createGpuEngine(device, {
+    agents,
+    adapterDescription: adapter,
+    onSelectRoutes: (_, taken) => {
+      for (const r of taken) counted.set(r, (counted.get(r) ?? 0) + 1);
+    },
+  });
   gpuRows.push(await runOne(engine, method, 1));
   engine.destroy();
+  if (counted.size) routes.set(method, counted);
 }
 const peakRss = process.resourceUsage().maxRSS * 1024;
 node.release();
@@ -166,6 +177,18 @@ for (const row of [...gpuRows, ...cpuRows]) {
   const rate = gbps(row.inputBytes, row.ms);
   lines.push(
     `| ${row.engine.startsWith('CPU') ? 'CPU reference' : 'WebGPU'} | ${row.method} | ${formatBytes(row.inputBytes)} | ${s(row.ms)} | ${rate.toFixed(3)} | ${(rate / rawGbps).toFixed(3)} | ${s(row.readMs)} | ${s(row.upload)} | ${s(row.compute)} | ${s(row.readback)} | ${s(row.writeMs)} |`,
+  );
+}
+for (const [method, counted] of routes) {
+  const part = (r: SelectRoute, what: string) => (counted.get(r) ? [`${counted.get(r)} ${what}`] : []);
+  lines.push(
+    '',
+    `${method} top-k selects: ${[
+      ...part('sample', 'exact from a sample of the whole tensor'),
+      ...part('bracket', 'by one count pass over a sampled bracket'),
+      ...part('radix', 'by the radix histogram passes'),
+      ...part('trivial', 'keeping all or nothing'),
+    ].join(', ')}.`,
   );
 }
 lines.push(
