@@ -30,6 +30,8 @@ import { TIES_KERNEL } from './kernels/ties.ts';
 import { TOPK_HIST_KERNEL } from './kernels/topk_hist.ts';
 import { TOPK_SCAN_KERNEL } from './kernels/topk_scan.ts';
 import { TOPK_TIES_KERNEL } from './kernels/topk_ties.ts';
+import { BRACKET_COUNTS, COUNT_QUADS, TOPK_COUNT_KERNEL } from './kernels/topk_count.ts';
+import { NO_KEY, TOPK_SAMPLE_KERNEL } from './kernels/topk_sample.ts';
 import {
   AGENT_BYTES,
   AGENT_FIELDS,
@@ -52,6 +54,8 @@ const KERNELS: KernelSpec[] = [
   TOPK_HIST_KERNEL,
   TOPK_TIES_KERNEL,
   TOPK_SCAN_KERNEL,
+  TOPK_SAMPLE_KERNEL,
+  TOPK_COUNT_KERNEL,
   DARE_NORMS_KERNEL,
   MASK_KERNEL,
 ];
@@ -148,6 +152,15 @@ describe('constants shared by WGSL and TypeScript', () => {
     expect(source).toContain('override NONFINITE: u32 = 2u * AGENTS;');
     // changed and unique (2N), nonFinite, then one per model: the last at NONFINITE + 1 + N.
     expect(overlapCountWords(3)).toBe(2 * 3 + 1 + 3 + 1);
+  });
+
+  it('counts COUNT_QUADS vec4 words per invocation into BRACKET_COUNTS counters per row, and samples NO_KEY past a window', () => {
+    const count = kernelSource(TOPK_COUNT_KERNEL);
+    expect(constant(count, 'QUADS')).toBe(COUNT_QUADS);
+    expect(constant(count, 'COUNTS')).toBe(BRACKET_COUNTS);
+    // Eight keys per vec4, each adding at most 1 to an 8-bit field.
+    expect(8 * COUNT_QUADS).toBeLessThanOrEqual(255);
+    expect(kernelSource(TOPK_SAMPLE_KERNEL)).toContain(`const NO_KEY: u32 = 0x${NO_KEY.toString(16)}u;`);
   });
 
   it('writes NORM_GROUPS partial sums per agent in the DARE norms pass', () => {

@@ -26,7 +26,7 @@ export const BRACKET_VALUES = 4;
 export const BRACKET_COUNTS = 2 + BRACKET_VALUES;
 
 /** vec4 words of 16-bit inputs per invocation (QUADS in topk_count.wgsl): 64 keys. */
-const COUNT_QUADS = 8;
+export const COUNT_QUADS = 8;
 
 export function bracketGroups(count: number): number {
   return Math.ceil(count / (8 * COUNT_QUADS * WORKGROUP_SIZE));
