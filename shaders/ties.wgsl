@@ -1,43 +1,30 @@
 // TIES (mergekit `ties`) and, with DARE = true, DARE-TIES: per agent the sparsified tau (TIES: the
-// top-k |tau| found by topk_hist, ties at the threshold kept lowest index first by their ranks, from
-// topk_scan's prefix per block of TIE_BLOCK_PAIRS pairs and the block's tie marks; DARE: the seeded
-// Bernoulli mask, rescaled), the elected
-// sign gamma = +1 iff sum_t w_t tau_t >= 0, then base + lambda * the (optionally weight-normalised)
-// sum over the agents whose w_t tau_t has sign gamma. A zero never agrees.
+// top-k |tau| found by topk_hist, ties at the threshold kept lowest index first: those before the
+// row's cutoff, which topk_ties and topk_scan find; DARE: the seeded Bernoulli mask, rescaled), the
+// elected sign gamma = +1 iff sum_t w_t tau_t >= 0, then base + lambda * the (optionally
+// weight-normalised) sum over the agents whose w_t tau_t has sign gamma. A zero never agrees.
 // With BAND (Model Breadcrumbs) the kept top-k also loses each agent's top outliers (a second
-// threshold, its tie ranks in rows AGENTS..2·AGENTS−1); without CONSENSUS the sparsified tau are
-// summed as task arithmetic does (`breadcrumbs`), with it as TIES (`breadcrumbs_ties`). With
-// COUNT_BRANCHES the agents summed into each element are counted (common/branches.wgsl).
+// threshold, its cutoff in row AGENTS + t); without CONSENSUS the sparsified tau are summed as task
+// arithmetic does (`breadcrumbs`), with it as TIES (`breadcrumbs_ties`). With COUNT_BRANCHES the
+// agents summed into each element are counted (common/branches.wgsl).
 
 override DARE: bool = false;
-// Some agent keeps only part of the ties at a threshold, so the kernel needs their ranks.
+// Some agent keeps only part of the ties at a threshold, so the kernel reads the cutoffs.
 override TIE_BREAK: bool = true;
 override BAND: bool = false;
 override CONSENSUS: bool = true;
 
 @group(0) @binding(2) var<storage, read_write> output: array<u32>;
-// Per tie block: its prefix and its tie bits (TIE_BLOCK_WORDS).
-@group(0) @binding(4) var<storage, read> tie_prefix: array<vec2<u32>>;
+// Per tie row, the window-local index of its first tie not kept (topk_scan's carry, words 0..2·AGENTS−1).
+@group(0) @binding(4) var<storage, read> tie_cutoffs: array<u32>;
 
-// Ties in tie row `row` before element 2p: those of the earlier blocks (topk_scan's prefix) and the
-// marks of topk_ties below pair p's in its block, both in one load.
-fn tie_rank(row: u32, p: u32) -> u32 {
-  let ties = tie_prefix[tie_block(row, p)];
-  let below = (1u << (2u * (p % TIE_BLOCK_PAIRS))) - 1u;
-  return ties.x + countOneBits(ties.y & below);
-}
-
-// Whether an agent's keys of pair p are in a top-k given as its threshold and the ties it keeps, the
-// ties' ranks in tie-prefix row `row`.
-fn in_top(row: u32, p: u32, key: vec2<u32>, threshold: u32, ties_to_keep: u32) -> vec2<bool> {
-  var kept = key > vec2<u32>(threshold);
+// Whether an agent's keys of pair p are in a top-k given as its threshold and, with TIE_BREAK, the
+// cutoff in tie row `row` below which its ties are kept: a comparison per lane, no rank.
+fn in_top(row: u32, p: u32, key: vec2<u32>, threshold: u32) -> vec2<bool> {
+  let kept = key > vec2<u32>(threshold);
   if (TIE_BREAK) {
-    let tie = key == vec2<u32>(threshold);
-    if (ties_to_keep != 0u && any(tie)) {
-      let first = tie_rank(row, p);
-      let rank = vec2<u32>(first, first + select(0u, 1u, tie.x));
-      kept = kept | (tie & (rank < vec2<u32>(ties_to_keep)));
-    }
+    let e = vec2<u32>(2u * p, 2u * p + 1u);
+    return kept | ((key == vec2<u32>(threshold)) & (e < vec2<u32>(tie_cutoffs[row])));
   }
   return kept;
 }
@@ -49,9 +36,9 @@ fn sparsified(t: u32, p: u32, x: vec2<f32>, key: vec2<u32>) -> vec2<f32> {
     return dare_pair(t, p, x);
   }
   // Fields read one by one: SwiftShader loads a whole struct when it is bound to a name.
-  var kept = in_top(t, p, key, agents[t].threshold, agents[t].ties_to_keep);
+  var kept = in_top(t, p, key, agents[t].threshold);
   if (BAND) {
-    kept = kept & !in_top(AGENTS + t, p, key, agents[t].outlier_threshold, agents[t].outliers_to_drop);
+    kept = kept & !in_top(AGENTS + t, p, key, agents[t].outlier_threshold);
   }
   return select(vec2<f32>(0.0), x, kept);
 }

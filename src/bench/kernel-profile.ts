@@ -12,7 +12,7 @@ import { createRamKernel } from '../engine/kernels/ram.ts';
 import { createStatsKernel, statsLayout } from '../engine/kernels/stats.ts';
 import { createTiesKernel } from '../engine/kernels/ties.ts';
 import { createTopKHistKernel, TOPK_HIST_SLOTS } from '../engine/kernels/topk_hist.ts';
-import { createTopKScanKernel } from '../engine/kernels/topk_scan.ts';
+import { createTopKScanKernel, TIE_CARRY_WORDS } from '../engine/kernels/topk_scan.ts';
 import { createTopKTiesKernel } from '../engine/kernels/topk_ties.ts';
 import { flagCount } from '../engine/kernels/merge-bindings.ts';
 import { branchWords } from '../engine/kernels/branches.ts';
@@ -144,7 +144,7 @@ models.forEach((m, s) => device.queue.writeBuffer(inputs, s * slotBytes, m));
 const agentsBuffer = buffer('agents', encodeAgents(states).byteLength);
 const params = buffer('params', PARAMS_BYTES, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
 const tieCounts = buffer('tie_counts', windowCapacity(numel, AGENTS, 2, 2, 2).tieBytes);
-const carry = buffer('carry', 2 * AGENTS * 4);
+const carry = buffer('carry', TIE_CARRY_WORDS * AGENTS * 4);
 const io: KernelIo = {
   params,
   inputs,
@@ -173,8 +173,8 @@ const mergeAgents = encodeAgents(
 );
 const histAgents = encodeAgents(states.map(() => ({ prefix: 0, searching: true })));
 const { shift, bits } = at(RADIX_DIGITS, 0);
-// In order: the tie counts of one repeat are scanned, then ranked by the merge that follows them.
-const tiesIo = { ...io, tie_prefix: tieCounts };
+// In order: the tie marks of one repeat are scanned into cutoffs, which the merge that follows uses.
+const tiesIo = { ...io, tie_cutoffs: carry };
 const variant = { inDtype: 'BF16', outDtype: 'BF16', agents: AGENTS } as const;
 const steps: Step[] = [
   {
@@ -201,6 +201,8 @@ const steps: Step[] = [
     name: 'topk_scan',
     groups: mergeGroups(numel),
     kernels: [{ kernel: await createTopKScanKernel(device, AGENTS), dispatch: { x: 1, y: 1, groups: 1 } }],
+    agents: mergeAgents,
+    clear: carry,
   },
   {
     name: 'ties merge, TIE_BREAK on',
@@ -242,7 +244,6 @@ async function timed(step: Step): Promise<{ cpu: number; wall: number }> {
   const wall0 = performance.now();
   const encoder = device.createCommandEncoder({ label: `KernelProfile.${step.name}` });
   if (step.clear) encoder.clearBuffer(step.clear);
-  encoder.clearBuffer(carry);
   for (const k of step.kernels) k.kernel.encode(encoder, k.io ?? io, k.dispatch ?? d);
   device.queue.submit([encoder.finish()]);
   await device.queue.onSubmittedWorkDone();

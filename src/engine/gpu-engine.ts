@@ -24,7 +24,7 @@ import { addStatsCounters, createStatsKernel, statsLayout } from './kernels/stat
 import { addBranchCounters, branchWords } from './kernels/branches.ts';
 import { createTaskArithmeticKernel } from './kernels/task_arithmetic.ts';
 import { createTiesKernel } from './kernels/ties.ts';
-import { createTopKScanKernel } from './kernels/topk_scan.ts';
+import { createTopKScanKernel, TIE_CARRY_WORDS } from './kernels/topk_scan.ts';
 import { createTopKTiesKernel } from './kernels/topk_ties.ts';
 import { AGENT_BYTES, encodeAgents, encodeParams, type AgentParams, type WindowParams } from './layout.ts';
 import {
@@ -159,8 +159,12 @@ class GpuEngine implements MergeEngine {
       n * AGENT_BYTES,
       GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
     );
-    // Two rows per agent: Model Breadcrumbs ranks ties at two thresholds.
-    this.carry = this.buffer('carry', 2 * n * 4, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+    // Two tie rows per agent (Model Breadcrumbs ranks ties at two thresholds), each with a cutoff.
+    this.carry = this.buffer(
+      'carry',
+      TIE_CARRY_WORDS * n * 4,
+      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+    );
     const branchBytes = branchWords(n) * 4;
     this.branchBuffers = [0, 1].map((i) => ({
       counters: this.buffer(

@@ -13,7 +13,7 @@ export const TIES_KERNEL: KernelSpec = {
   sources: [...WINDOW_SOURCES, FINITE_SOURCE, RNG_SOURCE, BRANCHES_SOURCE, source],
   bindings: [
     ...MERGE_BINDINGS.filter((b) => b.binding < 4),
-    { binding: 4, name: 'tie_prefix', type: 'read-only-storage' },
+    { binding: 4, name: 'tie_cutoffs', type: 'read-only-storage' },
     ...MERGE_BINDINGS.filter((b) => b.binding > 4),
     BRANCHES_BINDING,
   ],
@@ -23,7 +23,7 @@ export const TIES_KERNEL: KernelSpec = {
 export interface TiesOptions {
   /** DARE's random drop instead of the top-k. */
   dare: boolean;
-  /** Some threshold keeps part of its ties (ranks from topk_ties / topk_scan). */
+  /** Some threshold keeps part of its ties (cutoffs from topk_ties / topk_scan). */
   tieBreak: boolean;
   /** Model Breadcrumbs: each agent's top outliers dropped from its top-k. */
   band?: boolean;
