@@ -13,7 +13,7 @@ import { createStatsKernel, statsLayout } from '../engine/kernels/stats.ts';
 import { createTiesKernel } from '../engine/kernels/ties.ts';
 import { createTopKHistKernel, TOPK_HIST_SLOTS } from '../engine/kernels/topk_hist.ts';
 import { createTopKScanKernel, TIE_CARRY_WORDS } from '../engine/kernels/topk_scan.ts';
-import { createTopKTiesKernel } from '../engine/kernels/topk_ties.ts';
+import { createTopKTiesKernel, tieMarkDispatch } from '../engine/kernels/topk_ties.ts';
 import { flagCount } from '../engine/kernels/merge-bindings.ts';
 import { branchWords } from '../engine/kernels/branches.ts';
 import { encodeAgents, encodeParams, PARAMS_BYTES, type WindowParams } from '../engine/layout.ts';
@@ -193,7 +193,12 @@ const steps: Step[] = [
   {
     name: 'topk_ties',
     groups: mergeGroups(numel),
-    kernels: [{ kernel: await createTopKTiesKernel(device, 'BF16', AGENTS) }],
+    kernels: [
+      {
+        kernel: await createTopKTiesKernel(device, 'BF16', AGENTS),
+        dispatch: tieMarkDispatch(splitDispatch(mergeGroups(numel), max), max),
+      },
+    ],
     agents: mergeAgents,
     clear: io.tie_counts,
   },

@@ -25,7 +25,7 @@ import { addBranchCounters, branchWords } from './kernels/branches.ts';
 import { createTaskArithmeticKernel } from './kernels/task_arithmetic.ts';
 import { createTiesKernel } from './kernels/ties.ts';
 import { createTopKScanKernel, TIE_CARRY_WORDS } from './kernels/topk_scan.ts';
-import { createTopKTiesKernel } from './kernels/topk_ties.ts';
+import { createTopKTiesKernel, tieMarkDispatch } from './kernels/topk_ties.ts';
 import { AGENT_BYTES, encodeAgents, encodeParams, type AgentParams, type WindowParams } from './layout.ts';
 import {
   statsGroups,
@@ -308,7 +308,8 @@ class GpuEngine implements MergeEngine {
         if (tieBreak) {
           if (w.index === 0) encoder.clearBuffer(this.carry);
           encoder.clearBuffer(set.tieCounts, 0, tieRows * tieBlocks(d.groups) * TIE_BLOCK_WORDS * 4);
-          tieBreak.ties.encode(encoder, set.io, d);
+          const max = this.device.limits.maxComputeWorkgroupsPerDimension;
+          tieBreak.ties.encode(encoder, set.io, tieMarkDispatch(d, max));
           tieBreak.scan.encode(encoder, set.io, { x: 1, y: 1, groups: 1 });
         }
         encoder.clearBuffer(set.flags);
