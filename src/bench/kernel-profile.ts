@@ -10,7 +10,7 @@ import { requestEngineDevice } from '../engine/device.ts';
 import type { Kernel, KernelIo } from '../engine/kernels/kernel.ts';
 import { createRamKernel } from '../engine/kernels/ram.ts';
 import { createStatsKernel, statsLayout } from '../engine/kernels/stats.ts';
-import { createTiesKernel } from '../engine/kernels/ties.ts';
+import { createTiesKernel, tiesMergeDispatch } from '../engine/kernels/ties.ts';
 import { createTopKHistKernel, TOPK_HIST_SLOTS } from '../engine/kernels/topk_hist.ts';
 import { createTopKScanKernel, TIE_CARRY_WORDS } from '../engine/kernels/topk_scan.ts';
 import { createTopKTiesKernel, tieMarkDispatch } from '../engine/kernels/topk_ties.ts';
@@ -175,6 +175,7 @@ const histAgents = encodeAgents(states.map(() => ({ prefix: 0, searching: true }
 const { shift, bits } = at(RADIX_DIGITS, 0);
 // In order: the tie marks of one repeat are scanned into cutoffs, which the merge that follows uses.
 const tiesIo = { ...io, tie_cutoffs: carry };
+const tiesDispatch = tiesMergeDispatch(splitDispatch(mergeGroups(numel), max), max);
 const variant = { inDtype: 'BF16', outDtype: 'BF16', agents: AGENTS } as const;
 const steps: Step[] = [
   {
@@ -213,7 +214,11 @@ const steps: Step[] = [
     name: 'ties merge, TIE_BREAK on',
     groups: mergeGroups(numel),
     kernels: [
-      { kernel: await createTiesKernel(device, variant, { dare: false, tieBreak: true }), io: tiesIo },
+      {
+        kernel: await createTiesKernel(device, variant, { dare: false, tieBreak: true }),
+        io: tiesIo,
+        dispatch: tiesDispatch,
+      },
     ],
     agents: mergeAgents,
   },
@@ -221,7 +226,11 @@ const steps: Step[] = [
     name: 'ties merge, TIE_BREAK off',
     groups: mergeGroups(numel),
     kernels: [
-      { kernel: await createTiesKernel(device, variant, { dare: false, tieBreak: false }), io: tiesIo },
+      {
+        kernel: await createTiesKernel(device, variant, { dare: false, tieBreak: false }),
+        io: tiesIo,
+        dispatch: tiesDispatch,
+      },
     ],
     agents: mergeAgents,
   },

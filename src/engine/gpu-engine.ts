@@ -23,7 +23,7 @@ import { createRamKernel } from './kernels/ram.ts';
 import { addStatsCounters, createStatsKernel, statsLayout } from './kernels/stats.ts';
 import { addBranchCounters, branchWords } from './kernels/branches.ts';
 import { createTaskArithmeticKernel } from './kernels/task_arithmetic.ts';
-import { createTiesKernel } from './kernels/ties.ts';
+import { createTiesKernel, tiesMergeDispatch } from './kernels/ties.ts';
 import { createTopKScanKernel, TIE_CARRY_WORDS } from './kernels/topk_scan.ts';
 import { createTopKTiesKernel, tieMarkDispatch } from './kernels/topk_ties.ts';
 import { AGENT_BYTES, encodeAgents, encodeParams, type AgentParams, type WindowParams } from './layout.ts';
@@ -285,7 +285,7 @@ class GpuEngine implements MergeEngine {
     }
     // Only a sparsified merge counts what it kept; RAM's and the dense merges' branches are the statistics'.
     const branches = plan.sparsify !== undefined ? options.branches : undefined;
-    const kernel = await this.mergeKernel(plan, variant, tieBreak !== null, branches !== undefined);
+    const merge = await this.mergeKernel(plan, variant, tieBreak !== null, branches !== undefined);
     const tieRows = job.tieRows * this.agents;
     this.scheduler.write(this.agentBuffer, 0, encodeAgents(agents));
     const nameHash = fnv1a32(tensor.name);
@@ -314,7 +314,7 @@ class GpuEngine implements MergeEngine {
         }
         encoder.clearBuffer(set.flags);
         if (branches) encoder.clearBuffer(this.branchSet(w).counters);
-        kernel.encode(encoder, this.mergeIo(set, w), d);
+        merge.kernel.encode(encoder, this.mergeIo(set, w), merge.dispatch(d));
       },
       result: {
         source: 'output',
@@ -349,31 +349,44 @@ class GpuEngine implements MergeEngine {
     return io;
   }
 
-  /** The merge kernel the plan names (kernel ids are the plan's `combine`). */
-  private mergeKernel(
+  /**
+   * The merge kernel the plan names (kernel ids are the plan's `combine`) and its dispatch for a
+   * window's merge dispatch.
+   */
+  private async mergeKernel(
     plan: MethodPlan,
     variant: MergeVariant,
     tieBreak: boolean,
     countBranches: boolean,
-  ): Promise<Kernel> {
+  ): Promise<{ kernel: Kernel; dispatch: (d: Dispatch) => Dispatch }> {
     const dare = plan.sparsify === 'dare';
     const key = `${variant.inDtype}:${variant.outDtype}`;
+    const same = (kernel: Kernel): { kernel: Kernel; dispatch: (d: Dispatch) => Dispatch } => ({
+      kernel,
+      dispatch: (d) => d,
+    });
     switch (plan.combine) {
       case 'ram':
-        return this.kernel(`ram:${key}`, () => createRamKernel(this.device, variant));
+        return same(await this.kernel(`ram:${key}`, () => createRamKernel(this.device, variant)));
       case 'linear':
-        return this.kernel(`linear:${key}`, () => createLinearKernel(this.device, variant));
+        return same(await this.kernel(`linear:${key}`, () => createLinearKernel(this.device, variant)));
       case 'task_arithmetic':
       case 'ties': {
         const band = plan.sparsify === 'band';
         const consensus = plan.combine === 'ties';
         // A sparsification by ranks runs in the TIES kernel, with or without its sign election.
-        if (consensus || band)
-          return this.kernel(`ties:${dare}:${tieBreak}:${band}:${consensus}:${countBranches}:${key}`, () =>
-            createTiesKernel(this.device, variant, { dare, tieBreak, band, consensus, countBranches }),
+        if (consensus || band) {
+          const kernel = await this.kernel(
+            `ties:${dare}:${tieBreak}:${band}:${consensus}:${countBranches}:${key}`,
+            () => createTiesKernel(this.device, variant, { dare, tieBreak, band, consensus, countBranches }),
           );
-        return this.kernel(`task_arithmetic:${dare}:${countBranches}:${key}`, () =>
-          createTaskArithmeticKernel(this.device, variant, dare, countBranches),
+          const max = this.device.limits.maxComputeWorkgroupsPerDimension;
+          return { kernel, dispatch: (d) => tiesMergeDispatch(d, max) };
+        }
+        return same(
+          await this.kernel(`task_arithmetic:${dare}:${countBranches}:${key}`, () =>
+            createTaskArithmeticKernel(this.device, variant, dare, countBranches),
+          ),
         );
       }
     }

@@ -4,6 +4,7 @@
 
 import source from '../../../shaders/ties.wgsl?raw';
 import { BRANCHES_BINDING, BRANCHES_SOURCE } from './branches.ts';
+import { splitDispatch, type Dispatch } from '../plumbing.ts';
 import { createKernel, type Kernel, type KernelSpec } from './kernel.ts';
 import { MERGE_BINDINGS, mergeConstants, type MergeVariant } from './merge-bindings.ts';
 import { FINITE_SOURCE, RNG_SOURCE, WINDOW_SOURCES } from './sources.ts';
@@ -46,4 +47,12 @@ export function createTiesKernel(
     CONSENSUS: options.consensus === false ? 0 : 1,
     COUNT_BRANCHES: options.countBranches ? 1 : 0,
   });
+}
+
+/**
+ * The TIES kernel's dispatch for a merge dispatch: each invocation merges two adjacent element pairs
+ * (so it loads each agent's parameters once for both), in half the workgroups.
+ */
+export function tiesMergeDispatch(merge: Dispatch, maxPerDimension: number): Dispatch {
+  return splitDispatch(Math.ceil(merge.groups / 2), maxPerDimension);
 }
