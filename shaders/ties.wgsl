@@ -5,10 +5,14 @@
 // weight-normalised) sum over the agents whose w_t tau_t has sign gamma. A zero never agrees.
 // With BAND (Model Breadcrumbs) the kept top-k also loses each agent's top outliers (a second
 // threshold, its cutoff in row AGENTS + t); without CONSENSUS the sparsified tau are summed as task
-// arithmetic does (`breadcrumbs`), with it as TIES (`breadcrumbs_ties`). With COUNT_BRANCHES the
-// agents summed into each element are counted (common/branches.wgsl).
+// arithmetic does (`breadcrumbs`), with it as TIES (`breadcrumbs_ties`). Without TOP_K and without
+// CONSENSUS it is task arithmetic, base + lambda * sum_t w_t tau_t, of the raw tau or with DARE of
+// DARE's (`task_arithmetic`, `dare_linear`). With COUNT_BRANCHES the agents summed into each element
+// are counted (common/branches.wgsl).
 
 override DARE: bool = false;
+// Without DARE: each agent's top-k (TIES, Breadcrumbs), or else its raw tau.
+override TOP_K: bool = true;
 // Some agent keeps only part of the ties at a threshold, so the kernel reads the cutoffs.
 override TIE_BREAK: bool = true;
 override BAND: bool = false;
@@ -29,7 +33,7 @@ struct Cuts {
 
 fn cuts(t: u32) -> Cuts {
   var c = Cuts(0u, 0u, 0u, 0u);
-  if (!DARE) {
+  if (TOP_K && !DARE) {
     c.threshold = agents[t].threshold;
     if (TIE_BREAK) {
       c.cutoff = tie_cutoffs[t];
@@ -61,6 +65,9 @@ fn sparsified(t: u32, p: u32, x: vec2<f32>, key: vec2<u32>, c: Cuts) -> vec2<f32
   if (DARE) {
     return dare_pair(t, p, x);
   }
+  if (!TOP_K) {
+    return x;
+  }
   var kept = in_top(p, key, c.threshold, c.cutoff);
   if (BAND) {
     kept = kept & !in_top(p, key, c.outlier_threshold, c.outlier_cutoff);
@@ -71,7 +78,7 @@ fn sparsified(t: u32, p: u32, x: vec2<f32>, key: vec2<u32>, c: Cuts) -> vec2<f32
 // What the merge of one pair has gathered from the agents so far. With CONSENSUS the vote and the
 // sums over the agents that agree with either sign, each in agent order (the elected sign picks one,
 // so the result is that of summing the agreeing agents after the vote); without it (task arithmetic
-// of the sparsified tau, as task_arithmetic.wgsl) the sum and the weights in sum_pos / weights_pos.
+// of the sparsified tau) the sum and the weights in sum_pos / weights_pos.
 struct Tally {
   base_bits: vec2<u32>,
   scan: Scan,
@@ -118,7 +125,7 @@ fn tally_add(a: Tally, t: u32, p: u32, c: Cuts, w: f32) -> Tally {
 }
 
 // Pair p's merged bits from its tally over every agent. Without CONSENSUS the sum is divided by the
-// weights when normalising unless they sum to less than 1e-8 in magnitude (as task_arithmetic.wgsl).
+// weights when normalising unless they sum to less than 1e-8 in magnitude, as mergekit does.
 fn tally_merged(a: Tally, p: u32) -> Merged {
   let base = bitcast<vec2<f32>>(a.base_bits);
   var sum = a.sum_pos;

@@ -235,6 +235,23 @@ const steps: Step[] = [
     agents: mergeAgents,
   },
   {
+    name: 'task arithmetic merge',
+    groups: mergeGroups(numel),
+    kernels: [
+      {
+        kernel: await createTiesKernel(device, variant, {
+          dare: false,
+          topK: false,
+          tieBreak: false,
+          consensus: false,
+        }),
+        io: tiesIo,
+        dispatch: tiesDispatch,
+      },
+    ],
+    agents: mergeAgents,
+  },
+  {
     name: 'stats, overlap only',
     groups: statsGroups(numel),
     kernels: [{ kernel: await createStatsKernel(device, 'BF16', AGENTS, true) }],

@@ -24,7 +24,6 @@ import {
 } from './kernels/mask.ts';
 import { RAM_KERNEL } from './kernels/ram.ts';
 import { STATS_KERNEL, statsLayout } from './kernels/stats.ts';
-import { TASK_ARITHMETIC_KERNEL } from './kernels/task_arithmetic.ts';
 import { TIES_KERNEL } from './kernels/ties.ts';
 import { TOPK_HIST_KERNEL } from './kernels/topk_hist.ts';
 import { TOPK_SCAN_KERNEL } from './kernels/topk_scan.ts';
@@ -44,7 +43,6 @@ const KERNELS: KernelSpec[] = [
   CONVERT_KERNEL,
   RAM_KERNEL,
   LINEAR_KERNEL,
-  TASK_ARITHMETIC_KERNEL,
   TIES_KERNEL,
   STATS_KERNEL,
   TOPK_HIST_KERNEL,

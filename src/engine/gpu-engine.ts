@@ -22,7 +22,6 @@ import {
 import { createRamKernel } from './kernels/ram.ts';
 import { addStatsCounters, createStatsKernel, statsLayout } from './kernels/stats.ts';
 import { addBranchCounters, branchWords } from './kernels/branches.ts';
-import { createTaskArithmeticKernel } from './kernels/task_arithmetic.ts';
 import { createTiesKernel, tiesMergeDispatch } from './kernels/ties.ts';
 import { createTopKScanKernel, TIE_CARRY_WORDS } from './kernels/topk_scan.ts';
 import { createTopKTiesKernel, tieMarkDispatch } from './kernels/topk_ties.ts';
@@ -374,20 +373,15 @@ class GpuEngine implements MergeEngine {
       case 'ties': {
         const band = plan.sparsify === 'band';
         const consensus = plan.combine === 'ties';
-        // A sparsification by ranks runs in the TIES kernel, with or without its sign election.
-        if (consensus || band) {
-          const kernel = await this.kernel(
-            `ties:${dare}:${tieBreak}:${band}:${consensus}:${countBranches}:${key}`,
-            () => createTiesKernel(this.device, variant, { dare, tieBreak, band, consensus, countBranches }),
-          );
-          const max = this.device.limits.maxComputeWorkgroupsPerDimension;
-          return { kernel, dispatch: (d) => tiesMergeDispatch(d, max) };
-        }
-        return same(
-          await this.kernel(`task_arithmetic:${dare}:${countBranches}:${key}`, () =>
-            createTaskArithmeticKernel(this.device, variant, dare, countBranches),
-          ),
+        // Every sum of sparsified τ runs in the TIES kernel, with or without its sign election.
+        const topK = plan.sparsify === 'topk' || band;
+        const kernel = await this.kernel(
+          `ties:${dare}:${topK}:${tieBreak}:${band}:${consensus}:${countBranches}:${key}`,
+          () =>
+            createTiesKernel(this.device, variant, { dare, topK, tieBreak, band, consensus, countBranches }),
         );
+        const max = this.device.limits.maxComputeWorkgroupsPerDimension;
+        return { kernel, dispatch: (d) => tiesMergeDispatch(d, max) };
       }
     }
   }

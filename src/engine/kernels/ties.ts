@@ -1,6 +1,7 @@
 // Pipeline module of shaders/ties.wgsl: TIES (after the top-k select of topk_hist / topk_ties /
-// topk_scan), DARE-TIES with DARE = 1, and Model Breadcrumbs with BAND = 1 (CONSENSUS = 0 without the
-// sign election) (CPU reference: tiesCombine, taskArithmeticCombine, bandTaus in src/methods/reference.ts).
+// topk_scan), DARE-TIES with DARE = 1, Model Breadcrumbs with BAND = 1 (CONSENSUS = 0 without the
+// sign election), and task arithmetic / DARE-linear with TOP_K = 0 and CONSENSUS = 0 (CPU reference:
+// tiesCombine, taskArithmeticCombine with denseTaus / dareTaus / bandTaus in src/methods/reference.ts).
 
 import source from '../../../shaders/ties.wgsl?raw';
 import { BRANCHES_BINDING, BRANCHES_SOURCE } from './branches.ts';
@@ -18,12 +19,24 @@ export const TIES_KERNEL: KernelSpec = {
     ...MERGE_BINDINGS.filter((b) => b.binding > 4),
     BRANCHES_BINDING,
   ],
-  constants: ['IN_DTYPE', 'OUT_DTYPE', 'AGENTS', 'DARE', 'TIE_BREAK', 'BAND', 'CONSENSUS', 'COUNT_BRANCHES'],
+  constants: [
+    'IN_DTYPE',
+    'OUT_DTYPE',
+    'AGENTS',
+    'DARE',
+    'TOP_K',
+    'TIE_BREAK',
+    'BAND',
+    'CONSENSUS',
+    'COUNT_BRANCHES',
+  ],
 };
 
 export interface TiesOptions {
   /** DARE's random drop instead of the top-k. */
   dare: boolean;
+  /** Without DARE, the top-k (default); false: the raw τ (task arithmetic, with consensus false). */
+  topK?: boolean;
   /** Some threshold keeps part of its ties (cutoffs from topk_ties / topk_scan). */
   tieBreak: boolean;
   /** Model Breadcrumbs: each agent's top outliers dropped from its top-k. */
@@ -42,6 +55,7 @@ export function createTiesKernel(
   return createKernel(device, TIES_KERNEL, {
     ...mergeConstants(variant),
     DARE: options.dare ? 1 : 0,
+    TOP_K: options.topK === false ? 0 : 1,
     TIE_BREAK: options.tieBreak ? 1 : 0,
     BAND: options.band ? 1 : 0,
     CONSENSUS: options.consensus === false ? 0 : 1,
