@@ -235,6 +235,19 @@ const steps: Step[] = [
     agents: mergeAgents,
   },
   {
+    name: 'ties merge, TIE_BREAK on, branch counts',
+    groups: mergeGroups(numel),
+    kernels: [
+      {
+        kernel: await createTiesKernel(device, variant, { dare: false, tieBreak: true, countBranches: true }),
+        io: tiesIo,
+        dispatch: tiesDispatch,
+      },
+    ],
+    agents: mergeAgents,
+    clear: io.branches,
+  },
+  {
     name: 'task arithmetic merge',
     groups: mergeGroups(numel),
     kernels: [
