@@ -19,7 +19,7 @@ var<workgroup> partial: array<u32, WORKGROUP>;
 
 // Tie marks of block i of tie row `row` (which starts at block `row`).
 fn block_marks(row: u32, i: u32) -> u32 {
-  return tie_counts[(row + i) * TIE_BLOCK_WORDS + 1u];
+  return tie_counts[(row + i) * TIE_BLOCK_WORDS];
 }
 
 // The ties row t keeps, lowest index first.

@@ -45,10 +45,10 @@ fn main(
   let valid = select(0xffffffffu, (1u << elements) - 1u, elements < 32u);
   for (var t = 0u; t < AGENTS; t++) {
     if (agents[t].ties_to_keep != 0u) {
-      tie_counts[tie_block(t, first) * TIE_BLOCK_WORDS + 1u] = valid & tie_marks(t, first, pairs, agents[t].threshold);
+      tie_counts[tie_block(t, first) * TIE_BLOCK_WORDS] = valid & tie_marks(t, first, pairs, agents[t].threshold);
     }
     if (BAND && agents[t].outliers_to_drop != 0u) {
-      tie_counts[tie_block(AGENTS + t, first) * TIE_BLOCK_WORDS + 1u] =
+      tie_counts[tie_block(AGENTS + t, first) * TIE_BLOCK_WORDS] =
         valid & tie_marks(t, first, pairs, agents[t].outlier_threshold);
     }
   }
