@@ -74,6 +74,12 @@ export const MAX_GPU_AGENTS = 32;
 
 const noop = (): void => undefined;
 
+/** A merge pass's kernel and its dispatch for the window's merge dispatch (one invocation per pair). */
+interface MergeKernel {
+  kernel: Kernel;
+  dispatch(merge: Dispatch): Dispatch;
+}
+
 /** Tie-count blocks of a merge dispatch: WORKGROUP_SIZE / TIE_BLOCK_PAIRS per workgroup (window.wgsl). */
 function tieBlocks(groups: number): number {
   return groups * (WORKGROUP_SIZE / TIE_BLOCK_PAIRS);
@@ -158,7 +164,7 @@ class GpuEngine implements MergeEngine {
       n * AGENT_BYTES,
       GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
     );
-    // Two tie rows per agent (Model Breadcrumbs ranks ties at two thresholds), each with a cutoff.
+    // Two tie rows per agent (Model Breadcrumbs cuts ties at two thresholds), each with a cutoff.
     this.carry = this.buffer(
       'carry',
       TIE_CARRY_WORDS * n * 4,
@@ -357,13 +363,10 @@ class GpuEngine implements MergeEngine {
     variant: MergeVariant,
     tieBreak: boolean,
     countBranches: boolean,
-  ): Promise<{ kernel: Kernel; dispatch: (d: Dispatch) => Dispatch }> {
+  ): Promise<MergeKernel> {
     const dare = plan.sparsify === 'dare';
     const key = `${variant.inDtype}:${variant.outDtype}`;
-    const same = (kernel: Kernel): { kernel: Kernel; dispatch: (d: Dispatch) => Dispatch } => ({
-      kernel,
-      dispatch: (d) => d,
-    });
+    const same = (kernel: Kernel): MergeKernel => ({ kernel, dispatch: (d) => d });
     switch (plan.combine) {
       case 'ram':
         return same(await this.kernel(`ram:${key}`, () => createRamKernel(this.device, variant)));
