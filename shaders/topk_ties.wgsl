@@ -3,23 +3,21 @@
 // counts them to find the first tie not kept); with BAND (Model Breadcrumbs) also those equal to its
 // outlier threshold, in rows AGENTS..2·AGENTS−1. Each invocation builds a whole block's masks and
 // stores them: no atomics and no workgroup memory (SwiftShader runs barriers and contended atomics
-// slowly). It is dispatched with one invocation per block (kernels/topk_ties.ts), and loads the
-// block's base once for every agent. A row whose agent keeps none of its ties is not marked (a
-// threshold of 0 ties every unchanged element).
+// slowly). It is dispatched with one invocation per block (kernels/topk_ties.ts). It loads the base
+// again for each agent: kept in a private array for all of them, it cost more on SwiftShader than
+// the loads. A row whose agent keeps none of its ties is not marked (a threshold of 0 ties every
+// unchanged element).
 
 override BAND: bool = false;
 
 @group(0) @binding(2) var<storage, read_write> tie_counts: array<u32>;
-
-// The f32 bits of the block's base pairs.
-var<private> base_bits: array<vec2<u32>, TIE_BLOCK_PAIRS>;
 
 // Bits of the elements of the block's first `pairs` pairs (from pair `first`) of agent t whose keys
 // equal `threshold`.
 fn tie_marks(t: u32, first: u32, pairs: u32, threshold: u32) -> u32 {
   var marks = 0u;
   for (var j = 0u; j < pairs; j++) {
-    let tie = pair_keys(load_pair_bits(t + 1u, first + j), base_bits[j]) == vec2<u32>(threshold);
+    let tie = tau_keys(t + 1u, first + j) == vec2<u32>(threshold);
     marks |= (select(0u, 1u, tie.x) | select(0u, 2u, tie.y)) << (2u * j);
   }
   return marks;
@@ -38,9 +36,6 @@ fn main(
   }
   let elements = min(params.count - 2u * first, 2u * TIE_BLOCK_PAIRS);
   let pairs = (elements + 1u) / 2u;
-  for (var j = 0u; j < pairs; j++) {
-    base_bits[j] = load_pair_bits(0u, first + j);
-  }
   // An odd window's last pair has one element: its other lane is never a tie.
   let valid = select(0xffffffffu, (1u << elements) - 1u, elements < 32u);
   for (var t = 0u; t < AGENTS; t++) {
