@@ -46,12 +46,12 @@ test('opens on the demo set and shows exactly the CPU reference statistics', asy
   await expect(page.getByTestId('model-base-dtypes')).toHaveText('BF16 51,076');
   // The engine card: the demo's largest tensor fits one window, and its buffers (both sets, counted
   // here buffer by buffer) stay inside the 512 MiB budget it names. Per set: inputs and their staging
-  // copies, three outputs, and tie ranks for the method that ranks most (two rows per agent, 16 blocks
-  // of two words per 512-element merge workgroup). Input slots are padded to 16 bytes (read as vec4),
-  // outputs to 4.
+  // copies, three outputs, and tie marks for the method that cuts most ties (two rows per agent, 16
+  // blocks of one word per 512-element merge workgroup). Input slots are padded to 16 bytes (read as
+  // vec4), outputs to 4.
   const largest = Math.max(...expected.tensors.map((t) => t.numel));
   const pad = (bytes: number, to: number): number => Math.ceil(bytes / to) * to;
-  const tieBytes = 2 * 3 * Math.ceil(largest / 512) * 16 * 2 * 4;
+  const tieBytes = 2 * 3 * Math.ceil(largest / 512) * 16 * 4;
   const perSet = 2 * 4 * pad(largest * 2, 16) + 3 * pad(largest * 2, 4) + tieBytes;
   const memory = studio.check.result?.memory;
   expect(memory).toMatchObject({ windowElements: largest, gpuBytes: 2 * perSet, budgetBytes: 512 * 2 ** 20 });

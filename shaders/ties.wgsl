@@ -1,160 +1,193 @@
 // TIES (mergekit `ties`) and, with DARE = true, DARE-TIES: per agent the sparsified tau (TIES: the
-// top-k |tau| found by topk_hist, ties at the threshold kept lowest index first by their ranks, from
-// topk_scan's prefix per block of TIE_BLOCK_PAIRS pairs and the block's tie marks; DARE: the seeded
-// Bernoulli mask, rescaled), the elected
-// sign gamma = +1 iff sum_t w_t tau_t >= 0, then base + lambda * the (optionally weight-normalised)
-// sum over the agents whose w_t tau_t has sign gamma. A zero never agrees.
+// top-k |tau| found by topk_hist, ties at the threshold kept lowest index first: those before the
+// row's cutoff, which topk_ties and topk_scan find; DARE: the seeded Bernoulli mask, rescaled), the
+// elected sign gamma = +1 iff sum_t w_t tau_t >= 0, then base + lambda * the (optionally
+// weight-normalised) sum over the agents whose w_t tau_t has sign gamma. A zero never agrees.
 // With BAND (Model Breadcrumbs) the kept top-k also loses each agent's top outliers (a second
-// threshold, its tie ranks in rows AGENTS..2·AGENTS−1); without CONSENSUS the sparsified tau are
-// summed as task arithmetic does (`breadcrumbs`), with it as TIES (`breadcrumbs_ties`). With
-// COUNT_BRANCHES the agents summed into each element are counted (common/branches.wgsl).
+// threshold, its cutoff in row AGENTS + t); without CONSENSUS the sparsified tau are summed as task
+// arithmetic does (`breadcrumbs`), with it as TIES (`breadcrumbs_ties`). Without TOP_K and without
+// CONSENSUS it is task arithmetic, base + lambda * sum_t w_t tau_t, of the raw tau or with DARE of
+// DARE's (`task_arithmetic`, `dare_linear`). With COUNT_BRANCHES the agents summed into each element
+// are counted (common/branches.wgsl).
 
 override DARE: bool = false;
-// Some agent keeps only part of the ties at a threshold, so the kernel needs their ranks.
+// Without DARE: each agent's top-k (TIES, Breadcrumbs), or else its raw tau.
+override TOP_K: bool = true;
+// Some agent keeps only part of the ties at a threshold, so the kernel reads the cutoffs.
 override TIE_BREAK: bool = true;
 override BAND: bool = false;
 override CONSENSUS: bool = true;
 
 @group(0) @binding(2) var<storage, read_write> output: array<u32>;
-// Per tie block: its prefix and its tie bits (TIE_BLOCK_WORDS).
-@group(0) @binding(4) var<storage, read> tie_prefix: array<vec2<u32>>;
+// Per tie row, the window-local index of its first tie not kept (topk_scan's carry, words 0..2·AGENTS−1).
+@group(0) @binding(4) var<storage, read> tie_cutoffs: array<u32>;
 
-// Ties in tie row `row` before element 2p: those of the earlier blocks (topk_scan's prefix) and the
-// marks of topk_ties below pair p's in its block, both in one load.
-fn tie_rank(row: u32, p: u32) -> u32 {
-  let ties = tie_prefix[tie_block(row, p)];
-  let below = (1u << (2u * (p % TIE_BLOCK_PAIRS))) - 1u;
-  return ties.x + countOneBits(ties.y & below);
+// Agent t's parameters that its sparsification reads, loaded once for both pairs of an invocation:
+// SwiftShader loads a value indexed by the agent per lane, as it loads the inputs.
+struct Cuts {
+  threshold: u32,
+  cutoff: u32,
+  outlier_threshold: u32,
+  outlier_cutoff: u32,
 }
 
-// Whether an agent's keys of pair p are in a top-k given as its threshold and the ties it keeps, the
-// ties' ranks in tie-prefix row `row`.
-fn in_top(row: u32, p: u32, key: vec2<u32>, threshold: u32, ties_to_keep: u32) -> vec2<bool> {
-  var kept = key > vec2<u32>(threshold);
-  if (TIE_BREAK) {
-    let tie = key == vec2<u32>(threshold);
-    if (ties_to_keep != 0u && any(tie)) {
-      let first = tie_rank(row, p);
-      let rank = vec2<u32>(first, first + select(0u, 1u, tie.x));
-      kept = kept | (tie & (rank < vec2<u32>(ties_to_keep)));
+fn cuts(t: u32) -> Cuts {
+  var c = Cuts(0u, 0u, 0u, 0u);
+  if (TOP_K && !DARE) {
+    c.threshold = agents[t].threshold;
+    if (TIE_BREAK) {
+      c.cutoff = tie_cutoffs[t];
     }
+    if (BAND) {
+      c.outlier_threshold = agents[t].outlier_threshold;
+      if (TIE_BREAK) {
+        c.outlier_cutoff = tie_cutoffs[AGENTS + t];
+      }
+    }
+  }
+  return c;
+}
+
+// Whether an agent's keys of pair p are in a top-k given as its threshold and, with TIE_BREAK, the
+// cutoff below which its ties are kept: a comparison per lane, no rank.
+fn in_top(p: u32, key: vec2<u32>, threshold: u32, cutoff: u32) -> vec2<bool> {
+  let kept = key > vec2<u32>(threshold);
+  if (TIE_BREAK) {
+    let e = vec2<u32>(2u * p, 2u * p + 1u);
+    return kept | ((key == vec2<u32>(threshold)) & (e < vec2<u32>(cutoff)));
   }
   return kept;
 }
 
 // Agent t's sparsified tau of pair p, x = its raw tau, key = its |tau| bits (0 where it holds the
 // base's bits).
-fn sparsified(t: u32, p: u32, x: vec2<f32>, key: vec2<u32>) -> vec2<f32> {
+fn sparsified(t: u32, p: u32, x: vec2<f32>, key: vec2<u32>, c: Cuts) -> vec2<f32> {
   if (DARE) {
     return dare_pair(t, p, x);
   }
-  // Fields read one by one: SwiftShader loads a whole struct when it is bound to a name.
-  var kept = in_top(t, p, key, agents[t].threshold, agents[t].ties_to_keep);
+  if (!TOP_K) {
+    return x;
+  }
+  var kept = in_top(p, key, c.threshold, c.cutoff);
   if (BAND) {
-    kept = kept & !in_top(AGENTS + t, p, key, agents[t].outlier_threshold, agents[t].outliers_to_drop);
+    kept = kept & !in_top(p, key, c.outlier_threshold, c.outlier_cutoff);
   }
   return select(vec2<f32>(0.0), x, kept);
 }
 
-// Task arithmetic of the sparsified tau (as task_arithmetic.wgsl): base + lambda * sum_t w_t tau_t,
-// over sum_t w_t when normalising unless that sum is below 1e-8 in magnitude.
-fn summed_pair(p: u32) -> Merged {
-  let base_bits = load_pair_bits(0u, p);
-  let base = bitcast<vec2<f32>>(base_bits);
-  var scan = scan_start(0u, base_bits);
-  var sum = vec2<f32>(0.0);
-  var weights = 0.0;
-  var branch = no_contributors();
-  for (var t = 0u; t < AGENTS; t++) {
-    let bits = load_pair_bits(t + 1u, p);
-    scan = scan_add(scan, bits);
-    let raw = bitcast<vec2<f32>>(bits) - base;
-    let key = select(bitcast<vec2<u32>>(raw) & vec2<u32>(0x7fffffffu), vec2<u32>(0u), bits == base_bits);
-    let w = agents[t].weight;
-    let x = sparsified(t, p, raw, key);
-    sum += w * x;
-    weights += w;
-    if (COUNT_BRANCHES) {
-      branch = add_voter(branch, t, x, w, bits != base_bits);
-    }
-  }
-  if (COUNT_BRANCHES) {
-    count_branches(p, branch, vec2<bool>(true), vec2<bool>(true));
-  }
-  if (params.normalize != 0u && abs(weights) >= 1e-8) {
-    sum = sum / weights;
-  }
-  return Merged(bitcast<vec2<u32>>(base + params.scale * sum), scan);
+// What the merge of one pair has gathered from the agents so far. With CONSENSUS the vote and the
+// sums over the agents that agree with either sign, each in agent order (the elected sign picks one,
+// so the result is that of summing the agreeing agents after the vote); without it (task arithmetic
+// of the sparsified tau) the sum and the weights in sum_pos / weights_pos.
+struct Tally {
+  base_bits: vec2<u32>,
+  scan: Scan,
+  vote: vec2<f32>,
+  sum_pos: vec2<f32>,
+  weights_pos: vec2<f32>,
+  sum_neg: vec2<f32>,
+  weights_neg: vec2<f32>,
+  branch: Contributors,
 }
 
-// Each agent's inputs are loaded once: the sums over the agents that agree with either sign are
-// both kept, each in agent order, and the elected sign picks one, so the result is that of summing
-// the agreeing agents after the vote.
-fn merged_pair(p: u32) -> Merged {
-  if (!CONSENSUS) {
-    return summed_pair(p);
-  }
+fn tally_start(p: u32) -> Tally {
   let base_bits = load_pair_bits(0u, p);
-  let base = bitcast<vec2<f32>>(base_bits);
-  var scan = scan_start(0u, base_bits);
-  var vote = vec2<f32>(0.0);
-  var sum_pos = vec2<f32>(0.0);
-  var weights_pos = vec2<f32>(0.0);
-  var sum_neg = vec2<f32>(0.0);
-  var weights_neg = vec2<f32>(0.0);
-  var branch = no_contributors();
-  for (var t = 0u; t < AGENTS; t++) {
-    let bits = load_pair_bits(t + 1u, p);
-    scan = scan_add(scan, bits);
-    let raw = bitcast<vec2<f32>>(bits) - base;
-    let key = select(bitcast<vec2<u32>>(raw) & vec2<u32>(0x7fffffffu), vec2<u32>(0u), bits == base_bits);
-    let x = sparsified(t, p, raw, key);
-    let w = agents[t].weight;
-    vote += w * x;
+  let zero = vec2<f32>(0.0);
+  return Tally(base_bits, scan_start(0u, base_bits), zero, zero, zero, zero, zero, no_contributors());
+}
+
+// Adds agent t (weight w, sparsification c) to pair p's tally.
+fn tally_add(a: Tally, t: u32, p: u32, c: Cuts, w: f32) -> Tally {
+  var r = a;
+  let bits = load_pair_bits(t + 1u, p);
+  r.scan = scan_add(a.scan, bits);
+  let raw = bitcast<vec2<f32>>(bits) - bitcast<vec2<f32>>(a.base_bits);
+  let key = select(bitcast<vec2<u32>>(raw) & vec2<u32>(0x7fffffffu), vec2<u32>(0u), bits == a.base_bits);
+  let x = sparsified(t, p, raw, key, c);
+  if (CONSENSUS) {
+    r.vote += w * x;
     let voting = (x != vec2<f32>(0.0)) & vec2<bool>(w != 0.0);
     let agrees = (x > vec2<f32>(0.0)) == vec2<bool>(w > 0.0);
     let pos = voting & agrees;
     let neg = voting & !agrees;
-    sum_pos += select(vec2<f32>(0.0), w * x, pos);
-    weights_pos += select(vec2<f32>(0.0), vec2<f32>(w), pos);
-    sum_neg += select(vec2<f32>(0.0), w * x, neg);
-    weights_neg += select(vec2<f32>(0.0), vec2<f32>(w), neg);
-    if (COUNT_BRANCHES) {
-      branch = add_voter(branch, t, x, w, bits != base_bits);
-    }
+    r.sum_pos += select(vec2<f32>(0.0), w * x, pos);
+    r.weights_pos += select(vec2<f32>(0.0), vec2<f32>(w), pos);
+    r.sum_neg += select(vec2<f32>(0.0), w * x, neg);
+    r.weights_neg += select(vec2<f32>(0.0), vec2<f32>(w), neg);
+  } else {
+    r.sum_pos += w * x;
+    r.weights_pos += vec2<f32>(w);
   }
-  let positive = vote >= vec2<f32>(0.0);
   if (COUNT_BRANCHES) {
-    count_branches(p, branch, positive, !positive);
+    r.branch = add_voter(a.branch, t, x, w, bits != a.base_bits);
   }
-  var sum = select(sum_neg, sum_pos, positive);
-  let weights = select(weights_neg, weights_pos, positive);
+  return r;
+}
+
+// Pair p's merged bits from its tally over every agent. Without CONSENSUS the sum is divided by the
+// weights when normalising unless they sum to less than 1e-8 in magnitude, as mergekit does.
+fn tally_merged(a: Tally, p: u32) -> Merged {
+  let base = bitcast<vec2<f32>>(a.base_bits);
+  var sum = a.sum_pos;
+  if (!CONSENSUS) {
+    if (COUNT_BRANCHES) {
+      count_branches(p, a.branch, vec2<bool>(true), vec2<bool>(true));
+    }
+    if (params.normalize != 0u && abs(a.weights_pos.x) >= 1e-8) {
+      sum = sum / a.weights_pos;
+    }
+    return Merged(bitcast<vec2<u32>>(base + params.scale * sum), a.scan);
+  }
+  let positive = a.vote >= vec2<f32>(0.0);
+  if (COUNT_BRANCHES) {
+    count_branches(p, a.branch, positive, !positive);
+  }
+  sum = select(a.sum_neg, a.sum_pos, positive);
+  let weights = select(a.weights_neg, a.weights_pos, positive);
   if (params.normalize != 0u) {
     sum = select(sum, sum / weights, weights != vec2<f32>(0.0));
   }
-  return Merged(bitcast<vec2<u32>>(base + params.scale * sum), scan);
+  return Merged(bitcast<vec2<u32>>(base + params.scale * sum), a.scan);
 }
 
-@compute @workgroup_size(WORKGROUP)
-fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
-  let group = workgroup_index(wid);
-  if (group >= params.groups) {
-    return;
-  }
-  let p = group * WORKGROUP + lid;
+// Writes pair p's output word(s), a pair inside the window.
+fn write_pair(p: u32, m: Merged) {
   let e = 2u * p;
-  let lanes = select(min(params.count - e, 2u), 0u, e >= params.count);
-  if (lanes == 0u) {
-    return;
-  }
-  let m = merged_pair(p);
-  let out = finish_pair(p, m.bits, m.scan, vec2<bool>(true, lanes == 2u));
+  let both = e + 1u < params.count;
+  let out = finish_pair(p, m.bits, m.scan, vec2<bool>(true, both));
   if (OUT_DTYPE == DTYPE_F32) {
     output[e] = out.x;
-    if (lanes == 2u) {
+    if (both) {
       output[e + 1u] = out.y;
     }
     return;
   }
-  output[p] = out.x | (select(0u, out.y, lanes == 2u) << 16u);
+  output[p] = out.x | (select(0u, out.y, both) << 16u);
+}
+
+// Two adjacent pairs per invocation (kernels/ties.ts dispatches half the merge's workgroups), so each
+// agent's parameters are loaded once for four elements. Past the window's end the second pair's loads
+// read what the buffer holds there (or 0) and nothing of it is written or counted.
+@compute @workgroup_size(WORKGROUP)
+fn main(
+  @builtin(workgroup_id) wid: vec3u,
+  @builtin(num_workgroups) groups: vec3u,
+  @builtin(local_invocation_index) lid: u32,
+) {
+  let first = 2u * ((wid.y * groups.x + wid.x) * WORKGROUP + lid);
+  if (2u * first >= params.count) {
+    return;
+  }
+  var a = tally_start(first);
+  var b = tally_start(first + 1u);
+  for (var t = 0u; t < AGENTS; t++) {
+    let c = cuts(t);
+    let w = agents[t].weight;
+    a = tally_add(a, t, first, c, w);
+    b = tally_add(b, t, first + 1u, c, w);
+  }
+  write_pair(first, tally_merged(a, first));
+  if (2u * first + 2u < params.count) {
+    write_pair(first + 1u, tally_merged(b, first + 1u));
+  }
 }

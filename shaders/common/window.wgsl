@@ -8,11 +8,11 @@ override AGENTS: u32 = 2u;
 override OUT_DTYPE: u32 = 0u;
 
 const WORKGROUP: u32 = 256u;
-// TIES tie ranks: ties are marked per block of this many element pairs of a merge dispatch, each
-// block in TIE_BLOCK_WORDS words: the ties before the block (topk_scan's prefix), then a bit per
-// element (bit i for element i of the block), so a tie's rank is the prefix plus one popcount.
+// TIES tie-break: ties are marked per block of this many element pairs of a merge dispatch, each
+// block in TIE_BLOCK_WORDS words of a bit per element (bit i for element i of the block), which
+// topk_scan counts to find the first tie not kept.
 const TIE_BLOCK_PAIRS: u32 = 16u;
-const TIE_BLOCK_WORDS: u32 = 2u;
+const TIE_BLOCK_WORDS: u32 = 1u;
 
 fn tie_blocks() -> u32 {
   return params.groups * (WORKGROUP / TIE_BLOCK_PAIRS);

@@ -11,10 +11,10 @@ import type { Kernel, KernelIo } from '../engine/kernels/kernel.ts';
 import { createRamKernel } from '../engine/kernels/ram.ts';
 import { createStatsKernel, statsLayout } from '../engine/kernels/stats.ts';
 import { createOverlapCountKernel, overlapCountGroups } from '../engine/kernels/overlap_count.ts';
-import { createTiesKernel } from '../engine/kernels/ties.ts';
+import { createTiesKernel, tiesMergeDispatch } from '../engine/kernels/ties.ts';
 import { createTopKHistKernel, TOPK_HIST_SLOTS } from '../engine/kernels/topk_hist.ts';
-import { createTopKScanKernel } from '../engine/kernels/topk_scan.ts';
-import { createTopKTiesKernel } from '../engine/kernels/topk_ties.ts';
+import { createTopKScanKernel, TIE_CARRY_WORDS } from '../engine/kernels/topk_scan.ts';
+import { createTopKTiesKernel, tieMarkDispatch } from '../engine/kernels/topk_ties.ts';
 import { bracketGroups, BRACKET_WORDS, createTopKCountKernel } from '../engine/kernels/topk_count.ts';
 import { NO_KEY } from '../engine/kernels/topk_sample.ts';
 import { flagCount } from '../engine/kernels/merge-bindings.ts';
@@ -147,7 +147,7 @@ models.forEach((m, s) => device.queue.writeBuffer(inputs, s * slotBytes, m));
 const agentsBuffer = buffer('agents', encodeAgents(states).byteLength);
 const params = buffer('params', PARAMS_BYTES, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
 const tieCounts = buffer('tie_counts', windowCapacity(numel, AGENTS, 2, 2, 2).tieBytes);
-const carry = buffer('carry', 2 * AGENTS * 4);
+const carry = buffer('carry', TIE_CARRY_WORDS * AGENTS * 4);
 const io: KernelIo = {
   params,
   inputs,
@@ -171,8 +171,6 @@ interface Step {
   params?: Partial<WindowParams>;
   agents?: Uint8Array;
   clear?: GPUBuffer;
-  /** Written after `clear`, before the kernels. */
-  write?: { buffer: GPUBuffer; data: Uint32Array };
 }
 
 const mergeAgents = encodeAgents(
@@ -189,8 +187,9 @@ function bracketRows(): Uint32Array {
   });
   return words;
 }
-// In order: the tie counts of one repeat are scanned, then ranked by the merge that follows them.
-const tiesIo = { ...io, tie_prefix: tieCounts };
+// In order: the tie marks of one repeat are scanned into cutoffs, which the merge that follows uses.
+const tiesIo = { ...io, tie_cutoffs: carry };
+const tiesDispatch = tiesMergeDispatch(splitDispatch(mergeGroups(numel), max), max);
 const variant = { inDtype: 'BF16', outDtype: 'BF16', agents: AGENTS } as const;
 const steps: Step[] = [
   {
@@ -231,7 +230,12 @@ const steps: Step[] = [
   {
     name: 'topk_ties',
     groups: mergeGroups(numel),
-    kernels: [{ kernel: await createTopKTiesKernel(device, 'BF16', AGENTS) }],
+    kernels: [
+      {
+        kernel: await createTopKTiesKernel(device, 'BF16', AGENTS),
+        dispatch: tieMarkDispatch(splitDispatch(mergeGroups(numel), max), max),
+      },
+    ],
     agents: mergeAgents,
     clear: io.tie_counts,
   },
@@ -239,12 +243,30 @@ const steps: Step[] = [
     name: 'topk_scan',
     groups: mergeGroups(numel),
     kernels: [{ kernel: await createTopKScanKernel(device, AGENTS), dispatch: { x: 1, y: 1, groups: 1 } }],
+    agents: mergeAgents,
+    clear: carry,
   },
   {
     name: 'ties merge, TIE_BREAK on',
     groups: mergeGroups(numel),
     kernels: [
-      { kernel: await createTiesKernel(device, variant, { dare: false, tieBreak: true }), io: tiesIo },
+      {
+        kernel: await createTiesKernel(device, variant, { dare: false, tieBreak: true }),
+        io: tiesIo,
+        dispatch: tiesDispatch,
+      },
+    ],
+    agents: mergeAgents,
+  },
+  {
+    name: 'ties merge, TIE_BREAK off',
+    groups: mergeGroups(numel),
+    kernels: [
+      {
+        kernel: await createTiesKernel(device, variant, { dare: false, tieBreak: false }),
+        io: tiesIo,
+        dispatch: tiesDispatch,
+      },
     ],
     agents: mergeAgents,
   },
@@ -255,16 +277,26 @@ const steps: Step[] = [
       {
         kernel: await createTiesKernel(device, variant, { dare: false, tieBreak: true, countBranches: true }),
         io: tiesIo,
+        dispatch: tiesDispatch,
       },
     ],
     agents: mergeAgents,
     clear: io.branches,
   },
   {
-    name: 'ties merge, TIE_BREAK off',
+    name: 'task arithmetic merge',
     groups: mergeGroups(numel),
     kernels: [
-      { kernel: await createTiesKernel(device, variant, { dare: false, tieBreak: false }), io: tiesIo },
+      {
+        kernel: await createTiesKernel(device, variant, {
+          dare: false,
+          topK: false,
+          tieBreak: false,
+          consensus: false,
+        }),
+        io: tiesIo,
+        dispatch: tiesDispatch,
+      },
     ],
     agents: mergeAgents,
   },
@@ -296,14 +328,8 @@ async function timed(step: Step): Promise<{ cpu: number; wall: number }> {
   await device.queue.onSubmittedWorkDone();
   const cpu0 = process.cpuUsage();
   const wall0 = performance.now();
-  let encoder = device.createCommandEncoder({ label: `KernelProfile.${step.name}` });
+  const encoder = device.createCommandEncoder({ label: `KernelProfile.${step.name}` });
   if (step.clear) encoder.clearBuffer(step.clear);
-  if (step.write) {
-    device.queue.submit([encoder.finish()]);
-    device.queue.writeBuffer(step.write.buffer, 0, step.write.data);
-    encoder = device.createCommandEncoder({ label: `KernelProfile.${step.name}` });
-  }
-  encoder.clearBuffer(carry);
   for (const k of step.kernels) k.kernel.encode(encoder, k.io ?? io, k.dispatch ?? d);
   device.queue.submit([encoder.finish()]);
   await device.queue.onSubmittedWorkDone();

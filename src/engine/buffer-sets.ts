@@ -119,7 +119,7 @@ export class BufferSets {
       flagBytes,
       GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
     );
-    // A method that ranks no ties still binds one tie block: the merge kernels read tie ranks as vec2<u32>.
+    // Never empty, so that it can always be bound.
     const tieCounts = buffer(
       'tieCounts',
       Math.max(c.tieBytes, TIE_BLOCK_WORDS * 4),
@@ -150,8 +150,8 @@ export class BufferSets {
         flags,
         agents: agentBuffer,
         tie_counts: tieCounts,
-        tie_prefix: tieCounts,
         carry,
+        tie_cutoffs: carry,
       },
       resident: null,
       busy: Promise.resolve(),

@@ -25,7 +25,6 @@ import {
 import { OVERLAP_COUNT_ITEMS, OVERLAP_COUNT_KERNEL, overlapCountWords } from './kernels/overlap_count.ts';
 import { RAM_KERNEL } from './kernels/ram.ts';
 import { STATS_KERNEL, statsLayout } from './kernels/stats.ts';
-import { TASK_ARITHMETIC_KERNEL } from './kernels/task_arithmetic.ts';
 import { TIES_KERNEL } from './kernels/ties.ts';
 import { TOPK_HIST_KERNEL } from './kernels/topk_hist.ts';
 import { TOPK_SCAN_KERNEL } from './kernels/topk_scan.ts';
@@ -47,7 +46,6 @@ const KERNELS: KernelSpec[] = [
   CONVERT_KERNEL,
   RAM_KERNEL,
   LINEAR_KERNEL,
-  TASK_ARITHMETIC_KERNEL,
   TIES_KERNEL,
   STATS_KERNEL,
   OVERLAP_COUNT_KERNEL,

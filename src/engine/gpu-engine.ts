@@ -30,10 +30,9 @@ import {
   type OverlapCounts,
 } from './kernels/overlap_count.ts';
 import { addBranchCounters, branchWords } from './kernels/branches.ts';
-import { createTaskArithmeticKernel } from './kernels/task_arithmetic.ts';
-import { createTiesKernel } from './kernels/ties.ts';
-import { createTopKScanKernel } from './kernels/topk_scan.ts';
-import { createTopKTiesKernel } from './kernels/topk_ties.ts';
+import { createTiesKernel, tiesMergeDispatch } from './kernels/ties.ts';
+import { createTopKScanKernel, TIE_CARRY_WORDS } from './kernels/topk_scan.ts';
+import { createTopKTiesKernel, tieMarkDispatch } from './kernels/topk_ties.ts';
 import { AGENT_BYTES, encodeAgents, encodeParams, type AgentParams, type WindowParams } from './layout.ts';
 import {
   statsGroups,
@@ -87,6 +86,12 @@ export const DEFAULT_WINDOW_ELEMENTS = 2 ** 23;
 export const MAX_GPU_AGENTS = 32;
 
 const noop = (): void => undefined;
+
+/** A merge pass's kernel and its dispatch for the window's merge dispatch (one invocation per pair). */
+interface MergeKernel {
+  kernel: Kernel;
+  dispatch(merge: Dispatch): Dispatch;
+}
 
 /** Tie-count blocks of a merge dispatch: WORKGROUP_SIZE / TIE_BLOCK_PAIRS per workgroup (window.wgsl). */
 function tieBlocks(groups: number): number {
@@ -172,8 +177,12 @@ class GpuEngine implements MergeEngine {
       n * AGENT_BYTES,
       GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
     );
-    // Two rows per agent: Model Breadcrumbs ranks ties at two thresholds.
-    this.carry = this.buffer('carry', 2 * n * 4, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+    // Two tie rows per agent (Model Breadcrumbs cuts ties at two thresholds), each with a cutoff.
+    this.carry = this.buffer(
+      'carry',
+      TIE_CARRY_WORDS * n * 4,
+      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+    );
     const branchBytes = branchWords(n) * 4;
     this.branchBuffers = [0, 1].map((i) => ({
       counters: this.buffer(
@@ -295,7 +304,7 @@ class GpuEngine implements MergeEngine {
     }
     // Only a sparsified merge counts what it kept; RAM's and the dense merges' branches are the statistics'.
     const branches = plan.sparsify !== undefined ? options.branches : undefined;
-    const kernel = await this.mergeKernel(plan, variant, tieBreak !== null, branches !== undefined);
+    const merge = await this.mergeKernel(plan, variant, tieBreak !== null, branches !== undefined);
     const tieRows = job.tieRows * this.agents;
     this.scheduler.write(this.agentBuffer, 0, encodeAgents(agents));
     const nameHash = fnv1a32(tensor.name);
@@ -318,12 +327,13 @@ class GpuEngine implements MergeEngine {
         if (tieBreak) {
           if (w.index === 0) encoder.clearBuffer(this.carry);
           encoder.clearBuffer(set.tieCounts, 0, tieRows * tieBlocks(d.groups) * TIE_BLOCK_WORDS * 4);
-          tieBreak.ties.encode(encoder, set.io, d);
+          const max = this.device.limits.maxComputeWorkgroupsPerDimension;
+          tieBreak.ties.encode(encoder, set.io, tieMarkDispatch(d, max));
           tieBreak.scan.encode(encoder, set.io, { x: 1, y: 1, groups: 1 });
         }
         encoder.clearBuffer(set.flags);
         if (branches) encoder.clearBuffer(this.branchSet(w).counters);
-        kernel.encode(encoder, this.mergeIo(set, w), d);
+        merge.kernel.encode(encoder, this.mergeIo(set, w), merge.dispatch(d));
       },
       result: {
         source: 'output',
@@ -358,32 +368,37 @@ class GpuEngine implements MergeEngine {
     return io;
   }
 
-  /** The merge kernel the plan names (kernel ids are the plan's `combine`). */
-  private mergeKernel(
+  /**
+   * The merge kernel the plan names (kernel ids are the plan's `combine`) and its dispatch for a
+   * window's merge dispatch.
+   */
+  private async mergeKernel(
     plan: MethodPlan,
     variant: MergeVariant,
     tieBreak: boolean,
     countBranches: boolean,
-  ): Promise<Kernel> {
+  ): Promise<MergeKernel> {
     const dare = plan.sparsify === 'dare';
     const key = `${variant.inDtype}:${variant.outDtype}`;
+    const same = (kernel: Kernel): MergeKernel => ({ kernel, dispatch: (d) => d });
     switch (plan.combine) {
       case 'ram':
-        return this.kernel(`ram:${key}`, () => createRamKernel(this.device, variant));
+        return same(await this.kernel(`ram:${key}`, () => createRamKernel(this.device, variant)));
       case 'linear':
-        return this.kernel(`linear:${key}`, () => createLinearKernel(this.device, variant));
+        return same(await this.kernel(`linear:${key}`, () => createLinearKernel(this.device, variant)));
       case 'task_arithmetic':
       case 'ties': {
         const band = plan.sparsify === 'band';
         const consensus = plan.combine === 'ties';
-        // A sparsification by ranks runs in the TIES kernel, with or without its sign election.
-        if (consensus || band)
-          return this.kernel(`ties:${dare}:${tieBreak}:${band}:${consensus}:${countBranches}:${key}`, () =>
-            createTiesKernel(this.device, variant, { dare, tieBreak, band, consensus, countBranches }),
-          );
-        return this.kernel(`task_arithmetic:${dare}:${countBranches}:${key}`, () =>
-          createTaskArithmeticKernel(this.device, variant, dare, countBranches),
+        // Every sum of sparsified τ runs in the TIES kernel, with or without its sign election.
+        const topK = plan.sparsify === 'topk' || band;
+        const kernel = await this.kernel(
+          `ties:${dare}:${topK}:${tieBreak}:${band}:${consensus}:${countBranches}:${key}`,
+          () =>
+            createTiesKernel(this.device, variant, { dare, topK, tieBreak, band, consensus, countBranches }),
         );
+        const max = this.device.limits.maxComputeWorkgroupsPerDimension;
+        return { kernel, dispatch: (d) => tiesMergeDispatch(d, max) };
       }
     }
   }

@@ -139,7 +139,7 @@ describe('windows sized by a memory budget', () => {
       output + // GPU output
       output + // readback buffer
       output + // copy handed to the writer
-      l.tieRows * l.agents * tieBlocks * 2 * 4; // the method's tie rows per agent, two words per block
+      l.tieRows * l.agents * tieBlocks * 4; // the method's tie rows per agent, one word per block
     return 2 * perSet;
   }
 

@@ -11,8 +11,8 @@ export const COUNT_ITEMS = 8;
 export const STATS_ITEMS = 128;
 /** Element pairs per TIES tie-count block (TIE_BLOCK_PAIRS in shaders/common/window.wgsl). */
 export const TIE_BLOCK_PAIRS = 16;
-/** u32 words per tie block: its prefix and its tie bits, one per element (TIE_BLOCK_WORDS in window.wgsl). */
-export const TIE_BLOCK_WORDS = 2;
+/** u32 words per tie block: its tie bits, one per element (TIE_BLOCK_WORDS in window.wgsl). */
+export const TIE_BLOCK_WORDS = 1;
 /** Elements per invocation of the merge kernels: one pair, one output word of a 16-bit output. */
 export const MERGE_ITEMS = 2;
 /** The engine caps windows here so that element indices and word offsets stay far inside u32. */
@@ -101,8 +101,8 @@ export interface WindowCapacity {
   inputBytes: number;
   outputBytes: number;
   /**
-   * The tie ranks: TIE_BLOCK_WORDS u32 per tie block of TIE_BLOCK_PAIRS element pairs, tieRows rows per
-   * agent (Model Breadcrumbs ranks ties at two thresholds, TIES at one, the other methods none).
+   * The tie marks: TIE_BLOCK_WORDS u32 per tie block of TIE_BLOCK_PAIRS element pairs, tieRows rows per
+   * agent (Model Breadcrumbs cuts ties at two thresholds, TIES at one, the other methods none).
    */
   tieBytes: number;
 }

@@ -1,9 +1,11 @@
 // Pipeline module of shaders/ties.wgsl: TIES (after the top-k select of topk_hist / topk_ties /
-// topk_scan), DARE-TIES with DARE = 1, and Model Breadcrumbs with BAND = 1 (CONSENSUS = 0 without the
-// sign election) (CPU reference: tiesCombine, taskArithmeticCombine, bandTaus in src/methods/reference.ts).
+// topk_scan), DARE-TIES with DARE = 1, Model Breadcrumbs with BAND = 1 (CONSENSUS = 0 without the
+// sign election), and task arithmetic / DARE-linear with TOP_K = 0 and CONSENSUS = 0 (CPU reference:
+// tiesCombine, taskArithmeticCombine with denseTaus / dareTaus / bandTaus in src/methods/reference.ts).
 
 import source from '../../../shaders/ties.wgsl?raw';
 import { BRANCHES_BINDING, BRANCHES_SOURCE } from './branches.ts';
+import { splitDispatch, type Dispatch } from '../plumbing.ts';
 import { createKernel, type Kernel, type KernelSpec } from './kernel.ts';
 import { MERGE_BINDINGS, mergeConstants, type MergeVariant } from './merge-bindings.ts';
 import { FINITE_SOURCE, RNG_SOURCE, WINDOW_SOURCES } from './sources.ts';
@@ -13,17 +15,29 @@ export const TIES_KERNEL: KernelSpec = {
   sources: [...WINDOW_SOURCES, FINITE_SOURCE, RNG_SOURCE, BRANCHES_SOURCE, source],
   bindings: [
     ...MERGE_BINDINGS.filter((b) => b.binding < 4),
-    { binding: 4, name: 'tie_prefix', type: 'read-only-storage' },
+    { binding: 4, name: 'tie_cutoffs', type: 'read-only-storage' },
     ...MERGE_BINDINGS.filter((b) => b.binding > 4),
     BRANCHES_BINDING,
   ],
-  constants: ['IN_DTYPE', 'OUT_DTYPE', 'AGENTS', 'DARE', 'TIE_BREAK', 'BAND', 'CONSENSUS', 'COUNT_BRANCHES'],
+  constants: [
+    'IN_DTYPE',
+    'OUT_DTYPE',
+    'AGENTS',
+    'DARE',
+    'TOP_K',
+    'TIE_BREAK',
+    'BAND',
+    'CONSENSUS',
+    'COUNT_BRANCHES',
+  ],
 };
 
 export interface TiesOptions {
   /** DARE's random drop instead of the top-k. */
   dare: boolean;
-  /** Some threshold keeps part of its ties (ranks from topk_ties / topk_scan). */
+  /** Without DARE, the top-k (default); false: the raw τ (task arithmetic, with consensus false). */
+  topK?: boolean;
+  /** Some threshold keeps part of its ties (cutoffs from topk_ties / topk_scan). */
   tieBreak: boolean;
   /** Model Breadcrumbs: each agent's top outliers dropped from its top-k. */
   band?: boolean;
@@ -41,9 +55,18 @@ export function createTiesKernel(
   return createKernel(device, TIES_KERNEL, {
     ...mergeConstants(variant),
     DARE: options.dare ? 1 : 0,
+    TOP_K: options.topK === false ? 0 : 1,
     TIE_BREAK: options.tieBreak ? 1 : 0,
     BAND: options.band ? 1 : 0,
     CONSENSUS: options.consensus === false ? 0 : 1,
     COUNT_BRANCHES: options.countBranches ? 1 : 0,
   });
+}
+
+/**
+ * The TIES kernel's dispatch for a merge dispatch: each invocation merges two adjacent element pairs
+ * (so it loads each agent's parameters once for both), in half the workgroups.
+ */
+export function tiesMergeDispatch(merge: Dispatch, maxPerDimension: number): Dispatch {
+  return splitDispatch(Math.ceil(merge.groups / 2), maxPerDimension);
 }

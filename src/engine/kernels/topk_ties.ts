@@ -1,8 +1,9 @@
-// Pipeline module of shaders/topk_ties.wgsl: per merge workgroup, the elements tied at each agent's
-// TIES threshold (the CPU engine counts them in index order; reference: topKTaus).
+// Pipeline module of shaders/topk_ties.wgsl: per block of TIE_BLOCK_PAIRS element pairs, the elements
+// tied at each agent's TIES threshold (the CPU engine counts them in index order; reference: topKTaus).
 
 import type { FloatDtype } from '../../format/dtype.ts';
 import source from '../../../shaders/topk_ties.wgsl?raw';
+import { splitDispatch, TIE_BLOCK_PAIRS, type Dispatch } from '../plumbing.ts';
 import { createKernel, DTYPE_CODE, type Kernel, type KernelSpec } from './kernel.ts';
 import { WINDOW_SOURCES } from './sources.ts';
 
@@ -30,4 +31,12 @@ export function createTopKTiesKernel(
     AGENTS: agents,
     BAND: band ? 1 : 0,
   });
+}
+
+/**
+ * The dispatch of topk_ties beside a merge dispatch: one invocation per tie block of the merge's
+ * workgroups, so TIE_BLOCK_PAIRS times fewer workgroups (the kernel reads their grid's width itself).
+ */
+export function tieMarkDispatch(merge: Dispatch, maxPerDimension: number): Dispatch {
+  return splitDispatch(Math.ceil(merge.groups / TIE_BLOCK_PAIRS), maxPerDimension);
 }
