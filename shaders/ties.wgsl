@@ -165,6 +165,19 @@ fn write_pair(p: u32, m: Merged) {
   output[p] = out.x | (select(0u, out.y, both) << 16u);
 }
 
+// The tallies of an invocation's two pairs.
+struct Tallies {
+  a: Tally,
+  b: Tally,
+}
+
+// Adds agent t to both pairs, first and first + 1, its parameters loaded once.
+fn add_agent(s: Tallies, t: u32, first: u32) -> Tallies {
+  let c = cuts(t);
+  let w = agents[t].weight;
+  return Tallies(tally_add(s.a, t, first, c, w), tally_add(s.b, t, first + 1u, c, w));
+}
+
 // Two adjacent pairs per invocation (kernels/ties.ts dispatches half the merge's workgroups), so each
 // agent's parameters are loaded once for four elements. Past the window's end the second pair's loads
 // read what the buffer holds there (or 0) and nothing of it is written or counted.
@@ -178,16 +191,38 @@ fn main(
   if (2u * first >= params.count) {
     return;
   }
-  var a = tally_start(first);
-  var b = tally_start(first + 1u);
-  for (var t = 0u; t < AGENTS; t++) {
-    let c = cuts(t);
-    let w = agents[t].weight;
-    a = tally_add(a, t, first, c, w);
-    b = tally_add(b, t, first + 1u, c, w);
+  var s = Tallies(tally_start(first), tally_start(first + 1u));
+  // Agents written out up to eight: SwiftShader does not unroll a loop of a constant count.
+  if (AGENTS <= 8u) {
+    s = add_agent(s, 0u, first);
+    if (AGENTS > 1u) {
+      s = add_agent(s, 1u, first);
+    }
+    if (AGENTS > 2u) {
+      s = add_agent(s, 2u, first);
+    }
+    if (AGENTS > 3u) {
+      s = add_agent(s, 3u, first);
+    }
+    if (AGENTS > 4u) {
+      s = add_agent(s, 4u, first);
+    }
+    if (AGENTS > 5u) {
+      s = add_agent(s, 5u, first);
+    }
+    if (AGENTS > 6u) {
+      s = add_agent(s, 6u, first);
+    }
+    if (AGENTS > 7u) {
+      s = add_agent(s, 7u, first);
+    }
+  } else {
+    for (var t = 0u; t < AGENTS; t++) {
+      s = add_agent(s, t, first);
+    }
   }
-  write_pair(first, tally_merged(a, first));
+  write_pair(first, tally_merged(s.a, first));
   if (2u * first + 2u < params.count) {
-    write_pair(first + 1u, tally_merged(b, first + 1u));
+    write_pair(first + 1u, tally_merged(s.b, first + 1u));
   }
 }
