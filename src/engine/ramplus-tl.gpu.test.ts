@@ -4,13 +4,11 @@
 // CPU engine (the f64 reference path) on fresh seeded bf16 inputs, over one window and many.
 import { must } from '../io/checked.ts';
 import { afterAll, describe, expect, it } from 'vitest';
-import { bf16ToF32, decodeFloats, f32ToBf16 } from '../format/dtype.ts';
-import { createCpuEngine } from './cpu-engine.ts';
+import { bf16ToF32, f32ToBf16 } from '../format/dtype.ts';
 import { defaultParams } from '../methods/defaults.ts';
-import { mergeBytes, offF32, seededRandom, tensorInput } from '../methods/test-tensors.ts';
+import { offF32, seededRandom, tensorInput } from '../methods/test-tensors.ts';
 import type { MethodParams } from '../methods/types.ts';
-import { openGpuHarness, withGpuEngine } from '../test/gpu-harness.ts';
-import type { MergeEngine, TensorInput } from '../methods/merge-types.ts';
+import { gpuAndCpu, openGpuHarness } from '../test/gpu-harness.ts';
 
 const opened = await openGpuHarness();
 const harness = opened.harness;
@@ -51,14 +49,6 @@ function models(seed: number): { bytes: Uint8Array[]; unique: number[]; changed:
   return { bytes: [base, ...agents].map((m) => new Uint8Array(m.buffer)), unique, changed };
 }
 
-async function merged(engine: MergeEngine, input: TensorInput, params: MethodParams): Promise<Float64Array> {
-  return decodeFloats(
-    'F32',
-    await mergeBytes(engine, input, { params, lambdas: [], outDtype: 'F32' }),
-    input.numel,
-  );
-}
-
 describe.skipIf(!harness)(`ramplus_tl λ from exact counts ${opened.skip ?? ''}`, () => {
   for (const window of [undefined, 7_000]) {
     it(`merges as the CPU engine with λ far from the clip (${window ? 'many windows' : 'one window'})`, async () => {
@@ -70,17 +60,13 @@ describe.skipIf(!harness)(`ramplus_tl λ from exact counts ${opened.skip ?? ''}`
         expect(u).toBeGreaterThan(100);
         expect(((set.changed[t] ?? 0) - u) / u).toBeLessThan(params.alpha);
       });
-      const got = await withGpuEngine(
+      const { gpu, cpu } = await gpuAndCpu(
         must(harness, 'the GPU harness'),
         { agents: AGENTS, maxWindowElements: window },
-        (gpu) => merged(gpu, input, params),
-      );
-      const want = await merged(
-        createCpuEngine({ agents: AGENTS, maxWindowElements: window }),
         input,
         params,
       );
-      expect(offF32(got, want)).toEqual([]);
+      expect(offF32(gpu, cpu)).toEqual([]);
     });
   }
 });

@@ -6,15 +6,13 @@
 // dropped wrongly moves an element by a whole τ, far outside f32 rounding; an element never written
 // stays the poisoned NaN.
 import { afterAll, describe, expect, it } from 'vitest';
-import { createCpuEngine } from './cpu-engine.ts';
 import { defaultParams } from '../methods/defaults.ts';
 import { bandCounts } from '../methods/band.ts';
 import { topKCount } from '../methods/select.ts';
-import { mergeBytes, offF32, seededRandom, tensorInput } from '../methods/test-tensors.ts';
+import { offF32, seededRandom, tensorInput } from '../methods/test-tensors.ts';
 import { decodeFloats, encodeFloats } from '../format/dtype.ts';
 import type { MethodName, MethodParams } from '../methods/types.ts';
-import type { MergeEngine, TensorInput } from '../methods/merge-types.ts';
-import { openGpuHarness, withGpuEngine } from '../test/gpu-harness.ts';
+import { gpuAndCpu, openGpuHarness } from '../test/gpu-harness.ts';
 import { at, must } from '../io/checked.ts';
 
 const opened = await openGpuHarness();
@@ -52,14 +50,6 @@ function cutsTies(sorted: readonly number[], k: number): boolean {
   return threshold !== 0 && sorted[k] === threshold && sorted[k - 2] === threshold;
 }
 
-async function merged(engine: MergeEngine, input: TensorInput, params: MethodParams): Promise<Float64Array> {
-  return decodeFloats(
-    'F32',
-    await mergeBytes(engine, input, { params, lambdas: [], outDtype: 'F32' }),
-    NUMEL,
-  );
-}
-
 const METHODS: MethodName[] = ['ties', 'breadcrumbs_ties', 'breadcrumbs'];
 
 describe.skipIf(!harness)(`TIES kernel: ties cut at each row's cutoff ${opened.skip ?? ''}`, () => {
@@ -88,16 +78,12 @@ describe.skipIf(!harness)(`TIES kernel: ties cut at each row's cutoff ${opened.s
             expect(cutsTies(sorted, outliers + kept)).toBe(true);
           }
         }
-        const got = await withGpuEngine(
+        const { gpu, cpu } = await gpuAndCpu(
           must(harness, 'the GPU harness'),
           { agents: AGENTS, maxWindowElements: window },
-          (gpu) => merged(gpu, input, params),
-        );
-        const want = await merged(
-          createCpuEngine({ agents: AGENTS, maxWindowElements: window }),
           input,
           params,
         );
-        expect(offF32(got, want)).toEqual([]);
+        expect(offF32(gpu, cpu)).toEqual([]);
       });
 });

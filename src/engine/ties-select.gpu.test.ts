@@ -6,12 +6,11 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createCpuEngine } from './cpu-engine.ts';
 import { defaultParams } from '../methods/defaults.ts';
-import { mergeBytes, offF32, seededRandom, tensorInput } from '../methods/test-tensors.ts';
+import { offF32, seededRandom, tensorInput } from '../methods/test-tensors.ts';
 import { RADIX_DIGITS, topKCount } from '../methods/select.ts';
-import { decodeFloats, encodeFloats, type FloatDtype } from '../format/dtype.ts';
+import { encodeFloats, type FloatDtype } from '../format/dtype.ts';
 import type { MethodParams } from '../methods/types.ts';
-import { openGpuHarness, withGpuEngine } from '../test/gpu-harness.ts';
-import type { MergeEngine, TensorInput } from '../methods/merge-types.ts';
+import { gpuAndCpu, mergedF32, openGpuHarness } from '../test/gpu-harness.ts';
 import { at, must } from '../io/checked.ts';
 
 const opened = await openGpuHarness();
@@ -84,14 +83,6 @@ function thresholdTies(
   return { equal: keys.filter((key) => key === threshold).length, kept: k - above, distinct: bin.size };
 }
 
-async function merged(engine: MergeEngine, input: TensorInput, params: MethodParams): Promise<Float64Array> {
-  return decodeFloats(
-    'F32',
-    await mergeBytes(engine, input, { params, lambdas: [], outDtype: 'F32' }),
-    input.numel,
-  );
-}
-
 describe.skipIf(!harness)(`TIES select with many ties ${opened.skip ?? ''}`, () => {
   // bf16: the threshold's first-digit bin holds one key, so one histogram pass settles the select;
   // f32: it holds several, and the second digit settles it.
@@ -116,17 +107,13 @@ describe.skipIf(!harness)(`TIES select with many ties ${opened.skip ?? ''}`, () 
         expect(ties.equal - ties.kept).toBeGreaterThan(100);
         if (distinct === 'one') expect(ties.distinct).toBe(1);
         else expect(ties.distinct).toBeGreaterThan(1);
-        const got = await withGpuEngine(
+        const { gpu, cpu } = await gpuAndCpu(
           must(harness, 'the GPU harness'),
           { agents: AGENTS, maxWindowElements: window },
-          (gpu) => merged(gpu, input, params),
-        );
-        const want = await merged(
-          createCpuEngine({ agents: AGENTS, maxWindowElements: window }),
           input,
           params,
         );
-        expect(offF32(got, want)).toEqual([]);
+        expect(offF32(gpu, cpu)).toEqual([]);
       });
     }
 });
@@ -164,23 +151,19 @@ describe.skipIf(!harness)(`TIES cuts at tie-rank boundaries ${opened.skip ?? ''}
         density: kept.map((k) => (k + 0.5) / numel),
       };
       expect(params.density.map((d) => topKCount(d, numel))).toEqual(kept);
-      const got = await withGpuEngine(
+      const { gpu, cpu } = await gpuAndCpu(
         must(harness, 'the GPU harness'),
         { agents: AGENTS, maxWindowElements: window },
-        (gpu) => merged(gpu, input, params),
-      );
-      const want = await merged(
-        createCpuEngine({ agents: AGENTS, maxWindowElements: window }),
         input,
         params,
       );
-      expect(offF32(got, want)).toEqual([]);
+      expect(offF32(gpu, cpu)).toEqual([]);
       // One tie more kept by any one agent moves an element by a whole τ (every τ agrees, and they
       // are summed, not averaged): each cut must show in the output.
       for (const t of kept.keys()) {
         const density = params.density.map((d, u) => (u === t ? (at(kept, t) + 1.5) / numel : d));
-        const oneMore = await merged(createCpuEngine({ agents: AGENTS }), input, { ...params, density });
-        expect(offF32(got, oneMore)).not.toEqual([]);
+        const oneMore = await mergedF32(createCpuEngine({ agents: AGENTS }), input, { ...params, density });
+        expect(offF32(gpu, oneMore)).not.toEqual([]);
       }
     });
 });

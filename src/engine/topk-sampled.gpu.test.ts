@@ -3,13 +3,12 @@
 // bracket of one or several values, or sent on to the radix select after a miss or for f32 — must keep exactly the CPU engine's entries on fresh
 // seeded bf16 inputs, and each case must really take the route it is about (the engine reports them).
 import { afterAll, describe, expect, it } from 'vitest';
-import { createCpuEngine } from './cpu-engine.ts';
 import type { SelectRoute } from './topk-select.ts';
 import { defaultParams } from '../methods/defaults.ts';
-import { mergeBytes, offF32, seededRandom, tensorInput } from '../methods/test-tensors.ts';
-import { bf16ToF32, decodeFloats, encodeFloats, f32ToBf16, type FloatDtype } from '../format/dtype.ts';
+import { offF32, seededRandom, tensorInput } from '../methods/test-tensors.ts';
+import { bf16ToF32, encodeFloats, f32ToBf16, type FloatDtype } from '../format/dtype.ts';
 import type { MethodName, MethodParams } from '../methods/types.ts';
-import { openGpuHarness, withGpuEngine } from '../test/gpu-harness.ts';
+import { gpuAndCpu, openGpuHarness } from '../test/gpu-harness.ts';
 import { must } from '../io/checked.ts';
 
 const opened = await openGpuHarness();
@@ -140,16 +139,14 @@ describe.skipIf(!harness)(`sampled TIES select ${opened.skip ?? ''}`, () => {
         ...defaultParams(c.method, c.agents),
         density: Array.from({ length: c.agents }, (_, t) => [0.2, 0.5, 0.35, 0.9, 0.05][t % 5] ?? 0.5),
       };
-      const options = { params, lambdas: [], outDtype: 'F32' as const };
       const seen: SelectRoute[] = [];
-      const got = await withGpuEngine(
+      const { gpu, cpu } = await gpuAndCpu(
         must(harness, 'the GPU harness'),
         { agents: c.agents, maxWindowElements: c.window, onSelectRoutes: (_, r) => seen.push(...r) },
-        async (gpu) => decodeFloats('F32', await mergeBytes(gpu, input, options), c.numel),
+        input,
+        params,
       );
-      const cpu = createCpuEngine({ agents: c.agents, maxWindowElements: c.window });
-      const want = decodeFloats('F32', await mergeBytes(cpu, input, options), c.numel);
-      expect(offF32(got, want)).toEqual([]);
+      expect(offF32(gpu, cpu)).toEqual([]);
       const taken = new Set(seen.filter((r) => r !== 'trivial'));
       if (c.some) expect([...taken]).toEqual(expect.arrayContaining([...c.routes]));
       else expect(taken).toEqual(new Set(c.routes));

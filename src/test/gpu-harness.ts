@@ -5,7 +5,11 @@
 import { acquireNodeGpu, type NodeGpu } from '../cli/node-gpu.ts';
 import { describeAdapter, requestEngineDevice, type EngineDevice } from '../engine/device.ts';
 import { createGpuEngine, type GpuEngineOptions } from '../engine/gpu-engine.ts';
-import type { MergeEngine } from '../methods/merge-types.ts';
+import type { MergeEngine, TensorInput } from '../methods/merge-types.ts';
+import type { MethodParams } from '../methods/types.ts';
+import { createCpuEngine } from '../engine/cpu-engine.ts';
+import { mergeBytes } from '../methods/test-tensors.ts';
+import { decodeFloats } from '../format/dtype.ts';
 
 const SCOPES: readonly GPUErrorFilter[] = ['validation', 'out-of-memory', 'internal'];
 
@@ -106,4 +110,29 @@ export async function withGpuEngine<T>(
   } finally {
     gpu.destroy();
   }
+}
+
+/** `input` merged by `engine` with `params` into f32, decoded. */
+export async function mergedF32(
+  engine: MergeEngine,
+  input: TensorInput,
+  params: MethodParams,
+): Promise<Float64Array> {
+  const bytes = await mergeBytes(engine, input, { params, lambdas: [], outDtype: 'F32' });
+  return decodeFloats('F32', bytes, input.numel);
+}
+
+/**
+ * One tensor merged into f32 by a fresh GPU engine (withGpuEngine: poisoned output, error scopes) and
+ * by the CPU engine with the same agents and windows: what the engine-versus-CPU tests compare.
+ */
+export async function gpuAndCpu(
+  harness: GpuHarness,
+  options: Omit<GpuEngineOptions, 'adapterDescription' | 'poisonOutput'>,
+  input: TensorInput,
+  params: MethodParams,
+): Promise<{ gpu: Float64Array; cpu: Float64Array }> {
+  const gpu = await withGpuEngine(harness, options, (engine) => mergedF32(engine, input, params));
+  const cpuEngine = createCpuEngine({ agents: options.agents, maxWindowElements: options.maxWindowElements });
+  return { gpu, cpu: await mergedF32(cpuEngine, input, params) };
 }
