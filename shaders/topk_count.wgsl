@@ -1,34 +1,30 @@
-// TIES top-k select, step 1 where a sample has bracketed the thresholds (src/engine/topk-select.ts):
-// per row (a top-k of agent row mod AGENTS), the keys above the bracket's top `hi`, the keys equal to
-// each of up to four values the sample found inside the bracket, and the other keys inside it
-// [lo, hi]. When no other key is inside, those counts give the exact threshold and its ties; else the
-// host falls back to the radix select (topk_hist). Zero keys are never counted (keeping a zero
-// changes nothing); the keys are those of pair_keys in inputs.wgsl.
+// TIES top-k select, step 1 where a sample has guessed each threshold's key (src/engine/topk-select.ts):
+// per row (a top-k of agent row mod AGENTS), the keys above the guessed key and the keys equal to it.
+// Where those make the row's k with the guess's own run, the threshold and its ties are exact
+// (topk-bracket.ts); else the host falls back to the radix select (topk_hist). Zero keys are never
+// counted as above (keeping a zero changes nothing); the keys are those of pair_keys in inputs.wgsl.
 //
 // On SwiftShader a pass costs what its loads and per-key work cost, so this one reads 16-bit inputs
 // a vec4 (eight keys) at a time, keeps its counts in 8-bit fields of plain values (row i of the
-// dispatch in bits 8i..8i+7; an invocation sees 64 keys) and adds them once per row per workgroup:
-// no atomic per key, which is what the radix histogram pays. A dispatch counts up to four rows,
-// FIRST_ROW on, loading the base once for all of them. Input slots must start on 16-byte
-// boundaries (slot_words a multiple of 4; the host checks).
+// dispatch in bits 8i..8i+7; an invocation sees 64 keys per row) and adds them once per row per
+// workgroup: no atomic per key, which is what the radix histogram pays. A dispatch counts up to four
+// rows, FIRST_ROW on, loading the base once for all of them. Input slots start on 16-byte boundaries
+// (slotBytesFor in plumbing.ts).
 //
-// bracket (host-written): per row (unused, hi, lo, general), then its values (v0, v1, v2, v3),
-// descending, unused ones NO_KEY; `general` 0 where only `above` and the keys equal to hi are needed. histogram (host-cleared): per row COUNTS words: above, other,
-// then equal to v0..v3.
+// bracket (host-written): per row its guessed key (NO_KEY for a row not counted). histogram
+// (host-cleared): per row COUNTS words: above, equal.
 
 override FIRST_ROW: u32 = 0u;
 // Rows of this dispatch, 1 to 4.
 override ROWS: u32 = 1u;
-// Some row of the dispatch is general (else only `above` and the count equal to hi are kept).
-override GENERAL: bool = true;
 
 // vec4 words per invocation: 64 keys, 16384 per workgroup (COUNT_QUADS in topk_count.ts).
 const QUADS: u32 = 8u;
-const COUNTS: u32 = 6u;
+const COUNTS: u32 = 2u;
 
 @group(0) @binding(1) var<storage, read> inputs: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read_write> histogram: array<atomic<u32>>;
-@group(0) @binding(4) var<storage, read> bracket: array<vec4<u32>>;
+@group(0) @binding(4) var<storage, read> bracket: array<u32>;
 
 var<workgroup> local: array<atomic<u32>, 4u * COUNTS>;
 
@@ -58,47 +54,14 @@ fn flush(c: u32, packed: vec4<u32>) {
   }
 }
 
-// Counts one row's keys of four elements into the packed counters at `bit`.
 struct Counts {
   above: vec4<u32>,
-  other: vec4<u32>,
-  e0: vec4<u32>,
-  e1: vec4<u32>,
-  e2: vec4<u32>,
-  e3: vec4<u32>,
+  equal: vec4<u32>,
 }
 
-// One row's bracket: (unused, hi, lo, general) and its values, as loaded once per vec4 of inputs.
-struct Row {
-  head: vec4<u32>,
-  values: vec4<u32>,
-}
-
-fn count_keys(c: Counts, row: Row, keys: vec4<u32>, bit: vec4<u32>) -> Counts {
+fn count_keys(c: Counts, key: vec4<u32>, keys: vec4<u32>, bit: vec4<u32>) -> Counts {
   let zero = vec4<u32>(0u);
-  let hi = vec4<u32>(row.head.y);
-  var out = c;
-  out.above += select(zero, bit, keys > hi);
-  // A bracket of one value (the common case on bf16 weights: a threshold among many equal keys)
-  // needs only one more count.
-  if (!GENERAL || row.head.w == 0u) {
-    out.e0 += select(zero, bit, keys == hi);
-    return out;
-  }
-  // A wider bracket holds about 1% of the keys: they alone take the branch that sorts them.
-  let inside = (keys >= vec4<u32>(row.head.z)) & (keys <= hi) & (keys != zero);
-  if (any(inside)) {
-    let m0 = keys == vec4<u32>(row.values.x);
-    let m1 = keys == vec4<u32>(row.values.y);
-    let m2 = keys == vec4<u32>(row.values.z);
-    let m3 = keys == vec4<u32>(row.values.w);
-    out.e0 += select(zero, bit, m0);
-    out.e1 += select(zero, bit, m1);
-    out.e2 += select(zero, bit, m2);
-    out.e3 += select(zero, bit, m3);
-    out.other += select(zero, bit, inside & !(m0 | m1 | m2 | m3));
-  }
-  return out;
+  return Counts(c.above + select(zero, bit, keys > key), c.equal + select(zero, bit, keys == key));
 }
 
 // Row FIRST_ROW + i's keys of the eight elements of vec4 word q, counted in field i.
@@ -115,9 +78,9 @@ fn count_row(
   let r = FIRST_ROW + i;
   let words = inputs[(r % AGENTS + 1u) * slot + q];
   let bit = vec4<u32>(1u << (8u * i));
-  let row = Row(bracket[2u * r], bracket[2u * r + 1u]);
-  let low = count_keys(c, row, keys4(halves(words, false), base_low, valid_low), bit);
-  return count_keys(low, row, keys4(halves(words, true), base_high, valid_high), bit);
+  let key = vec4<u32>(bracket[r]);
+  let low = count_keys(c, key, keys4(halves(words, false), base_low, valid_low), bit);
+  return count_keys(low, key, keys4(halves(words, true), base_high, valid_high), bit);
 }
 
 @compute @workgroup_size(WORKGROUP)
@@ -131,7 +94,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
   }
   workgroupBarrier();
   let zero = vec4<u32>(0u);
-  var c = Counts(zero, zero, zero, zero, zero, zero);
+  var c = Counts(zero, zero);
   let slot = params.slot_words / 4u;
   let first = group * WORKGROUP * QUADS + lid;
   for (var j = 0u; j < QUADS; j++) {
@@ -160,13 +123,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
     }
   }
   flush(0u, c.above);
-  flush(2u, c.e0);
-  if (GENERAL) {
-    flush(1u, c.other);
-    flush(3u, c.e1);
-    flush(4u, c.e2);
-    flush(5u, c.e3);
-  }
+  flush(1u, c.equal);
   workgroupBarrier();
   if (lid < ROWS * COUNTS) {
     let n = atomicLoad(&local[lid]);

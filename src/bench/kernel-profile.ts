@@ -15,8 +15,7 @@ import { createTiesKernel, tiesMergeDispatch } from '../engine/kernels/ties.ts';
 import { createTopKHistKernel, TOPK_HIST_SLOTS } from '../engine/kernels/topk_hist.ts';
 import { createTopKScanKernel, TIE_CARRY_WORDS } from '../engine/kernels/topk_scan.ts';
 import { createTopKTiesKernel, tieMarkDispatch } from '../engine/kernels/topk_ties.ts';
-import { bracketGroups, BRACKET_WORDS, createTopKCountKernel } from '../engine/kernels/topk_count.ts';
-import { NO_KEY } from '../engine/kernels/topk_sample.ts';
+import { bracketGroups, createTopKCountKernel } from '../engine/kernels/topk_count.ts';
 import { flagCount } from '../engine/kernels/merge-bindings.ts';
 import { branchWords } from '../engine/kernels/branches.ts';
 import { encodeAgents, encodeParams, PARAMS_BYTES, type WindowParams } from '../engine/layout.ts';
@@ -160,7 +159,7 @@ const io: KernelIo = {
   counters: buffer('counters', statsLayout(AGENTS).count * 4),
   branches: buffer('branches', branchWords(AGENTS) * 4),
 };
-const bracketBuffer = buffer('bracket', 2 * AGENTS * BRACKET_WORDS * 4);
+const bracketBuffer = buffer('bracket', AGENTS * 4);
 device.queue.writeBuffer(bracketBuffer, 0, bracketRows());
 const max = device.limits.maxComputeWorkgroupsPerDimension;
 
@@ -178,14 +177,9 @@ const mergeAgents = encodeAgents(
 );
 const histAgents = encodeAgents(states.map(() => ({ prefix: 0, searching: true })));
 const { shift, bits } = at(RADIX_DIGITS, 0);
-/** The count kernel's rows as a sample that bracketed each threshold at its own key would set them. */
+/** The count kernel's rows as a sample that guessed each threshold's key right would set them. */
 function bracketRows(): Uint32Array {
-  const words = new Uint32Array(AGENTS * BRACKET_WORDS);
-  states.forEach((s, t) => {
-    const v = s.threshold || 1;
-    words.set([t, v, v, 0, v, NO_KEY, NO_KEY, NO_KEY], t * BRACKET_WORDS);
-  });
-  return words;
+  return Uint32Array.from(states, (s) => s.threshold);
 }
 // In order: the tie marks of one repeat are scanned into cutoffs, which the merge that follows uses.
 const tiesIo = { ...io, tie_cutoffs: carry };
@@ -206,22 +200,11 @@ const steps: Step[] = [
     clear: io.histogram,
   },
   {
-    name: 'topk_count (bracket of one value)',
+    name: 'topk_count (threshold key guessed)',
     groups: bracketGroups(numel),
     kernels: [
       {
-        kernel: await createTopKCountKernel(device, 'BF16', AGENTS, 0, AGENTS, false),
-        io: { ...io, bracket: bracketBuffer },
-      },
-    ],
-    clear: io.histogram,
-  },
-  {
-    name: 'topk_count (bracket of four values)',
-    groups: bracketGroups(numel),
-    kernels: [
-      {
-        kernel: await createTopKCountKernel(device, 'BF16', AGENTS, 0, AGENTS, true),
+        kernel: await createTopKCountKernel(device, 'BF16', AGENTS, 0, AGENTS),
         io: { ...io, bracket: bracketBuffer },
       },
     ],

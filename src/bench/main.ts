@@ -34,6 +34,8 @@ const { values } = parseArgs({
     vocab: { type: 'string', default: '32000' },
     port: { type: 'string', default: '5223' },
     clean: { type: 'boolean', default: false },
+    /** The TIES-family top-k select: 'sampled' (the engine's default) or 'radix' alone, to compare. */
+    select: { type: 'string', default: 'sampled' },
   },
 });
 
@@ -149,6 +151,7 @@ for (const method of methods) {
   const engine = createGpuEngine(device, {
     agents,
     adapterDescription: adapter,
+    topKSelect: values.select === 'radix' ? 'radix' : 'sampled',
     onSelectRoutes: (_, taken) => {
       for (const r of taken) counted.set(r, (counted.get(r) ?? 0) + 1);
     },

@@ -1,7 +1,9 @@
 // The sampled TIES select on the GPU (topk_sample / topk_count, src/engine/topk-select.ts): every route
-// a top-k can take — exact from a sample that took the whole tensor, settled by one count pass over a
-// bracket of one or several values, or sent on to the radix select after a miss or for f32 — must keep exactly the CPU engine's entries on fresh
-// seeded bf16 inputs, and each case must really take the route it is about (the engine reports them).
+// a top-k can take — exact from a sample that took the whole tensor, settled by one count pass that
+// confirms the sample's guess of its key, or sent on to the radix select after a miss, where the sample
+// saw several keys, where more than two dispatches would be needed, or for f32 — must keep exactly the
+// CPU engine's entries on fresh seeded bf16 inputs, and each case must really take the route it is
+// about (the engine reports them).
 import { afterAll, describe, expect, it } from 'vitest';
 import type { SelectRoute } from './topk-select.ts';
 import { defaultParams } from '../methods/defaults.ts';
@@ -70,23 +72,35 @@ const cases: Case[] = [
     agents: 3,
     steps: 1,
     routes: ['bracket'],
+    some: true,
   },
   {
-    name: 'many distinct |τ|, brackets of several values',
+    name: 'six agents: rows 0–3 and 4–5 in two dispatches',
+    method: 'ties',
+    numel: 150_000,
+    agents: 6,
+    steps: 1,
+    routes: ['bracket'],
+    some: true,
+  },
+  {
+    name: 'many distinct |τ| around the thresholds: no guess, the radix select',
     method: 'ties',
     numel: 150_000,
     agents: 3,
     steps: 8,
-    routes: ['bracket'],
+    routes: ['radix'],
+    some: true,
   },
   {
     name: 'several windows',
     method: 'ties',
     numel: 150_000,
     agents: 2,
-    steps: 3,
+    steps: 1,
     window: 40_000,
     routes: ['bracket'],
+    some: true,
   },
   {
     name: 'a first window unlike the rest: the bracket misses, the radix select settles it',
@@ -100,20 +114,30 @@ const cases: Case[] = [
     some: true,
   },
   {
-    name: 'Breadcrumbs, 5 agents: ten rows in three dispatches',
+    name: 'Breadcrumbs, 2 agents: four rows in one dispatch',
+    method: 'breadcrumbs_ties',
+    numel: 150_000,
+    agents: 2,
+    steps: 1,
+    routes: ['bracket'],
+    some: true,
+  },
+  {
+    name: 'Breadcrumbs, 5 agents: ten rows would take three dispatches, so the radix select',
     method: 'breadcrumbs_ties',
     numel: 150_000,
     agents: 5,
-    steps: 3,
-    routes: ['bracket'],
+    steps: 1,
+    routes: ['radix'],
   },
   {
     name: 'an odd count: the last vec4 of each slot half past the end',
     method: 'ties',
     numel: 150_003,
     agents: 3,
-    steps: 2,
+    steps: 1,
     routes: ['bracket'],
+    some: true,
   },
   {
     name: 'f32: radix',

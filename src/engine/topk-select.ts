@@ -1,9 +1,9 @@
 // The TIES top-k select on the GPU: per agent, the exact threshold and how many of its ties to keep.
-// First a sample of the |τ| keys (topk_sample.wgsl) brackets each threshold, and one cheap counting
-// pass (topk_count.wgsl) settles it exactly where the bracket holds it (topk-bracket.ts): the usual
-// case on 16-bit weights, whose |τ| take few distinct values. A tensor the sample took whole needs no
-// pass at all. What is still unsettled, and every f32 tensor, goes through the radix select:
-// histograms of the key bits counted by topk_hist.wgsl, one pass per digit.
+// First a sample of the |τ| keys (topk_sample.wgsl) guesses each threshold's key, and one cheap
+// counting pass (topk_count.wgsl) confirms it exactly where the sample saw one key all around k's rank
+// (topk-bracket.ts): the usual case on 16-bit weights, whose |τ| take few distinct values. A tensor the
+// sample took whole needs no pass at all. What is still unsettled, and every f32 tensor, goes through
+// the radix select: histograms of the key bits counted by topk_hist.wgsl, one pass per digit.
 
 import {
   RADIX_BINS,
@@ -17,24 +17,11 @@ import type { TensorInput } from '../methods/merge-types.ts';
 import type { Kernel, KernelIo } from './kernels/kernel.ts';
 import { createTopKHistKernel, histogramBin, histogramCounts, TOPK_HIST_SLOTS } from './kernels/topk_hist.ts';
 import { encodeAgents, type WindowParams } from './layout.ts';
-import { countGroups, WORKGROUP_SIZE, type Dispatch, type Window } from './plumbing.ts';
+import { countGroups, pad4, WORKGROUP_SIZE, type Dispatch, type Window } from './plumbing.ts';
 import type { Scheduler } from './scheduler.ts';
-import {
-  BRACKET_COUNTS,
-  BRACKET_VALUES,
-  BRACKET_WORDS,
-  bracketGroups,
-  createTopKCountKernel,
-} from './kernels/topk_count.ts';
+import { BRACKET_COUNTS, bracketGroups, createTopKCountKernel } from './kernels/topk_count.ts';
 import { createTopKSampleKernel, NO_KEY } from './kernels/topk_sample.ts';
-import {
-  chooseBracket,
-  exactTopK,
-  isGeneral,
-  settleBracket,
-  sortedKeys,
-  type Bracket,
-} from './topk-bracket.ts';
+import { chooseBracket, exactTopK, settleBracket, sortedKeys, type Bracket } from './topk-bracket.ts';
 
 /** What the select needs of an engine's job: the tensor and its windows. */
 export interface SelectJob {
@@ -81,6 +68,19 @@ export interface SelectHost<J extends SelectJob> {
  */
 export function endOnFirstWindows(windows: readonly Window[]): Window[] {
   return [...windows.slice(2), ...windows.slice(0, 2)];
+}
+
+/**
+ * Whether one count pass over these brackets costs less than the radix select's first histogram
+ * pass, which counts every row at once: in kernel-profile (SwiftShader, N = 3, bf16) a dispatch of
+ * up to four rows costs about one RAM merge kernel and the histogram pass about 2.6, so up to two
+ * dispatches of four rows.
+ */
+export function countPassPays(brackets: readonly (Bracket | null)[]): boolean {
+  let dispatches = 0;
+  for (let first = 0; first < brackets.length; first += 4)
+    if (brackets.slice(first, first + 4).some((b) => b)) dispatches++;
+  return dispatches <= 2;
 }
 
 export class TopKSelect<J extends SelectJob> {
@@ -162,16 +162,12 @@ export class TopKSelect<J extends SelectJob> {
       }
       return chooseBracket(sorted, counts[i] ?? 0, tensor.numel);
     });
-    if (!brackets.some((b) => b)) return next;
+    if (!brackets.some((b) => b) || !countPassPays(brackets)) return next;
     const found = await this.countBrackets(job, brackets, order);
     brackets.forEach((b, i) => {
       if (!b) return;
       const row = found.subarray(i * BRACKET_COUNTS, (i + 1) * BRACKET_COUNTS);
-      const state = settleBracket(
-        b,
-        { above: row[0] ?? 0, other: row[1] ?? 0, equal: Array.from(row.subarray(2)) },
-        counts[i] ?? 0,
-      );
+      const state = settleBracket(b, { above: row[0] ?? 0, equal: row[1] ?? 0 }, counts[i] ?? 0);
       if (state) {
         next[i] = state;
         routes[i] = 'bracket';
@@ -191,26 +187,17 @@ export class TopKSelect<J extends SelectJob> {
     const n = host.agents;
     const { histogram, readback } = this.buffers();
     const bracketBuffer = this.bracketBuffer(brackets.length);
-    const rows = new Uint32Array(brackets.length * BRACKET_WORDS);
-    brackets.forEach((b, i) => {
-      const values = Array.from({ length: BRACKET_VALUES }, (_, j) => b?.values[j] ?? NO_KEY);
-      // A row without a bracket: nothing is above NO_KEY, nothing inside [NO_KEY, NO_KEY].
-      rows.set(
-        [0, b?.hi ?? NO_KEY, b?.lo ?? NO_KEY, b && isGeneral(b) ? 1 : 0, ...values],
-        i * BRACKET_WORDS,
-      );
-    });
+    // A row without a bracket counts keys above NO_KEY and equal to it: none.
+    const rows = Uint32Array.from(brackets, (b) => b?.key ?? NO_KEY);
     host.scheduler.write(bracketBuffer, 0, new Uint8Array(rows.buffer));
-    // Dispatches of up to four rows, skipping those with no bracket; general where a bracket holds
-    // more than one value.
+    // Dispatches of up to four rows, skipping those with no bracket.
     const dispatches: Kernel[] = [];
     for (let firstRow = 0; firstRow < brackets.length; firstRow += 4) {
       const group = brackets.slice(firstRow, firstRow + 4);
       if (!group.some((b) => b)) continue;
-      const general = group.some((b) => b && isGeneral(b));
       dispatches.push(
-        await host.kernel(`topk_count:${tensor.dtype}:${firstRow}:${group.length}:${general}`, () =>
-          createTopKCountKernel(host.device, tensor.dtype, n, firstRow, group.length, general),
+        await host.kernel(`topk_count:${tensor.dtype}:${firstRow}:${group.length}`, () =>
+          createTopKCountKernel(host.device, tensor.dtype, n, firstRow, group.length),
         ),
       );
     }
@@ -312,7 +299,7 @@ export class TopKSelect<J extends SelectJob> {
 
   /** Room for `rows` brackets; grown when a select asks more (Model Breadcrumbs asks 2N rows). */
   private bracketBuffer(rows: number): GPUBuffer {
-    const bytes = rows * BRACKET_WORDS * 4;
+    const bytes = pad4(rows * 4);
     if (this.bracket && this.bracket.size >= bytes) return this.bracket;
     this.bracket?.destroy();
     this.bracket = this.host.device.createBuffer({

@@ -1,5 +1,5 @@
-// Pipeline module of shaders/topk_count.wgsl: per top-k row, the keys above a sampled bracket, equal to
-// each of its known values, and the other keys inside it (src/engine/topk-select.ts reads them).
+// Pipeline module of shaders/topk_count.wgsl: per top-k row, the keys above a sampled guess of its
+// threshold key and the keys equal to it (src/engine/topk-select.ts reads them).
 
 import type { FloatDtype } from '../../format/dtype.ts';
 import source from '../../../shaders/topk_count.wgsl?raw';
@@ -16,14 +16,11 @@ export const TOPK_COUNT_KERNEL: KernelSpec = {
     { binding: 2, name: 'histogram', type: 'storage' },
     { binding: 4, name: 'bracket', type: 'read-only-storage' },
   ],
-  constants: ['IN_DTYPE', 'AGENTS', 'FIRST_ROW', 'ROWS', 'GENERAL'],
+  constants: ['IN_DTYPE', 'AGENTS', 'FIRST_ROW', 'ROWS'],
 };
 
-/** Words per row of the bracket buffer: (active, hi, lo, unused), then BRACKET_VALUES values. */
-export const BRACKET_WORDS = 8;
-export const BRACKET_VALUES = 4;
-/** Counters per row (COUNTS): above, other, then one per value. */
-export const BRACKET_COUNTS = 2 + BRACKET_VALUES;
+/** Counters per row (COUNTS): above, equal. */
+export const BRACKET_COUNTS = 2;
 
 /** vec4 words of 16-bit inputs per invocation (QUADS in topk_count.wgsl): 64 keys. */
 export const COUNT_QUADS = 8;
@@ -38,13 +35,11 @@ export function createTopKCountKernel(
   agents: number,
   firstRow: number,
   rows: number,
-  general: boolean,
 ): Promise<Kernel> {
   return createKernel(device, TOPK_COUNT_KERNEL, {
     IN_DTYPE: DTYPE_CODE[inDtype],
     AGENTS: agents,
     FIRST_ROW: firstRow,
     ROWS: rows,
-    GENERAL: general ? 1 : 0,
   });
 }
