@@ -41,10 +41,6 @@ override LOCAL: u32 = COUNTERS + SETS;
 override PAIRWISE: u32 = COUNTERS;
 override SET_COUNTS: u32 = PAIRWISE + AGENTS * AGENTS;
 
-// Tensor-local RAM+ needs only each agent's changed and unique elements (counts and overlap): its
-// pass skips the |tau| bins and one-ulp counts, about a third of this kernel's time on SwiftShader.
-override OVERLAP_ONLY: bool = false;
-
 @group(0) @binding(2) var<storage, read_write> counters: array<atomic<u32>>;
 
 var<workgroup> local: array<atomic<u32>, LOCAL>;
@@ -134,7 +130,7 @@ fn count_non_finite(p: u32, non_finite: vec2<bool>, changed: vec2<u32>) {
     if (n != 0u) {
       atomicAdd(&local[NONFINITE + 1u + m], n);
     }
-    if (m > 0u && !OVERLAP_ONLY) {
+    if (m > 0u) {
       let bit = vec2<u32>(1u << (m - 1u));
       tally(m - 1u, bitcast<vec2<f32>>(bits) - base, ulp, non_finite & ((changed & bit) != vec2<u32>(0u)), true);
     }
@@ -163,9 +159,7 @@ fn count_pair(p: u32, valid: vec2<bool>) -> u32 {
     let ch = valid & base_finite & finite & (abs(x) > vec2<f32>(params.epsilon));
     changed |= select(vec2<u32>(0u), bit, ch);
     positive |= select(vec2<u32>(0u), bit, ch & (x > vec2<f32>(0.0)));
-    if (!OVERLAP_ONLY) {
-      tally(t, x, ulp, ch, false);
-    }
+    tally(t, x, ulp, ch, false);
   }
   let non_finite = valid & any_special & differs;
   if (any(non_finite)) {

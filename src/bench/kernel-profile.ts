@@ -284,9 +284,9 @@ const steps: Step[] = [
     agents: mergeAgents,
   },
   {
-    name: 'stats, overlap only',
+    name: 'stats (the full statistics pass)',
     groups: statsGroups(numel),
-    kernels: [{ kernel: await createStatsKernel(device, 'BF16', AGENTS, true) }],
+    kernels: [{ kernel: await createStatsKernel(device, 'BF16', AGENTS) }],
     clear: io.counters,
   },
   {

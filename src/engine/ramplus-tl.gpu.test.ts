@@ -1,4 +1,4 @@
-// Tensor-local RAM+ on the GPU takes its λ from the statistics kernel's overlap-only variant. With α
+// Tensor-local RAM+ on the GPU takes its λ from the counts of its own pass (overlap_count.wgsl). With α
 // far above ρ, λ = 1 + r·shared/unique follows every count: one unique element more or less moves λ
 // by about 1/unique, and the merged unique changes by far more than f32 rounding. Checked against the
 // CPU engine (the f64 reference path) on fresh seeded bf16 inputs, over one window and many.

@@ -16,7 +16,7 @@ export const STATS_KERNEL: KernelSpec = {
     { binding: 1, name: 'inputs', type: 'read-only-storage' },
     { binding: 2, name: 'counters', type: 'storage' },
   ],
-  constants: ['IN_DTYPE', 'AGENTS', 'OVERLAP_ONLY'],
+  constants: ['IN_DTYPE', 'AGENTS'],
 };
 
 export interface StatsLayout {
@@ -85,20 +85,6 @@ export function addStatsCounters(stats: TensorStats, counters: Uint32Array, wind
     }
 }
 
-/**
- * `overlapOnly`: count only counts, overlap, sets, pairs, sign conflicts and non-finite, leaving the |τ|
- * magnitude bins and one-ulp counts at 0. The engine's pass before a tensor-local RAM+ merge uses the
- * leaner overlap_count kernel instead; kernel-profile times this variant beside it.
- */
-export function createStatsKernel(
-  device: GPUDevice,
-  inDtype: FloatDtype,
-  agents: number,
-  overlapOnly = false,
-): Promise<Kernel> {
-  return createKernel(device, STATS_KERNEL, {
-    IN_DTYPE: DTYPE_CODE[inDtype],
-    AGENTS: agents,
-    OVERLAP_ONLY: overlapOnly ? 1 : 0,
-  });
+export function createStatsKernel(device: GPUDevice, inDtype: FloatDtype, agents: number): Promise<Kernel> {
+  return createKernel(device, STATS_KERNEL, { IN_DTYPE: DTYPE_CODE[inDtype], AGENTS: agents });
 }
