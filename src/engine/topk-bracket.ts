@@ -6,7 +6,7 @@
 // topk-select.ts.
 
 import { NO_KEY } from './kernels/topk_sample.ts';
-import type { TopKState } from '../methods/select.ts';
+import { settled, type TopKState } from '../methods/select.ts';
 
 /**
  * The guessed threshold key; 0 where the sample suggests fewer non-zero keys than k (the count of
@@ -32,10 +32,6 @@ const SPREAD_RANKS = 4;
 export function sortedKeys(sample: Uint32Array): Uint32Array {
   const keys = sample.filter((k) => k !== NO_KEY);
   return keys.sort().reverse();
-}
-
-function settled(threshold: number, tiesToKeep: number): TopKState {
-  return { searching: false, need: 0, prefix: 0, threshold, tiesToKeep };
 }
 
 /**

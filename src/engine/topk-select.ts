@@ -87,7 +87,7 @@ export class TopKSelect<J extends SelectJob> {
   private histogram: GPUBuffer | null = null;
   private readback: GPUBuffer | null = null;
   private bracket: GPUBuffer | null = null;
-  /** Per buffer set of the host: its io plus the histogram (stable objects, so bind groups are cached). */
+  /** Per buffer set of the host: its io plus the select's buffers (io()). */
   private readonly ios = new WeakMap<KernelIo, KernelIo>();
 
   constructor(private readonly host: SelectHost<J>) {}
@@ -144,7 +144,7 @@ export class TopKSelect<J extends SelectJob> {
       order: [sampled],
       groups: () => Math.ceil(SAMPLE_PAIRS / WORKGROUP_SIZE),
       params: () => ({}),
-      encode: (encoder, io, d) => sampler.encode(encoder, this.io(io, histogram), d),
+      encode: (encoder, io, d) => sampler.encode(encoder, this.io(io), d),
     });
     const sampleWords = n * 2 * SAMPLE_PAIRS;
     const words = await this.readBack(histogram, readback, sampleWords * 4);
@@ -209,8 +209,7 @@ export class TopKSelect<J extends SelectJob> {
       groups: (w) => bracketGroups(w.count),
       params: () => ({}),
       encode: (encoder, io, d) => {
-        const bound = { ...this.io(io, histogram), bracket: bracketBuffer };
-        for (const kernel of dispatches) kernel.encode(encoder, bound, d);
+        for (const kernel of dispatches) kernel.encode(encoder, this.io(io), d);
       },
     });
     return this.readBack(histogram, readback, bytes);
@@ -249,7 +248,7 @@ export class TopKSelect<J extends SelectJob> {
           order: endOnFirstWindows(job.windows),
           groups: (w) => countGroups(w.count),
           params: () => ({ digitShift: shift, digitBits: bits }),
-          encode: (encoder, io, d) => kernel.encode(encoder, this.io(io, histogram), d),
+          encode: (encoder, io, d) => kernel.encode(encoder, this.io(io), d),
         });
         const words = await this.readBack(histogram, readback, histogram.size);
         states = states.map((s, i) => {
@@ -310,10 +309,13 @@ export class TopKSelect<J extends SelectJob> {
     return this.bracket;
   }
 
-  private io(hostIo: KernelIo, histogram: GPUBuffer): KernelIo {
+  /** A buffer set's io plus the select's histogram and bracket (stable objects, so bind groups are cached). */
+  private io(hostIo: KernelIo): KernelIo {
+    const { histogram } = this.buffers();
+    const bracket = this.bracket;
     let io = this.ios.get(hostIo);
-    if (io?.histogram !== histogram) {
-      io = { ...hostIo, histogram };
+    if (io?.histogram !== histogram || io.bracket !== (bracket ?? undefined)) {
+      io = bracket ? { ...hostIo, histogram, bracket } : { ...hostIo, histogram };
       this.ios.set(hostIo, io);
     }
     return io;

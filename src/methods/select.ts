@@ -38,7 +38,8 @@ export function topKCount(density: number, numel: number): number {
   return Math.max(0, Math.floor(density * numel));
 }
 
-function settled(threshold: number, tiesToKeep: number): TopKState {
+/** A select that is done: keep key > threshold and the first tiesToKeep keys equal to it. */
+export function settled(threshold: number, tiesToKeep: number): TopKState {
   return { searching: false, need: 0, prefix: 0, threshold, tiesToKeep };
 }
 
