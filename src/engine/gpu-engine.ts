@@ -430,21 +430,12 @@ class GpuEngine implements MergeEngine {
     const kernel = await this.kernel(`stats:${dtype}`, () =>
       createStatsKernel(this.device, dtype, this.agents),
     );
-    const counters = statsLayout(this.agents).count;
-    await this.runPass(job, {
+    await this.counterPass(job, epsilon, {
       label: 'stats',
-      withBase: true,
-      groups: (w) => statsGroups(w.count),
-      params: (w, d) => ({ ...this.windowParams(job, w, d), epsilon }),
-      encode: (encoder, set, _w, d) => {
-        encoder.clearBuffer(set.counters, 0, counters * 4);
-        kernel.encode(encoder, set.io, d);
-      },
-      result: {
-        source: 'counters',
-        bytes: () => counters * 4,
-        consume: (w, bytes) => addStatsCounters(stats, new Uint32Array(bytes.buffer, 0, counters), w.count),
-      },
+      kernel,
+      words: statsLayout(this.agents).count,
+      groups: statsGroups,
+      consume: (w, counters) => addStatsCounters(stats, counters, w.count),
     });
   }
 
@@ -458,25 +449,48 @@ class GpuEngine implements MergeEngine {
     const kernel = await this.kernel(`overlap_count:${dtype}`, () =>
       createOverlapCountKernel(this.device, dtype, this.agents),
     );
-    const words = overlapCountWords(this.agents);
     const counts = emptyOverlapCounts(this.agents);
-    await this.runPass(job, {
+    await this.counterPass(job, epsilon, {
       label: 'overlap_count',
-      withBase: true,
+      kernel,
+      words: overlapCountWords(this.agents),
+      groups: overlapCountGroups,
       order: endOnFirstWindows(job.windows),
-      groups: (w) => overlapCountGroups(w.count),
+      consume: (_w, counters) => addOverlapCounters(counts, counters),
+    });
+    return counts;
+  }
+
+  /** A counting pass at ε: per window the set's counters cleared, counted by `kernel`, read back. */
+  private async counterPass(
+    job: Job,
+    epsilon: number,
+    pass: {
+      label: string;
+      kernel: Kernel;
+      words: number;
+      groups: (count: number) => number;
+      order?: readonly Window[];
+      consume: (w: Window, counters: Uint32Array) => void;
+    },
+  ): Promise<void> {
+    const bytes = pass.words * 4;
+    await this.runPass(job, {
+      label: pass.label,
+      withBase: true,
+      ...(pass.order ? { order: pass.order } : {}),
+      groups: (w) => pass.groups(w.count),
       params: (w, d) => ({ ...this.windowParams(job, w, d), epsilon }),
       encode: (encoder, set, _w, d) => {
-        encoder.clearBuffer(set.counters, 0, words * 4);
-        kernel.encode(encoder, set.io, d);
+        encoder.clearBuffer(set.counters, 0, bytes);
+        pass.kernel.encode(encoder, set.io, d);
       },
       result: {
         source: 'counters',
-        bytes: () => words * 4,
-        consume: (_w, bytes) => addOverlapCounters(counts, new Uint32Array(bytes.buffer, 0, words)),
+        bytes: () => bytes,
+        consume: (w, data) => pass.consume(w, new Uint32Array(data.buffer, 0, pass.words)),
       },
     });
-    return counts;
   }
 
   /** DARE's L1 rule: per agent ‖τ‖₁ / ‖m⊙τ‖₁ of the whole tensor, from partial sums added in f64. */
