@@ -1,32 +1,46 @@
-// TIES top-k select, step 1 where a sample has guessed each threshold's key (src/engine/topk-select.ts):
-// per row (a top-k of agent row mod AGENTS), the keys above the guessed key and the keys equal to it.
-// Where those make the row's k with the guess's own run, the threshold and its ties are exact
-// (topk-bracket.ts); else the host falls back to the radix select (topk_hist). Zero keys are never
-// counted as above (keeping a zero changes nothing); the keys are those of pair_keys in inputs.wgsl.
+// TIES top-k select, step 1 where a sample has bracketed each threshold's key (src/engine/topk-select.ts):
+// per row (a top-k of agent row mod AGENTS) and its bracket [lo, hi] of keys, the keys above hi, the
+// keys equal to hi, the keys equal to lo, and every key strictly between them, collected. A sample
+// of bf16 weights often holds one key all around k's rank (lo = hi, nothing between); where it holds
+// several, the keys between are a percent or two of the tensor, so the host sorts the few it gets
+// back and finds the threshold exactly. Where those counts place the row's k on hi, lo or a collected
+// key, the threshold and its ties are exact (topk-bracket.ts); else (the bracket missed, or more keys
+// lay between than the host made room for) the host falls back to the radix select (topk_hist).
+// Zero keys are never counted as above (keeping a zero changes nothing); the keys are those of
+// pair_keys in inputs.wgsl.
 //
 // On SwiftShader a pass costs what its loads and per-key work cost, so this one reads 16-bit inputs
 // a vec4 (eight keys) at a time, keeps its counts in 8-bit fields of plain values (row i of the
 // dispatch in bits 8i..8i+7; an invocation sees 64 keys per row) and adds them once per row per
-// workgroup: no atomic per key, which is what the radix histogram pays. A dispatch counts up to four
-// rows, FIRST_ROW on, loading the base once for all of them. Input slots start on 16-byte boundaries
-// (slotBytesFor in plumbing.ts).
+// workgroup: no atomic per counted key, which is what the radix histogram pays. Only a key between
+// lo and hi takes an atomic, to claim its slot. A dispatch counts up to four rows, FIRST_ROW on,
+// loading the base once for all of them. Input slots start on 16-byte boundaries (slotBytesFor in
+// plumbing.ts).
 //
-// bracket (host-written): per row its guessed key (NO_KEY for a row not counted). histogram
-// (host-cleared): per row COUNTS words: above, equal.
+// bracket (host-written): word 0 the collected keys' room per row; per row r, hi at word 1 + 2r and lo
+// at 2 + 2r (NO_KEY for a row not counted, and for lo where it equals hi). histogram (host-cleared):
+// per row COUNTS words: above hi, equal to hi, equal to lo, between (the collected keys, also those
+// past the room). collected: row r's keys between, in any order, at words r · room + i, i < room.
 
 override FIRST_ROW: u32 = 0u;
 // Rows of this dispatch, 1 to 4.
 override ROWS: u32 = 1u;
+// Some row of the dispatch has lo below hi: count equal to lo and collect what lies between. Without
+// it the pass is the cheaper one-key count (lo is NO_KEY in every row).
+override COLLECT: bool = false;
 
 // vec4 words per invocation: 64 keys, 16384 per workgroup (COUNT_QUADS in topk_count.ts).
 const QUADS: u32 = 8u;
-const COUNTS: u32 = 2u;
+const COUNTS: u32 = 4u;
+// Counters of a row added per workgroup (the between counter is claimed per invocation).
+const LOCAL_COUNTS: u32 = 3u;
 
 @group(0) @binding(1) var<storage, read> inputs: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read_write> histogram: array<atomic<u32>>;
+@group(0) @binding(3) var<storage, read_write> collected: array<u32>;
 @group(0) @binding(4) var<storage, read> bracket: array<u32>;
 
-var<workgroup> local: array<atomic<u32>, 4u * COUNTS>;
+var<workgroup> local: array<atomic<u32>, 4u * LOCAL_COUNTS>;
 
 // f32 bits of the low (`high` false) or high 16-bit halves of four input words.
 fn halves(words: vec4<u32>, high: bool) -> vec4<u32> {
@@ -49,19 +63,38 @@ fn flush(c: u32, packed: vec4<u32>) {
   for (var i = 0u; i < ROWS; i++) {
     let n = (sum >> (8u * i)) & 0xffu;
     if (n != 0u) {
-      atomicAdd(&local[i * COUNTS + c], n);
+      atomicAdd(&local[i * LOCAL_COUNTS + c], n);
     }
   }
 }
 
 struct Counts {
   above: vec4<u32>,
-  equal: vec4<u32>,
+  equal_hi: vec4<u32>,
+  equal_lo: vec4<u32>,
+  between: vec4<u32>,
 }
 
-fn count_keys(c: Counts, key: vec4<u32>, keys: vec4<u32>, bit: vec4<u32>) -> Counts {
+// The keys of row r strictly between lo and hi (COLLECT only: else lo is never asked for).
+fn between_keys(keys: vec4<u32>, hi: u32, lo: u32) -> vec4<bool> {
+  return (keys > vec4<u32>(lo)) & (keys < vec4<u32>(hi));
+}
+
+fn count_keys(c: Counts, hi: u32, lo: u32, keys: vec4<u32>, bit: vec4<u32>) -> Counts {
   let zero = vec4<u32>(0u);
-  return Counts(c.above + select(zero, bit, keys > key), c.equal + select(zero, bit, keys == key));
+  var r = c;
+  r.above += select(zero, bit, keys > vec4<u32>(hi));
+  r.equal_hi += select(zero, bit, keys == vec4<u32>(hi));
+  if (COLLECT) {
+    r.equal_lo += select(zero, bit, keys == vec4<u32>(lo));
+    r.between += select(zero, bit, between_keys(keys, hi, lo));
+  }
+  return r;
+}
+
+// Row r's vec4 word q of 16-bit inputs.
+fn row_words(r: u32, q: u32, slot: u32) -> vec4<u32> {
+  return inputs[(r % AGENTS + 1u) * slot + q];
 }
 
 // Row FIRST_ROW + i's keys of the eight elements of vec4 word q, counted in field i.
@@ -76,11 +109,57 @@ fn count_row(
   valid_high: vec4<bool>,
 ) -> Counts {
   let r = FIRST_ROW + i;
-  let words = inputs[(r % AGENTS + 1u) * slot + q];
+  let words = row_words(r, q, slot);
   let bit = vec4<u32>(1u << (8u * i));
-  let key = vec4<u32>(bracket[r]);
-  let low = count_keys(c, key, keys4(halves(words, false), base_low, valid_low), bit);
-  return count_keys(low, key, keys4(halves(words, true), base_high, valid_high), bit);
+  let hi = bracket[1u + 2u * r];
+  let lo = bracket[2u + 2u * r];
+  let low = count_keys(c, hi, lo, keys4(halves(words, false), base_low, valid_low), bit);
+  return count_keys(low, hi, lo, keys4(halves(words, true), base_high, valid_high), bit);
+}
+
+// Element 8q + 2k (low half of word k) and 8q + 2k + 1 (high half) inside the window.
+fn valid_halves(q: u32) -> array<vec4<bool>, 2> {
+  let even = vec4<u32>(8u * q) + vec4<u32>(0u, 2u, 4u, 6u);
+  return array<vec4<bool>, 2>(even < vec4<u32>(params.count), even + vec4<u32>(1u) < vec4<u32>(params.count));
+}
+
+// Stores the keys of `keys` between lo and hi at row r's slots from `at` on (those past the room are
+// dropped: the host sees the between counter exceed it); the next free slot.
+fn store_between(r: u32, keys: vec4<u32>, hi: u32, lo: u32, at: u32) -> u32 {
+  let room = bracket[0];
+  let between = between_keys(keys, hi, lo);
+  var next = at;
+  for (var k = 0u; k < 4u; k++) {
+    if (between[k]) {
+      if (next < room) {
+        collected[r * room + next] = keys[k];
+      }
+      next++;
+    }
+  }
+  return next;
+}
+
+// Collects this invocation's `n` keys of row FIRST_ROW + i between lo and hi: one atomic to claim
+// their slots, then its words loaded again. Only invocations that saw such keys run it, after the
+// counting loop, so the loop itself carries no atomic (on SwiftShader one inside it, even never
+// taken, cost most of a counting pass).
+fn collect_row(i: u32, n: u32, first: u32, slot: u32) {
+  let r = FIRST_ROW + i;
+  let hi = bracket[1u + 2u * r];
+  let lo = bracket[2u + 2u * r];
+  var at = atomicAdd(&histogram[r * COUNTS + 3u], n);
+  for (var j = 0u; j < QUADS; j++) {
+    let q = first + j * WORKGROUP;
+    if (8u * q >= params.count) {
+      break;
+    }
+    let valid = valid_halves(q);
+    let base = inputs[q];
+    let words = row_words(r, q, slot);
+    at = store_between(r, keys4(halves(words, false), halves(base, false), valid[0]), hi, lo, at);
+    at = store_between(r, keys4(halves(words, true), halves(base, true), valid[1]), hi, lo, at);
+  }
 }
 
 @compute @workgroup_size(WORKGROUP)
@@ -89,12 +168,12 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
   if (group >= params.groups) {
     return;
   }
-  if (lid < ROWS * COUNTS) {
+  if (lid < ROWS * LOCAL_COUNTS) {
     atomicStore(&local[lid], 0u);
   }
   workgroupBarrier();
   let zero = vec4<u32>(0u);
-  var c = Counts(zero, zero);
+  var c = Counts(zero, zero, zero, zero);
   let slot = params.slot_words / 4u;
   let first = group * WORKGROUP * QUADS + lid;
   for (var j = 0u; j < QUADS; j++) {
@@ -102,10 +181,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
     if (8u * q >= params.count) {
       break;
     }
-    // Element 8q + 2k (low half of word k) and 8q + 2k + 1 (high half).
-    let even = vec4<u32>(8u * q) + vec4<u32>(0u, 2u, 4u, 6u);
-    let valid_low = even < vec4<u32>(params.count);
-    let valid_high = even + vec4<u32>(1u) < vec4<u32>(params.count);
+    let valid = valid_halves(q);
+    let valid_low = valid[0];
+    let valid_high = valid[1];
     let base = inputs[q];
     let base_low = halves(base, false);
     let base_high = halves(base, true);
@@ -123,12 +201,23 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
     }
   }
   flush(0u, c.above);
-  flush(1u, c.equal);
+  flush(1u, c.equal_hi);
+  if (COLLECT) {
+    flush(2u, c.equal_lo);
+    let between = c.between.x + c.between.y + c.between.z + c.between.w;
+    for (var i = 0u; i < ROWS; i++) {
+      let n = (between >> (8u * i)) & 0xffu;
+      if (n != 0u) {
+        collect_row(i, n, first, slot);
+      }
+    }
+  }
   workgroupBarrier();
-  if (lid < ROWS * COUNTS) {
+  if (lid < ROWS * LOCAL_COUNTS) {
     let n = atomicLoad(&local[lid]);
     if (n != 0u) {
-      atomicAdd(&histogram[FIRST_ROW * COUNTS + lid], n);
+      let row = FIRST_ROW + lid / LOCAL_COUNTS;
+      atomicAdd(&histogram[row * COUNTS + lid % LOCAL_COUNTS], n);
     }
   }
 }

@@ -15,7 +15,8 @@ import { createTiesKernel, tiesMergeDispatch } from '../engine/kernels/ties.ts';
 import { createTopKHistKernel, TOPK_HIST_SLOTS } from '../engine/kernels/topk_hist.ts';
 import { createTopKScanKernel, TIE_CARRY_WORDS } from '../engine/kernels/topk_scan.ts';
 import { createTopKTiesKernel, tieMarkDispatch } from '../engine/kernels/topk_ties.ts';
-import { bracketGroups, createTopKCountKernel } from '../engine/kernels/topk_count.ts';
+import { BRACKET_HEADER, bracketGroups, createTopKCountKernel } from '../engine/kernels/topk_count.ts';
+import { NO_KEY } from '../engine/kernels/topk_sample.ts';
 import { flagCount } from '../engine/kernels/merge-bindings.ts';
 import { branchWords } from '../engine/kernels/branches.ts';
 import { encodeAgents, encodeParams, PARAMS_BYTES, type WindowParams } from '../engine/layout.ts';
@@ -159,8 +160,11 @@ const io: KernelIo = {
   counters: buffer('counters', statsLayout(AGENTS).count * 4),
   branches: buffer('branches', branchWords(AGENTS) * 4),
 };
-const bracketBuffer = buffer('bracket', AGENTS * 4);
-device.queue.writeBuffer(bracketBuffer, 0, bracketRows());
+const bracketBuffer = buffer('bracket', (BRACKET_HEADER + 2 * AGENTS) * 4);
+device.queue.writeBuffer(bracketBuffer, 0, bracketRows(0));
+const rangeBuffer = buffer('range', (BRACKET_HEADER + 2 * AGENTS) * 4);
+device.queue.writeBuffer(rangeBuffer, 0, bracketRows(0.006));
+const collected = buffer('collected', numel * AGENTS * 4);
 const max = device.limits.maxComputeWorkgroupsPerDimension;
 
 interface Step {
@@ -177,9 +181,27 @@ const mergeAgents = encodeAgents(
 );
 const histAgents = encodeAgents(states.map(() => ({ prefix: 0, searching: true })));
 const { shift, bits } = at(RADIX_DIGITS, 0);
-/** The count kernel's rows as a sample that guessed each threshold's key right would set them. */
-function bracketRows(): Uint32Array {
-  return Uint32Array.from(states, (s) => s.threshold);
+/**
+ * The count kernel's rows as a sample would bracket each threshold: `share` 0, the threshold's key
+ * alone; else the keys `share` of the tensor above and below k's rank, with what lies between
+ * collected (room for every key).
+ */
+function bracketRows(share: number): Uint32Array {
+  const rows = new Uint32Array(BRACKET_HEADER + 2 * AGENTS);
+  rows[0] = numel;
+  states.forEach((s, t) => {
+    if (share === 0) {
+      rows[BRACKET_HEADER + 2 * t] = s.threshold;
+      rows[BRACKET_HEADER + 2 * t + 1] = NO_KEY;
+      return;
+    }
+    const sorted = keys(models, t).sort().reverse();
+    const k = topKCount(density, numel);
+    const spread = Math.round(share * numel);
+    rows[BRACKET_HEADER + 2 * t] = at(sorted, Math.max(0, k - spread));
+    rows[BRACKET_HEADER + 2 * t + 1] = at(sorted, Math.min(numel - 1, k + spread));
+  });
+  return rows;
 }
 // In order: the tie marks of one repeat are scanned into cutoffs, which the merge that follows uses.
 const tiesIo = { ...io, tie_cutoffs: carry };
@@ -204,8 +226,19 @@ const steps: Step[] = [
     groups: bracketGroups(numel),
     kernels: [
       {
-        kernel: await createTopKCountKernel(device, 'BF16', AGENTS, 0, AGENTS),
-        io: { ...io, bracket: bracketBuffer },
+        kernel: await createTopKCountKernel(device, 'BF16', AGENTS, 0, AGENTS, false),
+        io: { ...io, bracket: bracketBuffer, collected },
+      },
+    ],
+    clear: io.histogram,
+  },
+  {
+    name: 'topk_count (bracket of ±0.6%, keys between collected)',
+    groups: bracketGroups(numel),
+    kernels: [
+      {
+        kernel: await createTopKCountKernel(device, 'BF16', AGENTS, 0, AGENTS, true),
+        io: { ...io, bracket: rangeBuffer, collected },
       },
     ],
     clear: io.histogram,
@@ -339,6 +372,6 @@ for (const row of rows)
     `| ${row.step.name} | ${best(row.cpu).toFixed(0)} | ${best(row.wall).toFixed(0)} | ` +
       `${(best(row.cpu) / ram).toFixed(2)} |\n`,
   );
-for (const b of [...Object.values(io), bracketBuffer]) b.destroy();
+for (const b of [...Object.values(io), bracketBuffer, rangeBuffer, collected]) b.destroy();
 engineDevice.destroy();
 node.release();

@@ -189,6 +189,7 @@ for (const [method, counted] of routes) {
     `${method} top-k selects: ${[
       ...part('sample', 'exact from a sample of the whole tensor'),
       ...part('bracket', 'by one count pass over a sampled bracket'),
+      ...part('between', 'by the keys that pass collected inside the bracket'),
       ...part('radix', 'by the radix histogram passes'),
       ...part('trivial', 'keeping all or nothing'),
     ].join(', ')}.`,

@@ -77,6 +77,8 @@ export interface GpuEngineOptions {
   poisonOutput?: boolean;
   /** Benchmark aid: 'radix' skips the sampled select (topk-select.ts), to time the two in one run. */
   topKSelect?: 'sampled' | 'radix';
+  /** Test aid: keys the sampled select may collect between its brackets' ends (default MAX_COLLECTED). */
+  maxCollected?: number;
   /** Test and benchmark aid: how each top-k of a tensor's TIES-family select was settled. */
   onSelectRoutes?: (tensor: string, routes: readonly SelectRoute[]) => void;
 }
@@ -211,6 +213,7 @@ class GpuEngine implements MergeEngine {
       agentBuffer: this.agentBuffer,
       kernel: (key, make) => this.kernel(key, make),
       sampled: options.topKSelect !== 'radix',
+      ...(options.maxCollected !== undefined ? { maxCollected: options.maxCollected } : {}),
       ...(options.onSelectRoutes ? { onRoutes: options.onSelectRoutes } : {}),
       countPass: (job, pass) =>
         this.runPass(job, {

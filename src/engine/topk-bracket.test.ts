@@ -1,8 +1,17 @@
-// The sampled select's host logic against a plain sort: a threshold key guessed from a random sample
-// and settled from exact counts (computed here by brute force) must keep exactly the top-k that
-// sorting every key gives, ties lowest index first; a guess that misses must say so, never guess on.
+// The sampled select's host logic against a plain sort: a bracket of the threshold key from a random
+// sample, settled from exact counts and the keys between its ends (computed here by brute force),
+// must keep exactly the top-k that sorting every key gives, ties lowest index first; a bracket that
+// misses, or keys between that did not all come back, must say so, never guess on.
 import { describe, expect, it } from 'vitest';
-import { chooseBracket, exactTopK, settleBracket, sortedKeys, type Bracket } from './topk-bracket.ts';
+import {
+  chooseBracket,
+  exactTopK,
+  needsBetween,
+  settleBracket,
+  sortedKeys,
+  type Bracket,
+  type BracketCounts,
+} from './topk-bracket.ts';
 import { NO_KEY } from './kernels/topk_sample.ts';
 import { topKKept, type TopKState } from '../methods/select.ts';
 import { seededRandom } from '../methods/test-tensors.ts';
@@ -37,15 +46,25 @@ function stateMask(keys: Uint32Array, state: TopKState): boolean[] {
   });
 }
 
-/** What the count pass would return for a bracket, by brute force. */
-function countBracket(keys: Uint32Array, b: Bracket): { above: number; equal: number } {
-  let above = 0;
-  let equal = 0;
+/** What the count pass would return for a bracket, by brute force: its counts and the keys between. */
+function countBracket(keys: Uint32Array, b: Bracket): { counts: BracketCounts; between: Uint32Array } {
+  const counts = { above: 0, equalHi: 0, equalLo: 0, between: 0 };
+  const between: number[] = [];
   for (const key of keys) {
-    if (key > b.key) above++;
-    else if (key === b.key) equal++;
+    if (key > b.hi) counts.above++;
+    if (key === b.hi) counts.equalHi++;
+    if (key === b.lo) counts.equalLo++;
+    if (key > b.lo && key < b.hi) between.push(key);
   }
-  return { above, equal };
+  counts.between = between.length;
+  return { counts, between: Uint32Array.from(between) };
+}
+
+/** settleBracket as the select calls it: the keys between only where they are needed. */
+function settle(keys: Uint32Array, b: Bracket, k: number): { state: TopKState | null; between: boolean } {
+  const { counts, between } = countBracket(keys, b);
+  const wanted = needsBetween(b, counts, k);
+  return { state: settleBracket(b, counts, wanted ? between : null, k), between: wanted };
 }
 
 function sample(keys: Uint32Array, size: number, seed: number): Uint32Array {
@@ -68,10 +87,10 @@ describe('exactTopK', () => {
 });
 
 describe('chooseBracket and settleBracket', () => {
-  for (const distinct of [3, 12, 400])
+  for (const distinct of [3, 12, 400, 5_000])
     it(`settle exactly or say they missed (${distinct} distinct keys)`, () => {
-      let guessed = 0;
       let settled = 0;
+      let fromBetween = 0;
       let trials = 0;
       for (let seed = 1; seed <= 6; seed++) {
         const keys = tiedKeys(20_000, distinct, 0.3, seed);
@@ -80,39 +99,60 @@ describe('chooseBracket and settleBracket', () => {
           const k = Math.floor(density * keys.length);
           trials++;
           const bracket = chooseBracket(sorted, k, keys.length);
+          expect(bracket).not.toBeNull();
           if (!bracket) continue;
-          guessed++;
-          const state = settleBracket(bracket, countBracket(keys, bracket), k);
+          const { state, between } = settle(keys, bracket, k);
           if (!state) continue;
           settled++;
+          if (between) fromBetween++;
           expect(stateMask(keys, state)).toEqual(sortedMask(keys, k));
         }
       }
-      // Few distinct keys: mostly a guess, and right. Hundreds: the sample mostly sees several keys
-      // around k's rank and does not guess (it still does where k falls among the zeros).
-      if (distinct <= 3) expect(settled / trials).toBeGreaterThan(0.6);
-      if (distinct >= 400) expect(guessed).toBeLessThan(trials / 2);
-      expect(settled).toBeGreaterThanOrEqual(guessed * 0.9);
+      // Three standard deviations each side: a bracket misses rarely, whatever the keys.
+      expect(settled / trials).toBeGreaterThan(0.9);
+      // Few distinct keys: the threshold mostly lies on one end's run; many: among the keys between.
+      if (distinct <= 3) expect(fromBetween).toBeLessThan(trials / 2);
+      if (distinct >= 400) expect(fromBetween).toBeGreaterThan(trials / 2);
     });
 
-  it('reports a miss when the keys above already make k, or the guess and those above fall short', () => {
-    const bracket: Bracket = { key: 40 };
-    expect(settleBracket(bracket, { above: 10, equal: 3 }, 10)).toBeNull();
-    expect(settleBracket(bracket, { above: 2, equal: 3 }, 10)).toBeNull();
-    expect(settleBracket(bracket, { above: 2, equal: 8 }, 10)).toEqual(
+  it('reports a miss when the keys above already make k, or the bracket and those above fall short', () => {
+    const one: Bracket = { hi: 40, lo: 40, between: 0 };
+    const counts = (above: number, equalHi: number, equalLo = equalHi, between = 0): BracketCounts => ({
+      above,
+      equalHi,
+      equalLo,
+      between,
+    });
+    expect(settleBracket(one, counts(10, 3), null, 10)).toBeNull();
+    expect(settleBracket(one, counts(2, 3), null, 10)).toBeNull();
+    expect(settleBracket(one, counts(2, 8), null, 10)).toEqual(
       expect.objectContaining({ searching: false, threshold: 39, tiesToKeep: 0 }),
     );
-    expect(settleBracket(bracket, { above: 2, equal: 30 }, 10)).toEqual(
+    expect(settleBracket(one, counts(2, 30), null, 10)).toEqual(
       expect.objectContaining({ searching: false, threshold: 40, tiesToKeep: 8 }),
     );
+    const range: Bracket = { hi: 40, lo: 30, between: 3 };
+    // k on lo's run, after every key between.
+    expect(settleBracket(range, counts(2, 3, 9, 3), null, 10)).toEqual(
+      expect.objectContaining({ searching: false, threshold: 30, tiesToKeep: 2 }),
+    );
+    // k among the keys between: settled from them, and only when every one of them came back.
+    const between = Uint32Array.from([33, 35, 33, 31]);
+    expect(settleBracket(range, counts(2, 3, 9, 4), between, 7)).toEqual(
+      expect.objectContaining({ searching: false, threshold: 33, tiesToKeep: 1 }),
+    );
+    expect(settleBracket(range, counts(2, 3, 9, 5), between, 7)).toBeNull();
+    expect(settleBracket(range, counts(2, 3, 9, 4), null, 7)).toBeNull();
+    // k past lo's run: the bracket missed.
+    expect(settleBracket(range, counts(2, 3, 1, 4), between, 11)).toBeNull();
   });
 
   it('keeps every non-zero key when the sample shows fewer than k of them', () => {
     const keys = tiedKeys(10_000, 5, 0.9, 7);
     const k = 5_000;
     const bracket = chooseBracket(sortedKeys(sample(keys, 2_000, 8)), k, keys.length);
-    expect(bracket).toEqual({ key: 0 });
-    const state = bracket && settleBracket(bracket, countBracket(keys, bracket), k);
+    expect(bracket).toEqual({ hi: 0, lo: 0, between: 0 });
+    const state = bracket && settle(keys, bracket, k).state;
     expect(state && stateMask(keys, state)).toEqual(sortedMask(keys, k));
   });
 });

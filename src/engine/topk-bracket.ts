@@ -1,27 +1,35 @@
 // The host's side of the sampled TIES select (topk_sample.wgsl, topk_count.wgsl): from a sample of an
-// agent's |τ| keys, the one key its top-k threshold should be (on bf16 weights |τ| takes few distinct
-// values, and a threshold usually falls inside a long run of equal keys); then, from the exact counts
-// of one pass (keys above it, keys equal to it), the threshold and its ties, or null where the guess
-// missed and the radix select (topk_hist) must settle it. Pure functions: the GPU plumbing is in
-// topk-select.ts.
+// agent's |τ| keys, the bracket [lo, hi] its top-k threshold should lie in (on bf16 weights |τ| takes
+// few distinct values, and a threshold often falls inside one long run of equal keys: lo = hi); then,
+// from the exact counts of one pass (keys above hi, equal to hi, equal to lo) and the keys it collected
+// strictly between lo and hi, the threshold and its ties, or null where the bracket missed and the
+// radix select (topk_hist) must settle it. Pure functions: the GPU plumbing is in topk-select.ts.
 
 import { NO_KEY } from './kernels/topk_sample.ts';
 import { settled, type TopKState } from '../methods/select.ts';
 
 /**
- * The guessed threshold key; 0 where the sample suggests fewer non-zero keys than k (the count of
- * keys above 0 then tells whether every non-zero key is kept).
+ * Where the sample puts the threshold key: between lo and hi inclusive (lo = hi: one key; 0 where the
+ * sample suggests fewer non-zero keys than k, and the count of keys above 0 then tells whether every
+ * non-zero key is kept).
  */
 export interface Bracket {
-  key: number;
+  hi: number;
+  lo: number;
+  /** Keys the sample holds strictly between lo and hi, scaled to the tensor: what the pass should collect. */
+  between: number;
 }
 
 /** The exact counts the count pass returns for one bracket. */
 export interface BracketCounts {
-  /** Keys above the bracket's key. */
+  /** Keys above hi. */
   above: number;
-  /** Keys equal to it (not used where the key is 0). */
-  equal: number;
+  /** Keys equal to hi. */
+  equalHi: number;
+  /** Keys equal to lo (not used where lo is hi or 0). */
+  equalLo: number;
+  /** Keys strictly between lo and hi, collected or not. */
+  between: number;
 }
 
 /** Standard deviations of a sample rank the guess must hold on each side, plus a few ranks. */
@@ -61,9 +69,8 @@ export function exactTopK(keys: Uint32Array, k: number): TopKState {
 }
 
 /**
- * The key the k-th largest of `numel` keys should be, from a uniform sample of them (`keys`
- * descending): the one key the sample holds at every rank within SPREAD_SIGMAS binomial deviations of
- * k's, or null where the window holds several (the radix select settles those).
+ * The bracket of the k-th largest of `numel` keys, from a uniform sample of them (`keys` descending):
+ * the sample's keys SPREAD_SIGMAS binomial deviations of k's rank on either side.
  */
 export function chooseBracket(keys: Uint32Array, k: number, numel: number): Bracket | null {
   const s = keys.length;
@@ -71,16 +78,56 @@ export function chooseBracket(keys: Uint32Array, k: number, numel: number): Brac
   const q = k / numel;
   const rank = q * s;
   const spread = Math.ceil(SPREAD_SIGMAS * Math.sqrt(s * q * (1 - q)) + SPREAD_RANKS);
-  const top = keys[Math.max(0, Math.floor(rank) - spread)] ?? 0;
-  const bottom = keys[Math.min(s - 1, Math.ceil(rank) + spread)] ?? 0;
-  return top === bottom ? { key: top } : null;
+  const top = Math.max(0, Math.floor(rank) - spread);
+  const bottom = Math.min(s - 1, Math.ceil(rank) + spread);
+  const hi = keys[top] ?? 0;
+  const lo = keys[bottom] ?? 0;
+  let inside = 0;
+  for (let i = top; i <= bottom; i++) if ((keys[i] ?? 0) < hi && (keys[i] ?? 0) > lo) inside++;
+  return { hi, lo, between: Math.ceil((inside / s) * numel) };
 }
 
-/** The threshold from a bracket's exact counts, or null where it is not the bracket's key. */
-export function settleBracket(bracket: Bracket, counts: BracketCounts, k: number): TopKState | null {
+/**
+ * The threshold from a bracket's exact counts and the keys collected between lo and hi (null where the
+ * pass had no room for all of them or none were asked for), or null where the threshold is not in
+ * the bracket or not settled by what came back.
+ */
+export function settleBracket(
+  bracket: Bracket,
+  counts: BracketCounts,
+  between: Uint32Array | null,
+  k: number,
+): TopKState | null {
+  const { hi, lo } = bracket;
   if (counts.above >= k) return null;
   // Every non-zero key is above 0, and there are fewer than k: keep them all.
-  if (bracket.key === 0) return settled(0, 0);
-  if (counts.above + counts.equal < k) return null;
-  return cut(k, bracket.key, counts.above, counts.equal);
+  if (hi === 0) return settled(0, 0);
+  if (counts.above + counts.equalHi >= k) return cut(k, hi, counts.above, counts.equalHi);
+  if (lo === hi) return null;
+  const aboveBetween = counts.above + counts.equalHi;
+  if (aboveBetween + counts.between >= k) {
+    if (!between || between.length !== counts.between) return null;
+    const sorted = Uint32Array.from(between).sort().reverse();
+    const key = sorted[k - aboveBetween - 1] ?? 0;
+    let above = aboveBetween;
+    let equal = 0;
+    for (const b of sorted) {
+      if (b > key) above++;
+      else if (b === key) equal++;
+      else break;
+    }
+    return cut(k, key, above, equal);
+  }
+  const aboveLo = aboveBetween + counts.between;
+  if (lo === 0) return settled(0, 0);
+  if (aboveLo + counts.equalLo < k) return null;
+  return cut(k, lo, aboveLo, counts.equalLo);
+}
+
+/** Whether settling this bracket with these counts needs the keys collected between lo and hi. */
+export function needsBetween(bracket: Bracket, counts: BracketCounts, k: number): boolean {
+  const aboveBetween = counts.above + counts.equalHi;
+  return (
+    bracket.lo !== bracket.hi && bracket.hi !== 0 && aboveBetween < k && aboveBetween + counts.between >= k
+  );
 }

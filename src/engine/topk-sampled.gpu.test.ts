@@ -1,9 +1,9 @@
 // The sampled TIES select on the GPU (topk_sample / topk_count, src/engine/topk-select.ts): every route
-// a top-k can take — exact from a sample that took the whole tensor, settled by one count pass that
-// confirms the sample's guess of its key, or sent on to the radix select after a miss, where the sample
-// saw several keys, where more than two dispatches would be needed, or for f32 — must keep exactly the
-// CPU engine's entries on fresh seeded bf16 inputs, and each case must really take the route it is
-// about (the engine reports them).
+// a top-k can take — exact from a sample that took the whole tensor, settled by one count pass from
+// its counts at the ends of the sample's bracket or from the keys it collected between them, or sent
+// on to the radix select after a miss, where more than two dispatches would be needed, or for f32 —
+// must keep exactly the CPU engine's entries on fresh seeded bf16 inputs, and each case must really
+// take the route it is about (the engine reports them).
 import { afterAll, describe, expect, it } from 'vitest';
 import type { SelectRoute } from './topk-select.ts';
 import { defaultParams } from '../methods/defaults.ts';
@@ -51,9 +51,13 @@ interface Case {
   window?: number;
   quietHead?: number;
   dtype?: FloatDtype;
+  /** Room for the keys the count pass collects (the engine's maxCollected). */
+  maxCollected?: number;
   /** The routes the searching top-ks take (trivial ones aside), or with `some`, a route one of them takes. */
   routes: readonly SelectRoute[];
   some?: boolean;
+  /** Routes none of them may take. */
+  never?: readonly SelectRoute[];
 }
 
 const cases: Case[] = [
@@ -84,12 +88,51 @@ const cases: Case[] = [
     some: true,
   },
   {
-    name: 'many distinct |τ| around the thresholds: no guess, the radix select',
+    name: 'a few distinct |τ| around the thresholds: settled on a run at one end of the bracket',
     method: 'ties',
     numel: 150_000,
     agents: 3,
     steps: 8,
+    routes: ['bracket'],
+    some: true,
+  },
+  {
+    name: 'hundreds of distinct |τ| around the thresholds: the keys between, sorted on the host',
+    method: 'ties',
+    numel: 150_000,
+    agents: 3,
+    steps: 96,
+    routes: ['between'],
+    some: true,
+  },
+  {
+    name: 'hundreds of distinct |τ|, several windows: keys between collected from every window',
+    method: 'ties',
+    numel: 150_001,
+    agents: 3,
+    steps: 96,
+    window: 40_000,
+    routes: ['between'],
+    some: true,
+  },
+  {
+    name: 'hundreds of distinct |τ|, more keys between than the room for them: the radix select',
+    method: 'ties',
+    numel: 150_000,
+    agents: 3,
+    steps: 96,
+    maxCollected: 300,
     routes: ['radix'],
+    some: true,
+    never: ['between'],
+  },
+  {
+    name: 'Breadcrumbs, hundreds of distinct |τ|: four rows collecting at once',
+    method: 'breadcrumbs_ties',
+    numel: 150_000,
+    agents: 2,
+    steps: 96,
+    routes: ['between'],
     some: true,
   },
   {
@@ -166,7 +209,12 @@ describe.skipIf(!harness)(`sampled TIES select ${opened.skip ?? ''}`, () => {
       const seen: SelectRoute[] = [];
       const { gpu, cpu } = await gpuAndCpu(
         must(harness, 'the GPU harness'),
-        { agents: c.agents, maxWindowElements: c.window, onSelectRoutes: (_, r) => seen.push(...r) },
+        {
+          agents: c.agents,
+          maxWindowElements: c.window,
+          maxCollected: c.maxCollected,
+          onSelectRoutes: (_, r) => seen.push(...r),
+        },
         input,
         params,
       );
@@ -174,5 +222,6 @@ describe.skipIf(!harness)(`sampled TIES select ${opened.skip ?? ''}`, () => {
       const taken = new Set(seen.filter((r) => r !== 'trivial'));
       if (c.some) expect([...taken]).toEqual(expect.arrayContaining([...c.routes]));
       else expect(taken).toEqual(new Set(c.routes));
+      for (const r of c.never ?? []) expect([...taken]).not.toContain(r);
     });
 });

@@ -19,9 +19,22 @@ import { createTopKHistKernel, histogramBin, histogramCounts, TOPK_HIST_SLOTS } 
 import { encodeAgents, type WindowParams } from './layout.ts';
 import { countGroups, pad4, WORKGROUP_SIZE, type Dispatch, type Window } from './plumbing.ts';
 import type { Scheduler } from './scheduler.ts';
-import { BRACKET_COUNTS, bracketGroups, createTopKCountKernel } from './kernels/topk_count.ts';
+import {
+  BRACKET_COUNTS,
+  BRACKET_HEADER,
+  bracketGroups,
+  createTopKCountKernel,
+} from './kernels/topk_count.ts';
 import { createTopKSampleKernel, NO_KEY } from './kernels/topk_sample.ts';
-import { chooseBracket, exactTopK, settleBracket, sortedKeys, type Bracket } from './topk-bracket.ts';
+import {
+  chooseBracket,
+  exactTopK,
+  needsBetween,
+  settleBracket,
+  sortedKeys,
+  type Bracket,
+  type BracketCounts,
+} from './topk-bracket.ts';
 
 /** What the select needs of an engine's job: the tensor and its windows. */
 export interface SelectJob {
@@ -29,11 +42,22 @@ export interface SelectJob {
   windows: readonly Window[];
 }
 
-/** How one top-k was settled, for tests and benchmarks: the routes of a tensor's select. */
-export type SelectRoute = 'trivial' | 'sample' | 'bracket' | 'radix';
+/**
+ * How one top-k was settled, for tests and benchmarks: the routes of a tensor's select. `bracket`:
+ * by the count pass's counts; `between`: by the keys it collected between the bracket's ends.
+ */
+export type SelectRoute = 'trivial' | 'sample' | 'bracket' | 'between' | 'radix';
 
 /** Element pairs sampled per agent (SAMPLE_PAIRS): 65536 keys, 256 KiB per agent to read back. */
 export const SAMPLE_PAIRS = 32768;
+
+/**
+ * Most keys the count pass collects between the brackets' ends, all rows together (16 MiB, and as
+ * much again to read them back): about 1.2% of a tensor lies within the sample's bracket of a
+ * median threshold, so rows of up to ~100M elements each fit three to a pass; past that the radix
+ * select settles them.
+ */
+export const MAX_COLLECTED = 1 << 22;
 
 /** One counting pass over a job's windows, with the base uploaded beside the agents. */
 export interface SelectPass {
@@ -56,6 +80,8 @@ export interface SelectHost<J extends SelectJob> {
   kernel(key: string, make: () => Promise<Kernel>): Promise<Kernel>;
   /** Try the sampled select before the radix one. */
   readonly sampled: boolean;
+  /** Keys the count pass may collect, all rows together (default MAX_COLLECTED). */
+  readonly maxCollected?: number;
   /** Told how each top-k of a select was settled, in order. */
   onRoutes?: (tensor: string, routes: readonly SelectRoute[]) => void;
   /** Runs the pass over every window; windows still resident from the last pass are not read again. */
@@ -87,6 +113,9 @@ export class TopKSelect<J extends SelectJob> {
   private histogram: GPUBuffer | null = null;
   private readback: GPUBuffer | null = null;
   private bracket: GPUBuffer | null = null;
+  /** The count pass's keys between the brackets' ends, and their readback: grown on demand. */
+  private collected: GPUBuffer | null = null;
+  private collectedReadback: GPUBuffer | null = null;
   /** Per buffer set of the host: its io plus the select's buffers (io()). */
   private readonly ios = new WeakMap<KernelIo, KernelIo>();
 
@@ -163,45 +192,65 @@ export class TopKSelect<J extends SelectJob> {
       return chooseBracket(sorted, counts[i] ?? 0, tensor.numel);
     });
     if (!brackets.some((b) => b) || !countPassPays(brackets)) return next;
-    const found = await this.countBrackets(job, brackets, order);
+    const found = await this.countBrackets(job, brackets, counts, order);
     brackets.forEach((b, i) => {
-      if (!b) return;
-      const row = found.subarray(i * BRACKET_COUNTS, (i + 1) * BRACKET_COUNTS);
-      const state = settleBracket(b, { above: row[0] ?? 0, equal: row[1] ?? 0 }, counts[i] ?? 0);
+      const row = found[i];
+      if (!b || !row) return;
+      const state = settleBracket(b, row.counts, row.between, counts[i] ?? 0);
       if (state) {
         next[i] = state;
-        routes[i] = 'bracket';
+        routes[i] = row.between ? 'between' : 'bracket';
       }
     });
     return next;
   }
 
-  /** One count pass over the tensor for every bracket (rows without one count nothing); its counters. */
+  /**
+   * One count pass over the tensor for every bracket (rows without one count nothing): per row its
+   * counts, and the keys it collected between lo and hi where its k falls among them (else null).
+   */
   private async countBrackets(
     job: J,
     brackets: readonly (Bracket | null)[],
+    counts: readonly number[],
     order: readonly Window[],
-  ): Promise<Uint32Array> {
+  ): Promise<{ counts: BracketCounts; between: Uint32Array | null }[]> {
     const { tensor } = job;
     const host = this.host;
     const n = host.agents;
     const { histogram, readback } = this.buffers();
-    const bracketBuffer = this.bracketBuffer(brackets.length);
-    // A row without a bracket counts keys above NO_KEY and equal to it: none.
-    const rows = Uint32Array.from(brackets, (b) => b?.key ?? NO_KEY);
-    host.scheduler.write(bracketBuffer, 0, new Uint8Array(rows.buffer));
+    const rows = brackets.length;
+    // Room per row for the most keys any row's sample put between its ends, with some to spare.
+    const ranged = brackets.filter((b) => b && b.lo !== b.hi).map((b) => b?.between ?? 0);
+    const room = ranged.length
+      ? Math.min(
+          Math.ceil(Math.max(...ranged) * 1.5) + 4096,
+          Math.floor((host.maxCollected ?? MAX_COLLECTED) / rows),
+        )
+      : 0;
+    const collected = this.collectedBuffer(Math.max(1, room * rows));
+    const bracketBuffer = this.bracketBuffer(BRACKET_HEADER + 2 * rows);
+    // A row without a bracket counts keys above NO_KEY and equal to it: none; lo = hi is NO_KEY too.
+    const words = new Uint32Array(BRACKET_HEADER + 2 * rows);
+    words[0] = room;
+    brackets.forEach((b, i) => {
+      words[BRACKET_HEADER + 2 * i] = b?.hi ?? NO_KEY;
+      words[BRACKET_HEADER + 2 * i + 1] = b && b.lo !== b.hi ? b.lo : NO_KEY;
+    });
+    host.scheduler.write(bracketBuffer, 0, new Uint8Array(words.buffer));
     // Dispatches of up to four rows, skipping those with no bracket.
     const dispatches: Kernel[] = [];
-    for (let firstRow = 0; firstRow < brackets.length; firstRow += 4) {
+    for (let firstRow = 0; firstRow < rows; firstRow += 4) {
       const group = brackets.slice(firstRow, firstRow + 4);
       if (!group.some((b) => b)) continue;
+      const collect = group.some((b) => b && b.lo !== b.hi);
       dispatches.push(
-        await host.kernel(`topk_count:${tensor.dtype}:${firstRow}:${group.length}`, () =>
-          createTopKCountKernel(host.device, tensor.dtype, n, firstRow, group.length),
+        await host.kernel(`topk_count:${tensor.dtype}:${firstRow}:${group.length}:${collect}`, () =>
+          createTopKCountKernel(host.device, tensor.dtype, n, firstRow, group.length, collect),
         ),
       );
     }
-    const bytes = brackets.length * BRACKET_COUNTS * 4;
+    const bytes = rows * BRACKET_COUNTS * 4;
     host.scheduler.submit('topk_count.clear', (encoder) => encoder.clearBuffer(histogram, 0, bytes));
     await host.countPass(job, {
       label: 'topk_count',
@@ -212,7 +261,42 @@ export class TopKSelect<J extends SelectJob> {
         for (const kernel of dispatches) kernel.encode(encoder, this.io(io), d);
       },
     });
-    return this.readBack(histogram, readback, bytes);
+    const found = await this.readBack(histogram, readback, bytes);
+    const result = brackets.map((b, i) => {
+      const at = i * BRACKET_COUNTS;
+      const row: BracketCounts = {
+        above: found[at] ?? 0,
+        equalHi: found[at + 1] ?? 0,
+        equalLo: found[at + 2] ?? 0,
+        between: found[at + 3] ?? 0,
+      };
+      const wanted = b !== null && needsBetween(b, row, counts[i] ?? 0) && row.between <= room;
+      return { counts: row, between: wanted ? new Uint32Array(0) : null };
+    });
+    // The collected keys of the rows that need them, in one copy per row and one readback.
+    const wanted = result.flatMap((r, i) => (r.between ? [i] : []));
+    if (wanted.length === 0) return result;
+    const total = wanted.reduce((sum, i) => sum + (result[i]?.counts.between ?? 0), 0);
+    const out = this.collectReadback(Math.max(1, total) * 4);
+    let offset = 0;
+    const offsets = wanted.map((i) => {
+      const start = offset;
+      offset += (result[i]?.counts.between ?? 0) * 4;
+      return start;
+    });
+    host.scheduler.submit('topk_count.collected', (encoder) => {
+      wanted.forEach((i, j) => {
+        const size = (result[i]?.counts.between ?? 0) * 4;
+        if (size > 0) encoder.copyBufferToBuffer(collected, i * room * 4, out, offsets[j] ?? 0, size);
+      });
+    });
+    const keys = new Uint32Array((await host.scheduler.read(out, Math.max(4, total * 4))).buffer);
+    wanted.forEach((i, j) => {
+      const r = result[i];
+      const start = (offsets[j] ?? 0) / 4;
+      if (r) r.between = keys.slice(start, start + r.counts.between);
+    });
+    return result;
   }
 
   /** The radix select of every top-k still searching: one histogram pass per digit while any is. */
@@ -277,7 +361,9 @@ export class TopKSelect<J extends SelectJob> {
     this.histogram?.destroy();
     this.readback?.destroy();
     this.bracket?.destroy();
-    this.histogram = this.readback = this.bracket = null;
+    this.collected?.destroy();
+    this.collectedReadback?.destroy();
+    this.histogram = this.readback = this.bracket = this.collected = this.collectedReadback = null;
   }
 
   private buffers(): { histogram: GPUBuffer; readback: GPUBuffer } {
@@ -309,13 +395,42 @@ export class TopKSelect<J extends SelectJob> {
     return this.bracket;
   }
 
-  /** A buffer set's io plus the select's histogram and bracket (stable objects, so bind groups are cached). */
+  /** Room for `words` collected keys (grown, never shrunk, within MAX_COLLECTED). */
+  private collectedBuffer(words: number): GPUBuffer {
+    const bytes = pad4(words * 4);
+    if (this.collected && this.collected.size >= bytes) return this.collected;
+    this.collected?.destroy();
+    this.collected = this.host.device.createBuffer({
+      label: 'TopKSelect.collected',
+      size: bytes,
+      usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC,
+    });
+    return this.collected;
+  }
+
+  private collectReadback(bytes: number): GPUBuffer {
+    if (this.collectedReadback && this.collectedReadback.size >= bytes) return this.collectedReadback;
+    this.collectedReadback?.destroy();
+    this.collectedReadback = this.host.device.createBuffer({
+      label: 'TopKSelect.collectedReadback',
+      size: pad4(bytes),
+      usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    });
+    return this.collectedReadback;
+  }
+
+  /**
+   * A buffer set's io plus the select's histogram, bracket and collected keys (stable objects, so
+   * bind groups are cached).
+   */
   private io(hostIo: KernelIo): KernelIo {
     const { histogram } = this.buffers();
-    const bracket = this.bracket;
+    const extra: Record<string, GPUBuffer> = { histogram };
+    if (this.bracket) extra.bracket = this.bracket;
+    if (this.collected) extra.collected = this.collected;
     let io = this.ios.get(hostIo);
-    if (io?.histogram !== histogram || io.bracket !== (bracket ?? undefined)) {
-      io = bracket ? { ...hostIo, histogram, bracket } : { ...hostIo, histogram };
+    if (!io || Object.entries(extra).some(([name, buffer]) => io?.[name] !== buffer)) {
+      io = { ...hostIo, ...extra };
       this.ios.set(hostIo, io);
     }
     return io;

@@ -1,5 +1,6 @@
-// Pipeline module of shaders/topk_count.wgsl: per top-k row, the keys above a sampled guess of its
-// threshold key and the keys equal to it (src/engine/topk-select.ts reads them).
+// Pipeline module of shaders/topk_count.wgsl: per top-k row and the bracket [lo, hi] a sample put its
+// threshold in, the keys above hi, equal to hi and to lo, and the keys between them collected
+// (src/engine/topk-select.ts reads them).
 
 import type { FloatDtype } from '../../format/dtype.ts';
 import source from '../../../shaders/topk_count.wgsl?raw';
@@ -14,13 +15,17 @@ export const TOPK_COUNT_KERNEL: KernelSpec = {
     { binding: 0, name: 'params', type: 'uniform' },
     { binding: 1, name: 'inputs', type: 'read-only-storage' },
     { binding: 2, name: 'histogram', type: 'storage' },
+    { binding: 3, name: 'collected', type: 'storage' },
     { binding: 4, name: 'bracket', type: 'read-only-storage' },
   ],
-  constants: ['IN_DTYPE', 'AGENTS', 'FIRST_ROW', 'ROWS'],
+  constants: ['IN_DTYPE', 'AGENTS', 'FIRST_ROW', 'ROWS', 'COLLECT'],
 };
 
-/** Counters per row (COUNTS): above, equal. */
-export const BRACKET_COUNTS = 2;
+/** Counters per row (COUNTS): above hi, equal to hi, equal to lo, between (collected). */
+export const BRACKET_COUNTS = 4;
+
+/** Words of the bracket buffer before its rows' (hi, lo): the collected keys' room per row. */
+export const BRACKET_HEADER = 1;
 
 /** vec4 words of 16-bit inputs per invocation (QUADS in topk_count.wgsl): 64 keys. */
 export const COUNT_QUADS = 8;
@@ -29,17 +34,23 @@ export function bracketGroups(count: number): number {
   return Math.ceil(count / (8 * COUNT_QUADS * WORKGROUP_SIZE));
 }
 
+/**
+ * `collect`: some row of the dispatch brackets several keys (lo below hi), so the kernel also counts
+ * keys equal to lo and collects those between; else it runs the cheaper one-key count.
+ */
 export function createTopKCountKernel(
   device: GPUDevice,
   inDtype: FloatDtype,
   agents: number,
   firstRow: number,
   rows: number,
+  collect: boolean,
 ): Promise<Kernel> {
   return createKernel(device, TOPK_COUNT_KERNEL, {
     IN_DTYPE: DTYPE_CODE[inDtype],
     AGENTS: agents,
     FIRST_ROW: firstRow,
     ROWS: rows,
+    COLLECT: collect ? 1 : 0,
   });
 }
