@@ -1,7 +1,7 @@
 // One tensor merged through the GPU engine by each method, from memory (no file reads or writes), timed
 // in process CPU time (SwiftShader's threads are this process's) and wall time, best of the repeats,
 // and divided by RAM's: on a shared machine a steadier ratio than the end-to-end bench's wall times.
-// `node --import ./bin/register.mjs src/bench/merge-ratio.ts [--log2 22] [--repeats 6] [--methods ram,ramplus_tl] [--radix-too]`
+// `node --import ./bin/register.mjs src/bench/merge-ratio.ts [--log2 22] [--repeats 6] [--methods ram,ramplus_tl] [--radix-too] [--steps 1]`
 import { parseArgs } from 'node:util';
 import { acquireNodeGpu } from '../cli/node-gpu.ts';
 import { floatStream } from '../demo/rng.ts';
@@ -18,12 +18,14 @@ const { values } = parseArgs({
     methods: { type: 'string', default: 'ram,ramplus_tl' },
     /** Also time each top-k method with the radix select alone (GpuEngineOptions.topKSelect). */
     'radix-too': { type: 'boolean', default: false },
+    /** Agents move a changed element by 1 to `steps` bf16 steps: more steps, more distinct |τ| near a threshold. */
+    steps: { type: 'string', default: '1' },
   },
 });
 const numel = 2 ** Number(values.log2);
 const repeats = Number(values.repeats);
 const methods = ['ram', ...values.methods.split(',').filter((m) => m !== 'ram')] as MethodName[];
-/** Shares of elements each agent moved by one bf16 step, as in kernel-profile's RL set. */
+/** Shares of elements each agent moved (by one bf16 step by default, as in kernel-profile's RL set). */
 const CHANGED = [0.3, 0.6, 0.8];
 
 const random = floatStream(7);
@@ -32,8 +34,11 @@ const base = Uint16Array.from(
   { length: numel },
   () => (random() < 0.5 ? 0x8000 : 0) | (0x3c00 + Math.floor(random() * 0x200)),
 );
+const steps = Number(values.steps);
 const agents = CHANGED.map((share) =>
-  base.map((b) => (random() < share ? b + (random() < 0.5 ? 1 : -1) : b)),
+  base.map((b) =>
+    random() < share ? b + (1 + Math.floor(random() * steps)) * (random() < 0.5 ? 1 : -1) : b,
+  ),
 );
 const input = tensorInput(
   'model.layers.0.mlp.up_proj.weight',
@@ -43,9 +48,12 @@ const input = tensorInput(
 
 const node = await acquireNodeGpu();
 const engineDevice = await requestEngineDevice(node.gpu);
+/** How the sampled engine settled each top-k of the last round. */
+const routes = new Map<string, string>();
 const engine = createGpuEngine(engineDevice.device, {
   agents: CHANGED.length,
   adapterDescription: 'merge-ratio',
+  onSelectRoutes: (_, taken) => routes.set('last', taken.join(', ')),
 });
 const radixEngine = createGpuEngine(engineDevice.device, {
   agents: CHANGED.length,
@@ -71,6 +79,8 @@ for (let r = 0; r <= repeats; r++)
       emit: async () => undefined,
     });
     const used = process.cpuUsage(cpu0);
+    if (r === repeats && row === method && routes.has('last')) routes.set(method, routes.get('last') ?? '');
+    routes.delete('last');
     const cpu = (used.user + used.system) / 1e3;
     const wall = performance.now() - wall0;
     if (r === 0) continue;
@@ -89,6 +99,7 @@ for (const row of rows) {
       `${(b.wall / ram.wall).toFixed(2)} |\n`,
   );
 }
+for (const [method, taken] of routes) process.stdout.write(`${method}: top-k routes ${taken}\n`);
 engine.destroy();
 radixEngine.destroy();
 engineDevice.destroy();
