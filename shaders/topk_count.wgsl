@@ -17,10 +17,14 @@
 // loading the base once for all of them. Input slots start on 16-byte boundaries (slotBytesFor in
 // plumbing.ts).
 //
-// bracket (host-written): word 0 the collected keys' room per row; per row r, hi at word 1 + 2r and lo
-// at 2 + 2r (NO_KEY for a row not counted, and for lo where it equals hi). histogram (host-cleared):
-// per row COUNTS words: above hi, equal to hi, equal to lo, between (the collected keys, also those
-// past the room). collected: row r's keys between, in any order, at words r · room + i, i < room.
+// bracket (host-written): word 0 the collected keys' room per row, word 1 the tensor's chunks (the
+// workgroups of all its windows); per row r, hi at word 2 + 2r and lo at 3 + 2r (NO_KEY for a row not
+// counted, and for lo where it equals hi). histogram (host-cleared): per row COUNTS words: above hi,
+// equal to hi, equal to lo, between (the collected keys, also those past the room). collected: row
+// r's keys between, in any order, at words r · room + i, i < room. chunks: per row, the keys equal to
+// hi in each chunk of the tensor (a workgroup's 16384 elements) at word 2r · chunks + chunk, equal to
+// lo at (2r + 1) · chunks + chunk; from them the host finds the one chunk where a threshold's first
+// tie not kept lies, and the tie marks are made there only (topk_ties.wgsl).
 
 override FIRST_ROW: u32 = 0u;
 // Rows of this dispatch, 1 to 4.
@@ -31,6 +35,8 @@ override COLLECT: bool = false;
 
 // vec4 words per invocation: 64 keys, 16384 per workgroup (COUNT_QUADS in topk_count.ts).
 const QUADS: u32 = 8u;
+// Words of the bracket buffer before its rows (BRACKET_HEADER in topk_count.ts).
+const BRACKET_HEADER: u32 = 2u;
 const COUNTS: u32 = 4u;
 // Counters of a row added per workgroup (the between counter is claimed per invocation).
 const LOCAL_COUNTS: u32 = 3u;
@@ -39,6 +45,7 @@ const LOCAL_COUNTS: u32 = 3u;
 @group(0) @binding(2) var<storage, read_write> histogram: array<atomic<u32>>;
 @group(0) @binding(3) var<storage, read_write> collected: array<u32>;
 @group(0) @binding(4) var<storage, read> bracket: array<u32>;
+@group(0) @binding(5) var<storage, read_write> chunks: array<u32>;
 
 var<workgroup> local: array<atomic<u32>, 4u * LOCAL_COUNTS>;
 
@@ -111,8 +118,8 @@ fn count_row(
   let r = FIRST_ROW + i;
   let words = row_words(r, q, slot);
   let bit = vec4<u32>(1u << (8u * i));
-  let hi = bracket[1u + 2u * r];
-  let lo = bracket[2u + 2u * r];
+  let hi = bracket[BRACKET_HEADER + 2u * r];
+  let lo = bracket[BRACKET_HEADER + 1u + 2u * r];
   let low = count_keys(c, hi, lo, keys4(halves(words, false), base_low, valid_low), bit);
   return count_keys(low, hi, lo, keys4(halves(words, true), base_high, valid_high), bit);
 }
@@ -146,8 +153,8 @@ fn store_between(r: u32, keys: vec4<u32>, hi: u32, lo: u32, at: u32) -> u32 {
 // taken, cost most of a counting pass).
 fn collect_row(i: u32, n: u32, first: u32, slot: u32) {
   let r = FIRST_ROW + i;
-  let hi = bracket[1u + 2u * r];
-  let lo = bracket[2u + 2u * r];
+  let hi = bracket[BRACKET_HEADER + 2u * r];
+  let lo = bracket[BRACKET_HEADER + 1u + 2u * r];
   var at = atomicAdd(&histogram[r * COUNTS + 3u], n);
   for (var j = 0u; j < QUADS; j++) {
     let q = first + j * WORKGROUP;
@@ -215,9 +222,14 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
   workgroupBarrier();
   if (lid < ROWS * LOCAL_COUNTS) {
     let n = atomicLoad(&local[lid]);
+    let row = FIRST_ROW + lid / LOCAL_COUNTS;
+    let c = lid % LOCAL_COUNTS;
     if (n != 0u) {
-      let row = FIRST_ROW + lid / LOCAL_COUNTS;
-      atomicAdd(&histogram[row * COUNTS + lid % LOCAL_COUNTS], n);
+      atomicAdd(&histogram[row * COUNTS + c], n);
+    }
+    // Every chunk's ties, zeros too: the buffer is not cleared.
+    if (c != 0u) {
+      chunks[(2u * row + c - 1u) * bracket[1] + params.chunk_base + group] = n;
     }
   }
 }

@@ -6,11 +6,20 @@
 // slowly). It is dispatched with one invocation per block (kernels/topk_ties.ts). It loads the base
 // again for each agent: kept in a private array for all of them, it cost more on SwiftShader than
 // the loads. A row whose agent keeps none of its ties is not marked (a threshold of 0 ties every
-// unchanged element).
+// unchanged element). Where the count pass found the chunk that holds an agent's first tie not kept
+// (tie_first < tie_end), only that chunk's blocks are marked, and the rest of the pass costs nothing.
 
 override BAND: bool = false;
 
 @group(0) @binding(2) var<storage, read_write> tie_counts: array<u32>;
+
+// Whether agent t's ties are marked in the block from window pair `first`: everywhere, or inside its
+// span of the tensor (chunk-aligned, so a block is wholly in or out of it).
+fn marked_here(t: u32, first: u32) -> bool {
+  let a = agents[t];
+  let e = params.start_lo + 2u * first;
+  return a.tie_first == a.tie_end || (e >= a.tie_first && e < a.tie_end);
+}
 
 // Bits of the elements of the block's first `pairs` pairs (from pair `first`) of agent t whose keys
 // equal `threshold`.
@@ -39,7 +48,7 @@ fn main(
   // An odd window's last pair has one element: its other lane is never a tie.
   let valid = select(0xffffffffu, (1u << elements) - 1u, elements < 32u);
   for (var t = 0u; t < AGENTS; t++) {
-    if (agents[t].ties_to_keep != 0u) {
+    if (agents[t].ties_to_keep != 0u && marked_here(t, first)) {
       tie_counts[tie_block(t, first) * TIE_BLOCK_WORDS] = valid & tie_marks(t, first, pairs, agents[t].threshold);
     }
     if (BAND && agents[t].outliers_to_drop != 0u) {

@@ -37,6 +37,7 @@ struct Params {
   digit_shift: u32,  // radix select: lowest bit of the digit counted in this pass
   digit_bits: u32,
   normalize: u32,
+  chunk_base: u32,   // TIES count pass: the window's first chunk (count workgroup) in the tensor
 }
 
 struct Agent {
@@ -50,6 +51,8 @@ struct Agent {
   searching: u32,     // radix select: this agent's threshold is still being searched
   outlier_threshold: u32,  // Model Breadcrumbs: |tau| bits above this are dropped as outliers ...
   outliers_to_drop: u32,   // ... and this many equal to it, lowest index first
+  tie_first: u32,     // TIES: ties are marked only in elements [tie_first, tie_end) of the tensor,
+  tie_end: u32,       // ties_to_keep counting from tie_first (equal: everywhere)
 }
 
 @group(0) @binding(0) var<uniform> params: Params;

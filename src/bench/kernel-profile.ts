@@ -165,6 +165,7 @@ device.queue.writeBuffer(bracketBuffer, 0, bracketRows(0));
 const rangeBuffer = buffer('range', (BRACKET_HEADER + 2 * AGENTS) * 4);
 device.queue.writeBuffer(rangeBuffer, 0, bracketRows(0.006));
 const collected = buffer('collected', numel * AGENTS * 4);
+const chunks = buffer('chunks', 2 * AGENTS * bracketGroups(numel) * 4);
 const max = device.limits.maxComputeWorkgroupsPerDimension;
 
 interface Step {
@@ -189,6 +190,7 @@ const { shift, bits } = at(RADIX_DIGITS, 0);
 function bracketRows(share: number): Uint32Array {
   const rows = new Uint32Array(BRACKET_HEADER + 2 * AGENTS);
   rows[0] = numel;
+  rows[1] = bracketGroups(numel);
   states.forEach((s, t) => {
     if (share === 0) {
       rows[BRACKET_HEADER + 2 * t] = s.threshold;
@@ -227,7 +229,7 @@ const steps: Step[] = [
     kernels: [
       {
         kernel: await createTopKCountKernel(device, 'BF16', AGENTS, 0, AGENTS, false),
-        io: { ...io, bracket: bracketBuffer, collected },
+        io: { ...io, bracket: bracketBuffer, collected, chunks },
       },
     ],
     clear: io.histogram,
@@ -238,7 +240,7 @@ const steps: Step[] = [
     kernels: [
       {
         kernel: await createTopKCountKernel(device, 'BF16', AGENTS, 0, AGENTS, true),
-        io: { ...io, bracket: rangeBuffer, collected },
+        io: { ...io, bracket: rangeBuffer, collected, chunks },
       },
     ],
     clear: io.histogram,
@@ -372,6 +374,6 @@ for (const row of rows)
     `| ${row.step.name} | ${best(row.cpu).toFixed(0)} | ${best(row.wall).toFixed(0)} | ` +
       `${(best(row.cpu) / ram).toFixed(2)} |\n`,
   );
-for (const b of [...Object.values(io), bracketBuffer, rangeBuffer, collected]) b.destroy();
+for (const b of [...Object.values(io), bracketBuffer, rangeBuffer, collected, chunks]) b.destroy();
 engineDevice.destroy();
 node.release();

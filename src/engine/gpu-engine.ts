@@ -5,7 +5,7 @@
 import { dtypeBits } from '../format/dtype.ts';
 import { at } from '../io/checked.ts';
 import { dareKeepBelow, dareScale, fnv1a32 } from '../methods/rng.ts';
-import { topKCount, type TopKState } from '../methods/select.ts';
+import { topKCount } from '../methods/select.ts';
 import { deriveTensorStats, emptyTensorStats, localLambdas } from '../methods/stats.ts';
 import { dareScalePlan, emptyDareNorms, l1Scales } from '../methods/dare-norms.ts';
 import { addDareNorms, createDareNormsKernel, dareNormsBytes, NORM_GROUPS } from './kernels/dare_norms.ts';
@@ -57,7 +57,13 @@ import type { MethodParams } from '../methods/types.ts';
 import { bandCounts } from '../methods/band.ts';
 import { DEFAULT_GAMMA } from '../methods/defaults.ts';
 import { methodOf, type MethodPlan } from '../methods/registry/index.ts';
-import { endOnFirstWindows, TopKSelect, type SelectRoute } from './topk-select.ts';
+import {
+  endOnFirstWindows,
+  TopKSelect,
+  type SelectedTopK,
+  type SelectRoute,
+  type TieSpan,
+} from './topk-select.ts';
 import type {
   MergeEngine,
   MergeOptions,
@@ -80,7 +86,11 @@ export interface GpuEngineOptions {
   /** Test aid: keys the sampled select may collect between its brackets' ends (default MAX_COLLECTED). */
   maxCollected?: number;
   /** Test and benchmark aid: how each top-k of a tensor's TIES-family select was settled. */
-  onSelectRoutes?: (tensor: string, routes: readonly SelectRoute[]) => void;
+  onSelectRoutes?: (
+    tensor: string,
+    routes: readonly SelectRoute[],
+    spans: readonly (TieSpan | undefined)[],
+  ) => void;
 }
 
 export const DEFAULT_WINDOW_ELEMENTS = 2 ** 23;
@@ -300,6 +310,14 @@ class GpuEngine implements MergeEngine {
       agents.forEach((a, t) => {
         const kept = selected[t]!;
         Object.assign(a, { threshold: kept.threshold, tiesToKeep: kept.tiesToKeep });
+        // Ties marked in the one chunk that holds the first tie not kept (element indices of the
+        // kernels are 32-bit); Model Breadcrumbs' two rows per agent are marked everywhere.
+        if (kept.span && !band && tensor.numel < 2 ** 32)
+          Object.assign(a, {
+            tiesToKeep: kept.tiesToKeep - kept.span.before,
+            tieFirst: kept.span.first,
+            tieEnd: kept.span.end,
+          });
         const outlier = selected[this.agents + t];
         if (outlier)
           Object.assign(a, { outlierThreshold: outlier.threshold, outliersToDrop: outlier.tiesToKeep });
@@ -416,7 +434,7 @@ class GpuEngine implements MergeEngine {
    * The top-k thresholds of a ranked sparsification: per agent its kept top-k (TIES); for Model
    * Breadcrumbs then, at N + t, agent t's outliers' top-k.
    */
-  private async thresholds(job: Job, params: MethodParams): Promise<TopKState[]> {
+  private async thresholds(job: Job, params: MethodParams): Promise<SelectedTopK[]> {
     const numel = job.tensor.numel;
     if (methodOf(params.method).plan.sparsify === 'topk')
       return this.selectTopK(
@@ -526,7 +544,7 @@ class GpuEngine implements MergeEngine {
   }
 
   /** Every requested top-k's threshold and ties to keep, counts[i] of agent i mod N (src/engine/topk-select.ts). */
-  private selectTopK(job: Job, counts: readonly number[]): Promise<TopKState[]> {
+  private selectTopK(job: Job, counts: readonly number[]): Promise<SelectedTopK[]> {
     return this.topK.select(job, counts);
   }
 

@@ -20,6 +20,7 @@ export const PARAMS_FIELDS: readonly { name: string; type: ScalarType }[] = [
   { name: 'digit_shift', type: 'u32' },
   { name: 'digit_bits', type: 'u32' },
   { name: 'normalize', type: 'u32' },
+  { name: 'chunk_base', type: 'u32' },
 ];
 
 /** Uniform buffer size: the struct rounded up to 16 bytes. */
@@ -36,6 +37,8 @@ export const AGENT_FIELDS: readonly { name: string; type: ScalarType }[] = [
   { name: 'searching', type: 'u32' },
   { name: 'outlier_threshold', type: 'u32' },
   { name: 'outliers_to_drop', type: 'u32' },
+  { name: 'tie_first', type: 'u32' },
+  { name: 'tie_end', type: 'u32' },
 ];
 
 /** Array stride of Agent. */
@@ -55,6 +58,8 @@ export interface WindowParams {
   digitShift?: number;
   digitBits?: number;
   normalize?: boolean;
+  /** TIES count pass: index of the window's first chunk (count-pass workgroup) in the tensor. */
+  chunkBase?: number;
 }
 
 export interface AgentParams {
@@ -69,6 +74,13 @@ export interface AgentParams {
   /** Model Breadcrumbs: the top-k of the outliers dropped, as threshold and tiesToKeep are the kept. */
   outlierThreshold?: number;
   outliersToDrop?: number;
+  /**
+   * TIES tie-break: the elements [tieFirst, tieEnd) of the tensor that hold the first tie not kept
+   * (topk-select.ts TieSpan): only there are ties marked, tiesToKeep then counting from tieFirst.
+   * Equal (the default): marked everywhere.
+   */
+  tieFirst?: number;
+  tieEnd?: number;
 }
 
 function put(view: DataView, offset: number, type: ScalarType, value: number): void {
@@ -91,6 +103,7 @@ export function encodeParams(p: WindowParams): Uint8Array {
     digit_shift: p.digitShift ?? 0,
     digit_bits: p.digitBits ?? 0,
     normalize: p.normalize ? 1 : 0,
+    chunk_base: p.chunkBase ?? 0,
   };
   const bytes = new Uint8Array(PARAMS_BYTES);
   const view = new DataView(bytes.buffer);
@@ -113,6 +126,8 @@ export function encodeAgents(agents: readonly AgentParams[]): Uint8Array {
       searching: a.searching ? 1 : 0,
       outlier_threshold: a.outlierThreshold ?? 0,
       outliers_to_drop: a.outliersToDrop ?? 0,
+      tie_first: a.tieFirst ?? 0,
+      tie_end: a.tieEnd ?? 0,
     };
     AGENT_FIELDS.forEach((field, i) => put(view, t * AGENT_BYTES + i * 4, field.type, values[field.name]!));
   });

@@ -8,6 +8,7 @@ import {
   exactTopK,
   needsBetween,
   settleBracket,
+  tieChunk,
   sortedKeys,
   type Bracket,
   type BracketCounts,
@@ -154,5 +155,22 @@ describe('chooseBracket and settleBracket', () => {
     expect(bracket).toEqual({ hi: 0, lo: 0, between: 0 });
     const state = bracket && settle(keys, bracket, k).state;
     expect(state && stateMask(keys, state)).toEqual(sortedMask(keys, k));
+  });
+});
+
+describe('tieChunk', () => {
+  it('finds the chunk of the first tie not kept, with the ties before it, by walking the ties one by one', () => {
+    const random = seededRandom(31);
+    const ties = Uint32Array.from({ length: 40 }, () => (random() < 0.3 ? 0 : Math.floor(random() * 50)));
+    // The chunk of each tie, listed tie by tie: an independent count of where tie `keep` lies.
+    const owner = Array.from(ties).flatMap((n, chunk) => new Array<number>(n).fill(chunk));
+    for (let keep = 0; keep < owner.length; keep++) {
+      const chunk = at(owner, keep);
+      const before = owner.indexOf(chunk);
+      const found = tieChunk(ties, keep);
+      if (keep === before) expect(found).toBeNull();
+      else expect(found).toEqual({ chunk, before });
+    }
+    expect(tieChunk(ties, owner.length)).toBeNull();
   });
 });

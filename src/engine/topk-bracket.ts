@@ -131,3 +131,20 @@ export function needsBetween(bracket: Bracket, counts: BracketCounts, k: number)
     bracket.lo !== bracket.hi && bracket.hi !== 0 && aboveBetween < k && aboveBetween + counts.between >= k
   );
 }
+
+/**
+ * Where the first tie not kept lies, from each chunk's count of the threshold's ties (chunks in
+ * tensor order): the chunk holding tie number `keep` (0-based, so `keep` ties come before it in
+ * index order), and how many lie in earlier chunks. Null where it could not serve as a span: every
+ * tie kept, or the first tie not kept opens its chunk (the tie marks there would keep none of it, and
+ * a row that keeps none is not marked at all).
+ */
+export function tieChunk(ties: Uint32Array, keep: number): { chunk: number; before: number } | null {
+  let before = 0;
+  for (let chunk = 0; chunk < ties.length; chunk++) {
+    const n = ties[chunk] ?? 0;
+    if (keep < before + n) return keep > before ? { chunk, before } : null;
+    before += n;
+  }
+  return null;
+}

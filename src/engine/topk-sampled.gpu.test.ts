@@ -5,7 +5,7 @@
 // must keep exactly the CPU engine's entries on fresh seeded bf16 inputs, and each case must really
 // take the route it is about (the engine reports them).
 import { afterAll, describe, expect, it } from 'vitest';
-import type { SelectRoute } from './topk-select.ts';
+import type { SelectRoute, TieSpan } from './topk-select.ts';
 import { defaultParams } from '../methods/defaults.ts';
 import { offF32, seededRandom, tensorInput } from '../methods/test-tensors.ts';
 import { bf16ToF32, encodeFloats, f32ToBf16, type FloatDtype } from '../format/dtype.ts';
@@ -58,6 +58,8 @@ interface Case {
   some?: boolean;
   /** Routes none of them may take. */
   never?: readonly SelectRoute[];
+  /** Some top-k keeps part of its ties and the count pass finds the chunk of its first tie not kept. */
+  spans?: boolean;
 }
 
 const cases: Case[] = [
@@ -77,6 +79,7 @@ const cases: Case[] = [
     steps: 1,
     routes: ['bracket'],
     some: true,
+    spans: true,
   },
   {
     name: 'six agents: rows 0–3 and 4–5 in two dispatches',
@@ -86,6 +89,7 @@ const cases: Case[] = [
     steps: 1,
     routes: ['bracket'],
     some: true,
+    spans: true,
   },
   {
     name: 'a few distinct |τ| around the thresholds: settled on a run at one end of the bracket',
@@ -95,6 +99,7 @@ const cases: Case[] = [
     steps: 8,
     routes: ['bracket'],
     some: true,
+    spans: true,
   },
   {
     name: 'hundreds of distinct |τ| around the thresholds: the keys between, sorted on the host',
@@ -136,7 +141,7 @@ const cases: Case[] = [
     some: true,
   },
   {
-    name: 'several windows',
+    name: 'several windows: ties marked only in the chunk of the first tie not kept',
     method: 'ties',
     numel: 150_000,
     agents: 2,
@@ -144,6 +149,7 @@ const cases: Case[] = [
     window: 40_000,
     routes: ['bracket'],
     some: true,
+    spans: true,
   },
   {
     name: 'a first window unlike the rest: the bracket misses, the radix select settles it',
@@ -181,6 +187,7 @@ const cases: Case[] = [
     steps: 1,
     routes: ['bracket'],
     some: true,
+    spans: true,
   },
   {
     name: 'f32: radix',
@@ -207,13 +214,17 @@ describe.skipIf(!harness)(`sampled TIES select ${opened.skip ?? ''}`, () => {
         density: Array.from({ length: c.agents }, (_, t) => [0.2, 0.5, 0.35, 0.9, 0.05][t % 5] ?? 0.5),
       };
       const seen: SelectRoute[] = [];
+      const spans: TieSpan[] = [];
       const { gpu, cpu } = await gpuAndCpu(
         must(harness, 'the GPU harness'),
         {
           agents: c.agents,
           maxWindowElements: c.window,
           maxCollected: c.maxCollected,
-          onSelectRoutes: (_, r) => seen.push(...r),
+          onSelectRoutes: (_, r, s) => {
+            seen.push(...r);
+            spans.push(...s.filter((x) => x !== undefined));
+          },
         },
         input,
         params,
@@ -223,5 +234,10 @@ describe.skipIf(!harness)(`sampled TIES select ${opened.skip ?? ''}`, () => {
       if (c.some) expect([...taken]).toEqual(expect.arrayContaining([...c.routes]));
       else expect(taken).toEqual(new Set(c.routes));
       for (const r of c.never ?? []) expect([...taken]).not.toContain(r);
+      if (c.spans) expect(spans.length).toBeGreaterThan(0);
+      for (const span of spans) {
+        expect(span.end).toBeGreaterThan(span.first);
+        expect(span.end).toBeLessThanOrEqual(c.numel);
+      }
     });
 });

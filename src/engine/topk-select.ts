@@ -23,6 +23,7 @@ import {
   BRACKET_COUNTS,
   BRACKET_HEADER,
   bracketGroups,
+  CHUNK_ELEMENTS,
   createTopKCountKernel,
 } from './kernels/topk_count.ts';
 import { createTopKSampleKernel, NO_KEY } from './kernels/topk_sample.ts';
@@ -32,6 +33,7 @@ import {
   needsBetween,
   settleBracket,
   sortedKeys,
+  tieChunk,
   type Bracket,
   type BracketCounts,
 } from './topk-bracket.ts';
@@ -59,6 +61,20 @@ export const SAMPLE_PAIRS = 32768;
  */
 export const MAX_COLLECTED = 1 << 22;
 
+/**
+ * Where a threshold's first tie not kept lies: the tensor's elements [first, end) (one chunk of the
+ * count pass), `before` of its ties ahead of them. The merge then marks ties there only
+ * (AgentParams.tieFirst), counting tiesToKeep − before of them.
+ */
+export interface TieSpan {
+  first: number;
+  end: number;
+  before: number;
+}
+
+/** A settled top-k, with the span of its first tie not kept where the count pass found one. */
+export type SelectedTopK = TopKState & { span?: TieSpan };
+
 /** One counting pass over a job's windows, with the base uploaded beside the agents. */
 export interface SelectPass {
   label: string;
@@ -83,7 +99,11 @@ export interface SelectHost<J extends SelectJob> {
   /** Keys the count pass may collect, all rows together (default MAX_COLLECTED). */
   readonly maxCollected?: number;
   /** Told how each top-k of a select was settled, in order. */
-  onRoutes?: (tensor: string, routes: readonly SelectRoute[]) => void;
+  onRoutes?: (
+    tensor: string,
+    routes: readonly SelectRoute[],
+    spans: readonly (TieSpan | undefined)[],
+  ) => void;
   /** Runs the pass over every window; windows still resident from the last pass are not read again. */
   countPass(job: J, pass: SelectPass): Promise<void>;
 }
@@ -113,9 +133,10 @@ export class TopKSelect<J extends SelectJob> {
   private histogram: GPUBuffer | null = null;
   private readback: GPUBuffer | null = null;
   private bracket: GPUBuffer | null = null;
-  /** The count pass's keys between the brackets' ends, and their readback: grown on demand. */
+  /** The count pass's keys between the brackets' ends and ties per chunk, and their readback: grown on demand. */
   private collected: GPUBuffer | null = null;
-  private collectedReadback: GPUBuffer | null = null;
+  private chunks: GPUBuffer | null = null;
+  private countReadback: GPUBuffer | null = null;
   /** Per buffer set of the host: its io plus the select's buffers (io()). */
   private readonly ios = new WeakMap<KernelIo, KernelIo>();
 
@@ -128,11 +149,11 @@ export class TopKSelect<J extends SelectJob> {
    * empty prefix, so its one histogram per agent serves every top-k of that agent; a second digit is
    * counted under each top-k's own prefix, one pass per N of them.
    */
-  async select(job: J, counts: readonly number[]): Promise<TopKState[]> {
+  async select(job: J, counts: readonly number[]): Promise<SelectedTopK[]> {
     const { tensor } = job;
     const start = counts.map((k) => startTopK(k, tensor.numel));
     const routes: SelectRoute[] = start.map((s) => (s.searching ? 'radix' : 'trivial'));
-    let states = start;
+    let states: SelectedTopK[] = start;
     // A sample serves every dtype where it takes the whole tensor; else the count kernel reads 16-bit
     // slots as vec4 (slotBytesFor puts every slot on 16 bytes).
     const whole = job.windows.length === 1 && Math.ceil(tensor.numel / 2) <= SAMPLE_PAIRS;
@@ -141,7 +162,11 @@ export class TopKSelect<J extends SelectJob> {
       states = await this.sampled(job, counts, states, routes, whole);
     }
     states = await this.radix(job, states);
-    this.host.onRoutes?.(tensor.name, routes);
+    this.host.onRoutes?.(
+      tensor.name,
+      routes,
+      states.map((s) => s.span),
+    );
     return states;
   }
 
@@ -156,7 +181,7 @@ export class TopKSelect<J extends SelectJob> {
     states: readonly TopKState[],
     routes: SelectRoute[],
     whole: boolean,
-  ): Promise<TopKState[]> {
+  ): Promise<SelectedTopK[]> {
     const { tensor } = job;
     const host = this.host;
     const n = host.agents;
@@ -180,7 +205,7 @@ export class TopKSelect<J extends SelectJob> {
     const keys = Array.from({ length: n }, (_, t) =>
       sortedKeys(words.subarray(t * 2 * SAMPLE_PAIRS, (t + 1) * 2 * SAMPLE_PAIRS)),
     );
-    const next = [...states];
+    const next: SelectedTopK[] = [...states];
     const brackets: (Bracket | null)[] = states.map((s, i) => {
       if (!s.searching) return null;
       const sorted = keys[i % n] ?? new Uint32Array(0);
@@ -194,31 +219,41 @@ export class TopKSelect<J extends SelectJob> {
     if (!brackets.some((b) => b) || !countPassPays(brackets)) return next;
     const found = await this.countBrackets(job, brackets, counts, order);
     brackets.forEach((b, i) => {
-      const row = found[i];
+      const row = found.rows[i];
       if (!b || !row) return;
       const state = settleBracket(b, row.counts, row.between, counts[i] ?? 0);
-      if (state) {
-        next[i] = state;
-        routes[i] = row.between ? 'between' : 'bracket';
-      }
+      if (!state) return;
+      routes[i] = row.between ? 'between' : 'bracket';
+      // A threshold on either end of the bracket keeping part of its ties: the chunk of its first
+      // tie not kept, from the pass's per-chunk counts of that end's key.
+      const end = state.threshold === b.hi ? 0 : state.threshold === b.lo ? 1 : -1;
+      const chunk =
+        state.tiesToKeep > 0 && end >= 0 ? tieChunk(found.chunkTies(i, end), state.tiesToKeep) : null;
+      const span = chunk && found.chunkSpan(chunk.chunk);
+      next[i] = span ? { ...state, span: { ...span, before: chunk.before } } : state;
     });
     return next;
   }
 
   /**
    * One count pass over the tensor for every bracket (rows without one count nothing): per row its
-   * counts, and the keys it collected between lo and hi where its k falls among them (else null).
+   * counts, and the keys it collected between lo and hi where its k falls among them (else null);
+   * each row's ties of hi (end 0) and lo (end 1) per chunk, and the elements of a chunk.
    */
   private async countBrackets(
     job: J,
     brackets: readonly (Bracket | null)[],
     counts: readonly number[],
     order: readonly Window[],
-  ): Promise<{ counts: BracketCounts; between: Uint32Array | null }[]> {
+  ): Promise<{
+    rows: { counts: BracketCounts; between: Uint32Array | null }[];
+    chunkTies(row: number, end: number): Uint32Array;
+    chunkSpan(chunk: number): { first: number; end: number } | null;
+  }> {
     const { tensor } = job;
     const host = this.host;
     const n = host.agents;
-    const { histogram, readback } = this.buffers();
+    const { histogram } = this.buffers();
     const rows = brackets.length;
     // Room per row for the most keys any row's sample put between its ends, with some to spare.
     const ranged = brackets.filter((b) => b && b.lo !== b.hi).map((b) => b?.between ?? 0);
@@ -228,16 +263,23 @@ export class TopKSelect<J extends SelectJob> {
           Math.floor((host.maxCollected ?? MAX_COLLECTED) / rows),
         )
       : 0;
-    const collected = this.collectedBuffer(Math.max(1, room * rows));
-    const bracketBuffer = this.bracketBuffer(BRACKET_HEADER + 2 * rows);
+    // Chunks numbered in element order, window by window.
+    const chunkBase: number[] = [];
+    let chunks = 0;
+    for (const w of job.windows) {
+      chunkBase[w.index] = chunks;
+      chunks += bracketGroups(w.count);
+    }
+    const io = this.countBuffers(Math.max(1, room * rows), 2 * rows * chunks, BRACKET_HEADER + 2 * rows);
     // A row without a bracket counts keys above NO_KEY and equal to it: none; lo = hi is NO_KEY too.
     const words = new Uint32Array(BRACKET_HEADER + 2 * rows);
     words[0] = room;
+    words[1] = chunks;
     brackets.forEach((b, i) => {
       words[BRACKET_HEADER + 2 * i] = b?.hi ?? NO_KEY;
       words[BRACKET_HEADER + 2 * i + 1] = b && b.lo !== b.hi ? b.lo : NO_KEY;
     });
-    host.scheduler.write(bracketBuffer, 0, new Uint8Array(words.buffer));
+    host.scheduler.write(io.bracket, 0, new Uint8Array(words.buffer));
     // Dispatches of up to four rows, skipping those with no bracket.
     const dispatches: Kernel[] = [];
     for (let firstRow = 0; firstRow < rows; firstRow += 4) {
@@ -256,47 +298,74 @@ export class TopKSelect<J extends SelectJob> {
       label: 'topk_count',
       order,
       groups: (w) => bracketGroups(w.count),
-      params: () => ({}),
-      encode: (encoder, io, d) => {
-        for (const kernel of dispatches) kernel.encode(encoder, this.io(io), d);
+      params: (w) => ({ chunkBase: chunkBase[w.index] ?? 0 }),
+      encode: (encoder, hostIo, d) => {
+        for (const kernel of dispatches) kernel.encode(encoder, this.io(hostIo), d);
       },
     });
-    const found = await this.readBack(histogram, readback, bytes);
-    const result = brackets.map((b, i) => {
+    const [found, ties] = await this.readRanges([
+      { buffer: histogram, offset: 0, words: rows * BRACKET_COUNTS },
+      // Rows without a bracket hold zeros or an earlier tensor's chunks: they are never asked.
+      { buffer: io.chunks, offset: 0, words: 2 * rows * chunks },
+    ]);
+    const result = brackets.map((b, i): { counts: BracketCounts; between: Uint32Array | null } => {
       const at = i * BRACKET_COUNTS;
       const row: BracketCounts = {
-        above: found[at] ?? 0,
-        equalHi: found[at + 1] ?? 0,
-        equalLo: found[at + 2] ?? 0,
-        between: found[at + 3] ?? 0,
+        above: found?.[at] ?? 0,
+        equalHi: found?.[at + 1] ?? 0,
+        equalLo: found?.[at + 2] ?? 0,
+        between: found?.[at + 3] ?? 0,
       };
       const wanted = b !== null && needsBetween(b, row, counts[i] ?? 0) && row.between <= room;
       return { counts: row, between: wanted ? new Uint32Array(0) : null };
     });
-    // The collected keys of the rows that need them, in one copy per row and one readback.
+    // The collected keys of the rows that need them, in one readback.
     const wanted = result.flatMap((r, i) => (r.between ? [i] : []));
-    if (wanted.length === 0) return result;
-    const total = wanted.reduce((sum, i) => sum + (result[i]?.counts.between ?? 0), 0);
-    const out = this.collectReadback(Math.max(1, total) * 4);
-    let offset = 0;
-    const offsets = wanted.map((i) => {
-      const start = offset;
-      offset += (result[i]?.counts.between ?? 0) * 4;
-      return start;
-    });
-    host.scheduler.submit('topk_count.collected', (encoder) => {
-      wanted.forEach((i, j) => {
-        const size = (result[i]?.counts.between ?? 0) * 4;
-        if (size > 0) encoder.copyBufferToBuffer(collected, i * room * 4, out, offsets[j] ?? 0, size);
-      });
-    });
-    const keys = new Uint32Array((await host.scheduler.read(out, Math.max(4, total * 4))).buffer);
+    const keys = await this.readRanges(
+      wanted.map((i) => ({ buffer: io.collected, offset: i * room, words: result[i]?.counts.between ?? 0 })),
+    );
     wanted.forEach((i, j) => {
       const r = result[i];
-      const start = (offsets[j] ?? 0) / 4;
-      if (r) r.between = keys.slice(start, start + r.counts.between);
+      if (r) r.between = keys[j] ?? null;
     });
-    return result;
+    const windowOf = new Map(job.windows.map((w) => [chunkBase[w.index] ?? 0, w]));
+    return {
+      rows: result,
+      chunkTies: (row, end) =>
+        (ties ?? new Uint32Array(0)).subarray((2 * row + end) * chunks, (2 * row + end + 1) * chunks),
+      chunkSpan: (chunk) => {
+        // The chunk's window: the last whose first chunk is at or before it.
+        let base = chunk;
+        while (base >= 0 && !windowOf.has(base)) base--;
+        const w = windowOf.get(base);
+        if (!w) return null;
+        const first = w.start + (chunk - base) * CHUNK_ELEMENTS;
+        return { first, end: Math.min(first + CHUNK_ELEMENTS, w.start + w.count) };
+      },
+    };
+  }
+
+  /** Copies ranges of u32 words out of GPU buffers after the work submitted so far, in one readback. */
+  private async readRanges(
+    ranges: readonly { buffer: GPUBuffer; offset: number; words: number }[],
+  ): Promise<Uint32Array[]> {
+    if (ranges.length === 0) return [];
+    const total = ranges.reduce((sum, r) => sum + r.words, 0);
+    const out = this.readbackBuffer(Math.max(1, total) * 4);
+    const starts: number[] = [];
+    let at = 0;
+    for (const r of ranges) {
+      starts.push(at);
+      at += r.words;
+    }
+    this.host.scheduler.submit('topk_count.read', (encoder) => {
+      ranges.forEach((r, i) => {
+        if (r.words > 0)
+          encoder.copyBufferToBuffer(r.buffer, r.offset * 4, out, (starts[i] ?? 0) * 4, r.words * 4);
+      });
+    });
+    const words = new Uint32Array((await this.host.scheduler.read(out, Math.max(1, total) * 4)).buffer);
+    return ranges.map((r, i) => words.slice(starts[i] ?? 0, (starts[i] ?? 0) + r.words));
   }
 
   /** The radix select of every top-k still searching: one histogram pass per digit while any is. */
@@ -361,9 +430,9 @@ export class TopKSelect<J extends SelectJob> {
     this.histogram?.destroy();
     this.readback?.destroy();
     this.bracket?.destroy();
-    this.collected?.destroy();
-    this.collectedReadback?.destroy();
-    this.histogram = this.readback = this.bracket = this.collected = this.collectedReadback = null;
+    for (const b of [this.collected, this.chunks, this.countReadback]) b?.destroy();
+    this.histogram = this.readback = this.bracket = null;
+    this.collected = this.chunks = this.countReadback = null;
   }
 
   private buffers(): { histogram: GPUBuffer; readback: GPUBuffer } {
@@ -382,41 +451,42 @@ export class TopKSelect<J extends SelectJob> {
     return { histogram: this.histogram, readback: this.readback };
   }
 
-  /** Room for `rows` brackets; grown when a select asks more (Model Breadcrumbs asks 2N rows). */
-  private bracketBuffer(rows: number): GPUBuffer {
-    const bytes = pad4(rows * 4);
-    if (this.bracket && this.bracket.size >= bytes) return this.bracket;
-    this.bracket?.destroy();
-    this.bracket = this.host.device.createBuffer({
-      label: 'TopKSelect.bracket',
-      size: bytes,
-      usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
-    });
-    return this.bracket;
+  /**
+   * The count pass's own buffers, grown (never shrunk) to hold `collected` keys, `chunks` words of
+   * ties per chunk and `bracket` words of brackets.
+   */
+  private countBuffers(
+    collected: number,
+    chunks: number,
+    bracket: number,
+  ): Record<'collected' | 'chunks' | 'bracket', GPUBuffer> {
+    const grow = (
+      have: GPUBuffer | null,
+      label: string,
+      words: number,
+      usage: GPUBufferUsageFlags,
+    ): GPUBuffer => {
+      const bytes = pad4(Math.max(1, words) * 4);
+      if (have && have.size >= bytes) return have;
+      have?.destroy();
+      return this.host.device.createBuffer({ label: `TopKSelect.${label}`, size: bytes, usage });
+    };
+    const storage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC;
+    this.collected = grow(this.collected, 'collected', collected, storage);
+    this.chunks = grow(this.chunks, 'chunks', chunks, storage);
+    this.bracket = grow(this.bracket, 'bracket', bracket, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+    return { collected: this.collected, chunks: this.chunks, bracket: this.bracket };
   }
 
-  /** Room for `words` collected keys (grown, never shrunk, within MAX_COLLECTED). */
-  private collectedBuffer(words: number): GPUBuffer {
-    const bytes = pad4(words * 4);
-    if (this.collected && this.collected.size >= bytes) return this.collected;
-    this.collected?.destroy();
-    this.collected = this.host.device.createBuffer({
-      label: 'TopKSelect.collected',
-      size: bytes,
-      usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC,
-    });
-    return this.collected;
-  }
-
-  private collectReadback(bytes: number): GPUBuffer {
-    if (this.collectedReadback && this.collectedReadback.size >= bytes) return this.collectedReadback;
-    this.collectedReadback?.destroy();
-    this.collectedReadback = this.host.device.createBuffer({
-      label: 'TopKSelect.collectedReadback',
+  private readbackBuffer(bytes: number): GPUBuffer {
+    if (this.countReadback && this.countReadback.size >= bytes) return this.countReadback;
+    this.countReadback?.destroy();
+    this.countReadback = this.host.device.createBuffer({
+      label: 'TopKSelect.countReadback',
       size: pad4(bytes),
       usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
     });
-    return this.collectedReadback;
+    return this.countReadback;
   }
 
   /**
@@ -428,6 +498,7 @@ export class TopKSelect<J extends SelectJob> {
     const extra: Record<string, GPUBuffer> = { histogram };
     if (this.bracket) extra.bracket = this.bracket;
     if (this.collected) extra.collected = this.collected;
+    if (this.chunks) extra.chunks = this.chunks;
     let io = this.ios.get(hostIo);
     if (!io || Object.entries(extra).some(([name, buffer]) => io?.[name] !== buffer)) {
       io = { ...hostIo, ...extra };

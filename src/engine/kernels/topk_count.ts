@@ -17,6 +17,7 @@ export const TOPK_COUNT_KERNEL: KernelSpec = {
     { binding: 2, name: 'histogram', type: 'storage' },
     { binding: 3, name: 'collected', type: 'storage' },
     { binding: 4, name: 'bracket', type: 'read-only-storage' },
+    { binding: 5, name: 'chunks', type: 'storage' },
   ],
   constants: ['IN_DTYPE', 'AGENTS', 'FIRST_ROW', 'ROWS', 'COLLECT'],
 };
@@ -24,14 +25,17 @@ export const TOPK_COUNT_KERNEL: KernelSpec = {
 /** Counters per row (COUNTS): above hi, equal to hi, equal to lo, between (collected). */
 export const BRACKET_COUNTS = 4;
 
-/** Words of the bracket buffer before its rows' (hi, lo): the collected keys' room per row. */
-export const BRACKET_HEADER = 1;
+/** Words of the bracket buffer before its rows' (hi, lo): the collected keys' room per row, the chunks. */
+export const BRACKET_HEADER = 2;
 
 /** vec4 words of 16-bit inputs per invocation (QUADS in topk_count.wgsl): 64 keys. */
 export const COUNT_QUADS = 8;
 
+/** Elements of one chunk: what one workgroup counts, whose ties the pass reports apart. */
+export const CHUNK_ELEMENTS = 8 * COUNT_QUADS * WORKGROUP_SIZE;
+
 export function bracketGroups(count: number): number {
-  return Math.ceil(count / (8 * COUNT_QUADS * WORKGROUP_SIZE));
+  return Math.ceil(count / CHUNK_ELEMENTS);
 }
 
 /**
