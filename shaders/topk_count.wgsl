@@ -51,10 +51,14 @@ var<workgroup> local: array<atomic<u32>, 4u * LOCAL_COUNTS>;
 
 // f32 bits of the low (`high` false) or high 16-bit halves of four input words.
 fn halves(words: vec4<u32>, high: bool) -> vec4<u32> {
-  let h = select(words & vec4<u32>(0xffffu), words >> vec4<u32>(16u), high);
+  // bf16 is the high half of its f32: one operation per half.
   if (IN_DTYPE == DTYPE_BF16) {
-    return h << vec4<u32>(16u);
+    if (high) {
+      return words & vec4<u32>(0xffff0000u);
+    }
+    return words << vec4<u32>(16u);
   }
+  let h = select(words & vec4<u32>(0xffffu), words >> vec4<u32>(16u), high);
   return vec4<u32>(f16_to_f32_bits(h.x), f16_to_f32_bits(h.y), f16_to_f32_bits(h.z), f16_to_f32_bits(h.w));
 }
 
