@@ -161,9 +161,9 @@ const io: KernelIo = {
   branches: buffer('branches', branchWords(AGENTS) * 4),
 };
 const bracketBuffer = buffer('bracket', (BRACKET_HEADER + 2 * AGENTS) * 4);
-device.queue.writeBuffer(bracketBuffer, 0, bracketRows(0));
+device.queue.writeBuffer(bracketBuffer, 0, bracketRows(false));
 const rangeBuffer = buffer('range', (BRACKET_HEADER + 2 * AGENTS) * 4);
-device.queue.writeBuffer(rangeBuffer, 0, bracketRows(0.006));
+device.queue.writeBuffer(rangeBuffer, 0, bracketRows(true));
 const collected = buffer('collected', numel * AGENTS * 4);
 const chunks = buffer('chunks', 2 * AGENTS * bracketGroups(numel) * 4);
 const max = device.limits.maxComputeWorkgroupsPerDimension;
@@ -183,25 +183,20 @@ const mergeAgents = encodeAgents(
 const histAgents = encodeAgents(states.map(() => ({ prefix: 0, searching: true })));
 const { shift, bits } = at(RADIX_DIGITS, 0);
 /**
- * The count kernel's rows as a sample would bracket each threshold: `share` 0, the threshold's key
- * alone; else the keys `share` of the tensor above and below k's rank, with what lies between
- * collected (room for every key).
+ * The count kernel's rows as a sample would bracket each threshold: `around` false, the threshold's
+ * key alone; true, the nearest distinct keys above and below it, so that the whole run of the
+ * threshold's key lies between and is collected (the most a bracket of few distinct keys collects).
  */
-function bracketRows(share: number): Uint32Array {
+function bracketRows(around: boolean): Uint32Array {
   const rows = new Uint32Array(BRACKET_HEADER + 2 * AGENTS);
   rows[0] = numel;
   rows[1] = bracketGroups(numel);
   states.forEach((s, t) => {
-    if (share === 0) {
-      rows[BRACKET_HEADER + 2 * t] = s.threshold;
-      rows[BRACKET_HEADER + 2 * t + 1] = NO_KEY;
-      return;
-    }
-    const sorted = keys(models, t).sort().reverse();
-    const k = topKCount(density, numel);
-    const spread = Math.round(share * numel);
-    rows[BRACKET_HEADER + 2 * t] = at(sorted, Math.max(0, k - spread));
-    rows[BRACKET_HEADER + 2 * t + 1] = at(sorted, Math.min(numel - 1, k + spread));
+    const key = s.tiesToKeep > 0 ? s.threshold : s.threshold + 1;
+    const distinct = [...new Set(keys(models, t))].sort((a, b) => a - b);
+    const i = distinct.indexOf(key);
+    rows[BRACKET_HEADER + 2 * t] = around && i >= 0 ? (distinct[i + 1] ?? key) : key;
+    rows[BRACKET_HEADER + 2 * t + 1] = around && i > 0 ? (distinct[i - 1] ?? NO_KEY) : NO_KEY;
   });
   return rows;
 }
@@ -235,7 +230,7 @@ const steps: Step[] = [
     clear: io.histogram,
   },
   {
-    name: 'topk_count (bracket of ±0.6%, keys between collected)',
+    name: 'topk_count (neighbouring keys bracket the threshold: its run collected)',
     groups: bracketGroups(numel),
     kernels: [
       {
