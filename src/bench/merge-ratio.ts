@@ -10,6 +10,7 @@ import { createGpuEngine } from '../engine/gpu-engine.ts';
 import { defaultParams } from '../methods/defaults.ts';
 import { tensorInput } from '../methods/test-tensors.ts';
 import type { MethodName } from '../methods/types.ts';
+import { emptyBranchCounts } from '../methods/merge-types.ts';
 
 const { values } = parseArgs({
   options: {
@@ -77,6 +78,8 @@ for (let r = 0; r <= repeats; r++)
       lambdas: CHANGED.map(() => 1),
       outDtype: 'BF16',
       emit: async () => undefined,
+      // As the driver merges: the sparsifying methods count their branches.
+      branches: emptyBranchCounts(CHANGED.length),
     });
     const used = process.cpuUsage(cpu0);
     if (r === repeats && row === method && routes.has('last')) routes.set(method, routes.get('last') ?? '');
