@@ -15,7 +15,12 @@ import { createTiesKernel, tiesMergeDispatch } from '../engine/kernels/ties.ts';
 import { createTopKHistKernel, TOPK_HIST_SLOTS } from '../engine/kernels/topk_hist.ts';
 import { createTopKScanKernel, TIE_CARRY_WORDS } from '../engine/kernels/topk_scan.ts';
 import { createTopKTiesKernel, tieMarkDispatch } from '../engine/kernels/topk_ties.ts';
-import { BRACKET_HEADER, bracketGroups, createTopKCountKernel } from '../engine/kernels/topk_count.ts';
+import {
+  BRACKET_HEADER,
+  bracketGroups,
+  CHUNK_ELEMENTS,
+  createTopKCountKernel,
+} from '../engine/kernels/topk_count.ts';
 import { NO_KEY } from '../engine/kernels/topk_sample.ts';
 import { flagCount } from '../engine/kernels/merge-bindings.ts';
 import { branchWords } from '../engine/kernels/branches.ts';
@@ -250,6 +255,26 @@ const steps: Step[] = [
       },
     ],
     agents: mergeAgents,
+    clear: io.tie_counts,
+  },
+  {
+    name: 'topk_ties (marks in one chunk, as after a bracketed count)',
+    groups: mergeGroups(numel),
+    kernels: [
+      {
+        kernel: await createTopKTiesKernel(device, 'BF16', AGENTS),
+        dispatch: tieMarkDispatch(splitDispatch(mergeGroups(numel), max), max),
+      },
+    ],
+    agents: encodeAgents(
+      states.map((s) => ({
+        weight: 1,
+        threshold: s.threshold,
+        tiesToKeep: s.tiesToKeep,
+        tieFirst: CHUNK_ELEMENTS,
+        tieEnd: 2 * CHUNK_ELEMENTS,
+      })),
+    ),
     clear: io.tie_counts,
   },
   {
