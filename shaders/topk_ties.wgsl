@@ -7,18 +7,20 @@
 // again for each agent: kept in a private array for all of them, it cost more on SwiftShader than
 // the loads. A row whose agent keeps none of its ties is not marked (a threshold of 0 ties every
 // unchanged element). Where the count pass found the chunk that holds an agent's first tie not kept
-// (tie_first < tie_end), only that chunk's blocks are marked, and the rest of the pass costs nothing.
+// (tie_first < tie_end), only that chunk's blocks are marked: by a dispatch of this kernel with
+// SPAN_ROW = the agent, over that chunk alone (kernels/topk_ties.ts spanMarkDispatch); the dispatch
+// over the whole window (SPAN_ROW = NO_SPAN_ROW) marks only the agents without a span.
 
 override BAND: bool = false;
+const NO_SPAN_ROW: u32 = 0xffffffffu;
+// NO_SPAN_ROW (a literal: an override initialised from a const reads as derived to the contract test).
+override SPAN_ROW: u32 = 0xffffffffu;
 
 @group(0) @binding(2) var<storage, read_write> tie_counts: array<u32>;
 
-// Whether agent t's ties are marked in the block from window pair `first`: everywhere, or inside its
-// span of the tensor (chunk-aligned, so a block is wholly in or out of it).
-fn marked_here(t: u32, first: u32) -> bool {
-  let a = agents[t];
-  let e = params.start_lo + 2u * first;
-  return a.tie_first == a.tie_end || (e >= a.tie_first && e < a.tie_end);
+// Agent t's ties are marked by the dispatch of its own span.
+fn has_span(t: u32) -> bool {
+  return agents[t].tie_first != agents[t].tie_end;
 }
 
 // Bits of the elements of the block's first `pairs` pairs (from pair `first`) of agent t whose keys
@@ -38,7 +40,17 @@ fn main(
   @builtin(num_workgroups) groups: vec3u,
   @builtin(local_invocation_index) lid: u32,
 ) {
-  let b = (wid.y * groups.x + wid.x) * WORKGROUP + lid;
+  var b = (wid.y * groups.x + wid.x) * WORKGROUP + lid;
+  if (SPAN_ROW != NO_SPAN_ROW) {
+    // The span's blocks, from its first (a chunk starts on a block: its window index is a multiple of
+    // the chunk's 16384 elements).
+    let span = agents[SPAN_ROW];
+    let start = span.tie_first - params.start_lo;
+    b += start / (2u * TIE_BLOCK_PAIRS);
+    if (2u * b * TIE_BLOCK_PAIRS >= span.tie_end - params.start_lo) {
+      return;
+    }
+  }
   let first = b * TIE_BLOCK_PAIRS;
   if (b >= tie_blocks() || 2u * first >= params.count) {
     return;
@@ -47,8 +59,13 @@ fn main(
   let pairs = (elements + 1u) / 2u;
   // An odd window's last pair has one element: its other lane is never a tie.
   let valid = select(0xffffffffu, (1u << elements) - 1u, elements < 32u);
+  if (SPAN_ROW != NO_SPAN_ROW) {
+    let t = SPAN_ROW;
+    tie_counts[tie_block(t, first) * TIE_BLOCK_WORDS] = valid & tie_marks(t, first, pairs, agents[t].threshold);
+    return;
+  }
   for (var t = 0u; t < AGENTS; t++) {
-    if (agents[t].ties_to_keep != 0u && marked_here(t, first)) {
+    if (agents[t].ties_to_keep != 0u && !has_span(t)) {
       tie_counts[tie_block(t, first) * TIE_BLOCK_WORDS] = valid & tie_marks(t, first, pairs, agents[t].threshold);
     }
     if (BAND && agents[t].outliers_to_drop != 0u) {

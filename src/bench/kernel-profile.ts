@@ -14,7 +14,7 @@ import { createOverlapCountKernel, overlapCountGroups } from '../engine/kernels/
 import { createTiesKernel, tiesMergeDispatch } from '../engine/kernels/ties.ts';
 import { createTopKHistKernel, TOPK_HIST_SLOTS } from '../engine/kernels/topk_hist.ts';
 import { createTopKScanKernel, TIE_CARRY_WORDS } from '../engine/kernels/topk_scan.ts';
-import { createTopKTiesKernel, tieMarkDispatch } from '../engine/kernels/topk_ties.ts';
+import { createTopKTiesKernel, spanMarkDispatch, tieMarkDispatch } from '../engine/kernels/topk_ties.ts';
 import {
   BRACKET_HEADER,
   bracketGroups,
@@ -260,12 +260,12 @@ const steps: Step[] = [
   {
     name: 'topk_ties (marks in one chunk, as after a bracketed count)',
     groups: mergeGroups(numel),
-    kernels: [
-      {
-        kernel: await createTopKTiesKernel(device, 'BF16', AGENTS),
-        dispatch: tieMarkDispatch(splitDispatch(mergeGroups(numel), max), max),
-      },
-    ],
+    kernels: await Promise.all(
+      states.map(async (_, t) => ({
+        kernel: await createTopKTiesKernel(device, 'BF16', AGENTS, false, t),
+        dispatch: spanMarkDispatch(CHUNK_ELEMENTS, max),
+      })),
+    ),
     agents: encodeAgents(
       states.map((s) => ({
         weight: 1,

@@ -2,7 +2,7 @@
 // buffer sets (window i+1 is read while window i computes and reads back), with the extra passes a
 // method needs (statistics before tensor-local RAM+, radix-select passes before TIES).
 
-import { dtypeBits } from '../format/dtype.ts';
+import { dtypeBits, type FloatDtype } from '../format/dtype.ts';
 import { at } from '../io/checked.ts';
 import { dareKeepBelow, dareScale, fnv1a32 } from '../methods/rng.ts';
 import { topKCount } from '../methods/select.ts';
@@ -32,7 +32,7 @@ import {
 import { addBranchCounters, branchWords } from './kernels/branches.ts';
 import { createTiesKernel, tiesMergeDispatch } from './kernels/ties.ts';
 import { createTopKScanKernel, TIE_CARRY_WORDS } from './kernels/topk_scan.ts';
-import { createTopKTiesKernel, tieMarkDispatch } from './kernels/topk_ties.ts';
+import { createTopKTiesKernel, spanMarkDispatch, tieMarkDispatch } from './kernels/topk_ties.ts';
 import { AGENT_BYTES, encodeAgents, encodeParams, type AgentParams, type WindowParams } from './layout.ts';
 import {
   statsGroups,
@@ -91,6 +91,13 @@ export interface GpuEngineOptions {
     routes: readonly SelectRoute[],
     spans: readonly (TieSpan | undefined)[],
   ) => void;
+}
+
+/** The kernels of a merge's tie-break (GpuEngine.tieBreak). */
+interface TieBreak {
+  whole: Kernel | null;
+  spans: { first: number; end: number; kernel: Kernel }[];
+  scan: Kernel;
 }
 
 export const DEFAULT_WINDOW_ELEMENTS = 2 ** 23;
@@ -293,20 +300,9 @@ class GpuEngine implements MergeEngine {
       agents.forEach((a, t) => (a.lambda = local[t]));
     }
     const band = plan.sparsify === 'band';
-    let tieBreak: { ties: Kernel; scan: Kernel } | null = null;
+    let tieBreak: TieBreak | null = null;
     if (plan.sparsify === 'topk' || band) {
       const selected = await this.thresholds(job, params);
-      // Only a threshold that keeps some but not all of its ties needs their ranks.
-      if (selected.some((s) => s.tiesToKeep > 0)) {
-        tieBreak = {
-          ties: await this.kernel(`topk_ties:${tensor.dtype}:${band}`, () =>
-            createTopKTiesKernel(this.device, tensor.dtype, this.agents, band),
-          ),
-          scan: await this.kernel(`topk_scan:${band}`, () =>
-            createTopKScanKernel(this.device, this.agents, band),
-          ),
-        };
-      }
       agents.forEach((a, t) => {
         const kept = selected[t]!;
         Object.assign(a, { threshold: kept.threshold, tiesToKeep: kept.tiesToKeep });
@@ -322,6 +318,8 @@ class GpuEngine implements MergeEngine {
         if (outlier)
           Object.assign(a, { outlierThreshold: outlier.threshold, outliersToDrop: outlier.tiesToKeep });
       });
+      // Only a threshold that keeps some but not all of its ties needs their ranks.
+      if (selected.some((s) => s.tiesToKeep > 0)) tieBreak = await this.tieBreak(tensor.dtype, band, agents);
     }
     // Only a sparsified merge counts what it kept; RAM's and the dense merges' branches are the statistics'.
     const branches = plan.sparsify !== undefined ? options.branches : undefined;
@@ -349,7 +347,10 @@ class GpuEngine implements MergeEngine {
           if (w.index === 0) encoder.clearBuffer(this.carry);
           encoder.clearBuffer(set.tieCounts, 0, tieRows * tieBlocks(d.groups) * TIE_BLOCK_WORDS * 4);
           const max = this.device.limits.maxComputeWorkgroupsPerDimension;
-          tieBreak.ties.encode(encoder, set.io, tieMarkDispatch(d, max));
+          tieBreak.whole?.encode(encoder, set.io, tieMarkDispatch(d, max));
+          for (const span of tieBreak.spans)
+            if (span.first >= w.start && span.first < w.start + w.count)
+              span.kernel.encode(encoder, set.io, spanMarkDispatch(span.end - span.first, max));
           tieBreak.scan.encode(encoder, set.io, { x: 1, y: 1, groups: 1 });
         }
         encoder.clearBuffer(set.flags);
@@ -372,6 +373,37 @@ class GpuEngine implements MergeEngine {
       },
     });
     tally.throwIfBad();
+  }
+
+  /**
+   * The tie-break's kernels: the marks over whole windows for the agents without a span (and every
+   * Model Breadcrumbs row), a marks dispatch per span, and the scan that finds each row's cutoff.
+   */
+  private async tieBreak(
+    dtype: FloatDtype,
+    band: boolean,
+    agents: readonly AgentParams[],
+  ): Promise<TieBreak> {
+    const whole =
+      band || agents.some((a) => (a.tiesToKeep ?? 0) > 0 && a.tieFirst === undefined)
+        ? await this.kernel(`topk_ties:${dtype}:${band}`, () =>
+            createTopKTiesKernel(this.device, dtype, this.agents, band),
+          )
+        : null;
+    const spans: TieBreak['spans'] = [];
+    for (const [t, a] of agents.entries())
+      if (a.tieFirst !== undefined && a.tieEnd !== undefined && (a.tiesToKeep ?? 0) > 0)
+        spans.push({
+          first: a.tieFirst,
+          end: a.tieEnd,
+          kernel: await this.kernel(`topk_ties:${dtype}:${band}:${t}`, () =>
+            createTopKTiesKernel(this.device, dtype, this.agents, band, t),
+          ),
+        });
+    const scan = await this.kernel(`topk_scan:${band}`, () =>
+      createTopKScanKernel(this.device, this.agents, band),
+    );
+    return { whole, spans, scan };
   }
 
   /** The branch counters of window w's buffer set (sets alternate by window parity, as in runPass). */
