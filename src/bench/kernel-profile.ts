@@ -260,7 +260,7 @@ const steps: Step[] = [
       {
         kernel: await createTiesKernel(device, variant, { dare: false, tieBreak: true, countBranches: true }),
         io: tiesIo,
-        dispatch: tiesDispatch,
+        dispatch: tiesMergeDispatch(splitDispatch(mergeGroups(numel), max), max, true),
       },
     ],
     agents: mergeAgents,
