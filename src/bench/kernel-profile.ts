@@ -242,18 +242,6 @@ const steps: Step[] = [
     agents: mergeAgents,
   },
   {
-    name: 'ties merge, TIE_BREAK off',
-    groups: mergeGroups(numel),
-    kernels: [
-      {
-        kernel: await createTiesKernel(device, variant, { dare: false, tieBreak: false }),
-        io: tiesIo,
-        dispatch: tiesDispatch,
-      },
-    ],
-    agents: mergeAgents,
-  },
-  {
     name: 'ties merge, TIE_BREAK on, branch counts',
     groups: mergeGroups(numel),
     kernels: [
@@ -265,6 +253,18 @@ const steps: Step[] = [
     ],
     agents: mergeAgents,
     clear: io.branches,
+  },
+  {
+    name: 'ties merge, TIE_BREAK off',
+    groups: mergeGroups(numel),
+    kernels: [
+      {
+        kernel: await createTiesKernel(device, variant, { dare: false, tieBreak: false }),
+        io: tiesIo,
+        dispatch: tiesDispatch,
+      },
+    ],
+    agents: mergeAgents,
   },
   {
     name: 'task arithmetic merge',
@@ -282,6 +282,25 @@ const steps: Step[] = [
       },
     ],
     agents: mergeAgents,
+  },
+  {
+    name: 'task arithmetic merge, branch counts',
+    groups: mergeGroups(numel),
+    kernels: [
+      {
+        kernel: await createTiesKernel(device, variant, {
+          dare: false,
+          topK: false,
+          tieBreak: false,
+          consensus: false,
+          countBranches: true,
+        }),
+        io: tiesIo,
+        dispatch: tiesMergeDispatch(splitDispatch(mergeGroups(numel), max), max, true),
+      },
+    ],
+    agents: mergeAgents,
+    clear: io.branches,
   },
   {
     name: 'stats (the full statistics pass)',
