@@ -124,7 +124,7 @@ fn tally_add(a: Tally, t: u32, p: u32, c: Cuts, w: f32) -> Tally {
   return r;
 }
 
-// Pair p's merged bits from its tally over every agent. Without CONSENSUS the sum is divided by the
+// A pair's merged bits from its tally over every agent. Without CONSENSUS the sum is divided by the
 // weights when normalising unless they sum to less than 1e-8 in magnitude, as mergekit does.
 fn tally_merged(a: Tally) -> Merged {
   let base = bitcast<vec2<f32>>(a.base_bits);
