@@ -87,13 +87,13 @@ struct Tally {
   weights_pos: vec2<f32>,
   sum_neg: vec2<f32>,
   weights_neg: vec2<f32>,
-  branch: Contributors,
+  branch: Voters,
 }
 
 fn tally_start(p: u32) -> Tally {
   let base_bits = load_pair_bits(0u, p);
   let zero = vec2<f32>(0.0);
-  return Tally(base_bits, scan_start(0u, base_bits), zero, zero, zero, zero, zero, no_contributors());
+  return Tally(base_bits, scan_start(0u, base_bits), zero, zero, zero, zero, zero, no_voters());
 }
 
 // Adds agent t (weight w, sparsification c) to pair p's tally.
@@ -124,30 +124,33 @@ fn tally_add(a: Tally, t: u32, p: u32, c: Cuts, w: f32) -> Tally {
   return r;
 }
 
-// Pair p's merged bits from its tally over every agent. Without CONSENSUS the sum is divided by the
+// A pair's merged bits from its tally over every agent. Without CONSENSUS the sum is divided by the
 // weights when normalising unless they sum to less than 1e-8 in magnitude, as mergekit does.
-fn tally_merged(a: Tally, p: u32) -> Merged {
+fn tally_merged(a: Tally) -> Merged {
   let base = bitcast<vec2<f32>>(a.base_bits);
   var sum = a.sum_pos;
   if (!CONSENSUS) {
-    if (COUNT_BRANCHES) {
-      count_branches(p, a.branch, vec2<bool>(true), vec2<bool>(true));
-    }
     if (params.normalize != 0u && abs(a.weights_pos.x) >= 1e-8) {
       sum = sum / a.weights_pos;
     }
     return Merged(bitcast<vec2<u32>>(base + params.scale * sum), a.scan);
   }
   let positive = a.vote >= vec2<f32>(0.0);
-  if (COUNT_BRANCHES) {
-    count_branches(p, a.branch, positive, !positive);
-  }
   sum = select(a.sum_neg, a.sum_pos, positive);
   let weights = select(a.weights_neg, a.weights_pos, positive);
   if (params.normalize != 0u) {
     sum = select(sum, sum / weights, weights != vec2<f32>(0.0));
   }
   return Merged(bitcast<vec2<u32>>(base + params.scale * sum), a.scan);
+}
+
+// The agents summed into a pair by tally_merged: all voters without CONSENSUS, else the elected side's.
+fn tally_branches(a: Tally) -> Branches {
+  if (!CONSENSUS) {
+    return summed_branches(a.branch, vec2<bool>(true), vec2<bool>(true));
+  }
+  let positive = a.vote >= vec2<f32>(0.0);
+  return summed_branches(a.branch, positive, !positive);
 }
 
 // Writes pair p's output word(s), a pair inside the window.
@@ -178,19 +181,9 @@ fn add_agent(s: Tallies, t: u32, first: u32) -> Tallies {
   return Tallies(tally_add(s.a, t, first, c, w), tally_add(s.b, t, first + 1u, c, w));
 }
 
-// Two adjacent pairs per invocation (kernels/ties.ts dispatches half the merge's workgroups), so each
-// agent's parameters are loaded once for four elements. Past the window's end the second pair's loads
-// read what the buffer holds there (or 0) and nothing of it is written or counted.
-@compute @workgroup_size(WORKGROUP)
-fn main(
-  @builtin(workgroup_id) wid: vec3u,
-  @builtin(num_workgroups) groups: vec3u,
-  @builtin(local_invocation_index) lid: u32,
-) {
-  let first = 2u * ((wid.y * groups.x + wid.x) * WORKGROUP + lid);
-  if (2u * first >= params.count) {
-    return;
-  }
+// Merges pairs first and first + 1 (each agent's parameters loaded once for both) and writes what lies
+// inside the window; past its end the second pair's loads read what the buffer holds there (or 0).
+fn merge_pairs(first: u32) -> Tallies {
   var s = Tallies(tally_start(first), tally_start(first + 1u));
   // Agents written out up to eight: SwiftShader does not unroll a loop of a constant count.
   if (AGENTS <= 8u) {
@@ -221,8 +214,39 @@ fn main(
       s = add_agent(s, t, first);
     }
   }
-  write_pair(first, tally_merged(s.a, first));
+  write_pair(first, tally_merged(s.a));
   if (2u * first + 2u < params.count) {
-    write_pair(first + 1u, tally_merged(s.b, first + 1u));
+    write_pair(first + 1u, tally_merged(s.b));
   }
+  return s;
+}
+
+// Two adjacent pairs per invocation (kernels/ties.ts dispatches half the merge's workgroups); with
+// COUNT_BRANCHES, BRANCH_ROUNDS such rounds, a workgroup's rounds one after another, so that the counts
+// are added to the counters once per invocation (common/branches.wgsl).
+@compute @workgroup_size(WORKGROUP)
+fn main(
+  @builtin(workgroup_id) wid: vec3u,
+  @builtin(num_workgroups) groups: vec3u,
+  @builtin(local_invocation_index) lid: u32,
+) {
+  let group = wid.y * groups.x + wid.x;
+  if (!COUNT_BRANCHES) {
+    let first = 2u * (group * WORKGROUP + lid);
+    if (2u * first < params.count) {
+      _ = merge_pairs(first);
+    }
+    return;
+  }
+  var fields = no_branch_fields();
+  for (var j = 0u; j < BRANCH_ROUNDS; j++) {
+    let first = 2u * ((group * BRANCH_ROUNDS + j) * WORKGROUP + lid);
+    if (2u * first >= params.count) {
+      break;
+    }
+    let s = merge_pairs(first);
+    fields = add_branches(fields, first, tally_branches(s.a));
+    fields = add_branches(fields, first + 1u, tally_branches(s.b));
+  }
+  flush_branches(group, fields);
 }

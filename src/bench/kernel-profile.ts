@@ -297,6 +297,19 @@ const steps: Step[] = [
     agents: mergeAgents,
   },
   {
+    name: 'ties merge, TIE_BREAK on, branch counts',
+    groups: mergeGroups(numel),
+    kernels: [
+      {
+        kernel: await createTiesKernel(device, variant, { dare: false, tieBreak: true, countBranches: true }),
+        io: tiesIo,
+        dispatch: tiesMergeDispatch(splitDispatch(mergeGroups(numel), max), max, true),
+      },
+    ],
+    agents: mergeAgents,
+    clear: io.branches,
+  },
+  {
     name: 'ties merge, TIE_BREAK off',
     groups: mergeGroups(numel),
     kernels: [
@@ -307,19 +320,6 @@ const steps: Step[] = [
       },
     ],
     agents: mergeAgents,
-  },
-  {
-    name: 'ties merge, TIE_BREAK on, branch counts',
-    groups: mergeGroups(numel),
-    kernels: [
-      {
-        kernel: await createTiesKernel(device, variant, { dare: false, tieBreak: true, countBranches: true }),
-        io: tiesIo,
-        dispatch: tiesDispatch,
-      },
-    ],
-    agents: mergeAgents,
-    clear: io.branches,
   },
   {
     name: 'task arithmetic merge',
@@ -337,6 +337,25 @@ const steps: Step[] = [
       },
     ],
     agents: mergeAgents,
+  },
+  {
+    name: 'task arithmetic merge, branch counts',
+    groups: mergeGroups(numel),
+    kernels: [
+      {
+        kernel: await createTiesKernel(device, variant, {
+          dare: false,
+          topK: false,
+          tieBreak: false,
+          consensus: false,
+          countBranches: true,
+        }),
+        io: tiesIo,
+        dispatch: tiesMergeDispatch(splitDispatch(mergeGroups(numel), max), max, true),
+      },
+    ],
+    agents: mergeAgents,
+    clear: io.branches,
   },
   {
     name: 'stats (the full statistics pass)',

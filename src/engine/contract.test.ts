@@ -25,6 +25,7 @@ import {
 import { OVERLAP_COUNT_ITEMS, OVERLAP_COUNT_KERNEL, overlapCountWords } from './kernels/overlap_count.ts';
 import { RAM_KERNEL } from './kernels/ram.ts';
 import { STATS_KERNEL, statsLayout } from './kernels/stats.ts';
+import { BRANCH_ROUNDS, BRANCH_SLOTS, branchStride } from './kernels/branches.ts';
 import { TIES_KERNEL } from './kernels/ties.ts';
 import { TOPK_HIST_KERNEL } from './kernels/topk_hist.ts';
 import { TOPK_SCAN_KERNEL } from './kernels/topk_scan.ts';
@@ -159,6 +160,20 @@ describe('constants shared by WGSL and TypeScript', () => {
     // Eight keys per vec4, each adding at most 1 to an 8-bit field.
     expect(8 * COUNT_QUADS).toBeLessThanOrEqual(255);
     expect(kernelSource(TOPK_SAMPLE_KERNEL)).toContain(`const NO_KEY: u32 = 0x${NO_KEY.toString(16)}u;`);
+  });
+
+  it('counts branches in BRANCH_ROUNDS rounds per invocation into BRANCH_SLOTS copies of 2N counters', () => {
+    const ties = kernelSource(TIES_KERNEL);
+    expect(constant(ties, 'BRANCH_ROUNDS')).toBe(BRANCH_ROUNDS);
+    expect(constant(ties, 'BRANCH_SLOTS')).toBe(BRANCH_SLOTS);
+    // A round adds at most 4 (two pairs of two lanes) to a class's 8-bit field.
+    expect(4 * BRANCH_ROUNDS).toBeLessThanOrEqual(255);
+    expect(ties).toContain('return (2u * AGENTS + 15u) & ~15u;');
+    // 2N counters (classes 2..N, each agent alone, conflicts) in a copy of whole 64-byte lines.
+    for (const n of [1, 3, 8, 9, 32]) {
+      expect(branchStride(n)).toBeGreaterThanOrEqual(2 * n);
+      expect(branchStride(n) % 16).toBe(0);
+    }
   });
 
   it('writes NORM_GROUPS partial sums per agent in the DARE norms pass', () => {

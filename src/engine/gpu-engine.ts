@@ -451,7 +451,7 @@ class GpuEngine implements MergeEngine {
             createTiesKernel(this.device, variant, { dare, topK, tieBreak, band, consensus, countBranches }),
         );
         const max = this.device.limits.maxComputeWorkgroupsPerDimension;
-        return { kernel, dispatch: (d) => tiesMergeDispatch(d, max) };
+        return { kernel, dispatch: (d) => tiesMergeDispatch(d, max, countBranches) };
       }
     }
   }

@@ -13,14 +13,12 @@ export const BRANCHES_BINDING: BindingSpec = { binding: 6, name: 'branches', typ
 /** Copies of the counters (BRANCH_SLOTS in branches.wgsl). */
 export const BRANCH_SLOTS = 8;
 
-/** Codes of one element: 2 · class + conflict, 2N + 1 classes (branch_codes in branches.wgsl). */
-export function branchCodes(agents: number): number {
-  return 4 * agents + 2;
-}
+/** Rounds of two element pairs each invocation of a counting merge runs (BRANCH_ROUNDS in branches.wgsl). */
+export const BRANCH_ROUNDS = 32;
 
-/** Words per copy: one per pair of codes, rounded up to 16 (branch_stride in branches.wgsl). */
+/** Words per copy: 2N counters rounded up to 16 (branch_stride in branches.wgsl). */
 export function branchStride(agents: number): number {
-  return (branchCodes(agents) ** 2 + 15) & ~15;
+  return (2 * agents + 15) & ~15;
 }
 
 export function branchWords(agents: number): number {
@@ -28,8 +26,9 @@ export function branchWords(agents: number): number {
 }
 
 /**
- * Adds one window's counters into `into`: each counter is a number of pairs whose two elements had
- * these codes. Class 0 is not counted in the kernel: counts[0] is the window's other elements.
+ * Adds one window's counters into `into`: per copy, the elements of each class c = 2..N (word c − 2),
+ * those of agent t alone (word N − 1 + t), and the sign conflicts (word 2N − 1). Elements with no
+ * agent summed are not counted in the kernel: counts[0] is the window's other elements.
  */
 export function addBranchCounters(
   into: BranchCounts,
@@ -37,34 +36,24 @@ export function addBranchCounters(
   agents: number,
   count: number,
 ): void {
-  const codes = branchCodes(agents);
   const stride = branchStride(agents);
-  // Per code, the elements that had it (code 0 left out).
-  const perCode = new Array<number>(codes).fill(0);
+  const total = new Array<number>(2 * agents).fill(0);
   for (let slot = 0; slot < BRANCH_SLOTS; slot++)
-    for (let x = 0; x < codes; x++)
-      for (let y = 0; y < codes; y++) {
-        const n = at(words, slot * stride + x * codes + y, 'branch counters');
-        if (n === 0) continue;
-        perCode[x] = at(perCode, x) + n;
-        perCode[y] = at(perCode, y) + n;
-      }
+    for (let k = 0; k < 2 * agents; k++)
+      total[k] = at(total, k) + at(words, slot * stride + k, 'branch counters');
   const add = (list: number[], i: number, n: number): void => {
     list[i] = at(list, i, 'branch counts') + n;
   };
   let counted = 0;
-  for (let code = 1; code < codes; code++) {
-    const n = at(perCode, code);
-    if (n === 0) continue;
-    const cls = code >> 1;
-    if (code & 1) into.signConflicts += n;
-    if (cls === 0) continue;
+  for (let k = 0; k < 2 * agents - 1; k++) {
+    const n = at(total, k);
     counted += n;
-    if (cls <= agents) add(into.counts, cls, n);
+    if (k < agents - 1) add(into.counts, k + 2, n);
     else {
-      add(into.unique, cls - agents - 1, n);
+      add(into.unique, k - agents + 1, n);
       add(into.counts, 1, n);
     }
   }
+  into.signConflicts += at(total, 2 * agents - 1);
   add(into.counts, 0, count - counted);
 }

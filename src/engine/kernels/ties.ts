@@ -4,7 +4,7 @@
 // tiesCombine, taskArithmeticCombine with denseTaus / dareTaus / bandTaus in src/methods/reference.ts).
 
 import source from '../../../shaders/ties.wgsl?raw';
-import { BRANCHES_BINDING, BRANCHES_SOURCE } from './branches.ts';
+import { BRANCH_ROUNDS, BRANCHES_BINDING, BRANCHES_SOURCE } from './branches.ts';
 import { splitDispatch, type Dispatch } from '../plumbing.ts';
 import { createKernel, type Kernel, type KernelSpec } from './kernel.ts';
 import { MERGE_BINDINGS, mergeConstants, type MergeVariant } from './merge-bindings.ts';
@@ -65,8 +65,10 @@ export function createTiesKernel(
 
 /**
  * The TIES kernel's dispatch for a merge dispatch: each invocation merges two adjacent element pairs
- * (so it loads each agent's parameters once for both), in half the workgroups.
+ * (so it loads each agent's parameters once for both), in half the workgroups; one that counts
+ * branches, BRANCH_ROUNDS times two pairs (so it adds its counts to the counters once for all).
  */
-export function tiesMergeDispatch(merge: Dispatch, maxPerDimension: number): Dispatch {
-  return splitDispatch(Math.ceil(merge.groups / 2), maxPerDimension);
+export function tiesMergeDispatch(merge: Dispatch, maxPerDimension: number, countBranches = false): Dispatch {
+  const pairsPerInvocation = countBranches ? 2 * BRANCH_ROUNDS : 2;
+  return splitDispatch(Math.ceil(merge.groups / pairsPerInvocation), maxPerDimension);
 }
