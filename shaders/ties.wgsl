@@ -51,12 +51,13 @@ fn cuts(t: u32) -> Cuts {
 // Whether an agent's keys of pair p are in a top-k given as its threshold and, with TIE_BREAK, the
 // cutoff below which its ties are kept: a comparison per lane, no rank.
 fn in_top(p: u32, key: vec2<u32>, threshold: u32, cutoff: u32) -> vec2<bool> {
-  let kept = key > vec2<u32>(threshold);
+  let t = vec2<u32>(threshold);
   if (TIE_BREAK) {
+    // Before the cutoff a tie is kept: there the kept keys are those at or above the threshold.
     let e = vec2<u32>(2u * p, 2u * p + 1u);
-    return kept | ((key == vec2<u32>(threshold)) & (e < vec2<u32>(cutoff)));
+    return select(key > t, key >= t, e < vec2<u32>(cutoff));
   }
-  return kept;
+  return key > t;
 }
 
 // Agent t's sparsified tau of pair p, x = its raw tau, key = its |tau| bits (0 where it holds the
