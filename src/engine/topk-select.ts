@@ -119,14 +119,18 @@ export function endOnFirstWindows(windows: readonly Window[]): Window[] {
 /**
  * Whether one count pass over these brackets costs less than the radix select's first histogram
  * pass, which counts every row at once: in kernel-profile (SwiftShader, N = 3, bf16) a dispatch of
- * up to four rows costs about one RAM merge kernel and the histogram pass about 2.6, so up to two
- * dispatches of four rows.
+ * up to four one-key rows costs about one RAM merge kernel, one that collects keys between a
+ * bracket's ends up to about two, and the histogram pass about 2.6. `spans`: the count pass's tie
+ * spans will also spare the merge its tie marks over whole windows (about 0.5 more; TIES, not Model
+ * Breadcrumbs). So at most three units with spans, two without.
  */
-export function countPassPays(brackets: readonly (Bracket | null)[]): boolean {
-  let dispatches = 0;
-  for (let first = 0; first < brackets.length; first += 4)
-    if (brackets.slice(first, first + 4).some((b) => b)) dispatches++;
-  return dispatches <= 2;
+export function countPassPays(brackets: readonly (Bracket | null)[], spans: boolean): boolean {
+  let cost = 0;
+  for (let first = 0; first < brackets.length; first += 4) {
+    const group = brackets.slice(first, first + 4);
+    if (group.some((b) => b)) cost += group.some((b) => b && b.lo !== b.hi) ? 2 : 1;
+  }
+  return cost <= (spans ? 3 : 2);
 }
 
 export class TopKSelect<J extends SelectJob> {
@@ -216,7 +220,8 @@ export class TopKSelect<J extends SelectJob> {
       }
       return chooseBracket(sorted, counts[i] ?? 0, tensor.numel);
     });
-    if (!brackets.some((b) => b) || !countPassPays(brackets)) return next;
+    // Model Breadcrumbs asks two top-ks per agent, and marks its ties over whole windows.
+    if (!brackets.some((b) => b) || !countPassPays(brackets, counts.length === n)) return next;
     const found = await this.countBrackets(job, brackets, counts, order);
     brackets.forEach((b, i) => {
       const row = found.rows[i];
