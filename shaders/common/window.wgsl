@@ -53,6 +53,8 @@ struct Agent {
   outliers_to_drop: u32,   // ... and this many equal to it, lowest index first
   tie_first: u32,     // TIES: ties are marked only in elements [tie_first, tie_end) of the tensor,
   tie_end: u32,       // ties_to_keep counting from tie_first (equal: everywhere)
+  outlier_tie_first: u32,  // Model Breadcrumbs: the same for the outliers' ties,
+  outlier_tie_end: u32,    // outliers_to_drop counting from outlier_tie_first
 }
 
 @group(0) @binding(0) var<uniform> params: Params;

@@ -307,8 +307,9 @@ class GpuEngine implements MergeEngine {
         const kept = selected[t]!;
         Object.assign(a, { threshold: kept.threshold, tiesToKeep: kept.tiesToKeep });
         // Ties marked in the one chunk that holds the first tie not kept (element indices of the
-        // kernels are 32-bit); Model Breadcrumbs' two rows per agent are marked everywhere.
-        if (kept.span && !band && tensor.numel < 2 ** 32)
+        // kernels are 32-bit).
+        const spans = tensor.numel < 2 ** 32;
+        if (kept.span && spans)
           Object.assign(a, {
             tiesToKeep: kept.tiesToKeep - kept.span.before,
             tieFirst: kept.span.first,
@@ -317,6 +318,12 @@ class GpuEngine implements MergeEngine {
         const outlier = selected[this.agents + t];
         if (outlier)
           Object.assign(a, { outlierThreshold: outlier.threshold, outliersToDrop: outlier.tiesToKeep });
+        if (outlier?.span && spans)
+          Object.assign(a, {
+            outliersToDrop: outlier.tiesToKeep - outlier.span.before,
+            outlierTieFirst: outlier.span.first,
+            outlierTieEnd: outlier.span.end,
+          });
       });
       // Only a threshold that keeps some but not all of its ties needs their ranks.
       if (selected.some((s) => s.tiesToKeep > 0)) tieBreak = await this.tieBreak(tensor.dtype, band, agents);
@@ -384,20 +391,34 @@ class GpuEngine implements MergeEngine {
     band: boolean,
     agents: readonly AgentParams[],
   ): Promise<TieBreak> {
-    const whole =
-      band || agents.some((a) => (a.tiesToKeep ?? 0) > 0 && a.tieFirst === undefined)
-        ? await this.kernel(`topk_ties:${dtype}:${band}`, () =>
-            createTopKTiesKernel(this.device, dtype, this.agents, band),
-          )
-        : null;
+    // Every tie row that keeps part of its ties: agent t's kept top-k at row t, its outliers' at N + t.
+    const rows = agents.flatMap((a, t) => [
+      { row: t, keep: a.tiesToKeep ?? 0, first: a.tieFirst, end: a.tieEnd },
+      ...(band
+        ? [
+            {
+              row: this.agents + t,
+              keep: a.outliersToDrop ?? 0,
+              first: a.outlierTieFirst,
+              end: a.outlierTieEnd,
+            },
+          ]
+        : []),
+    ]);
+    const partial = rows.filter((r) => r.keep > 0);
+    const whole = partial.some((r) => r.first === undefined)
+      ? await this.kernel(`topk_ties:${dtype}:${band}`, () =>
+          createTopKTiesKernel(this.device, dtype, this.agents, band),
+        )
+      : null;
     const spans: TieBreak['spans'] = [];
-    for (const [t, a] of agents.entries())
-      if (a.tieFirst !== undefined && a.tieEnd !== undefined && (a.tiesToKeep ?? 0) > 0)
+    for (const r of partial)
+      if (r.first !== undefined && r.end !== undefined)
         spans.push({
-          first: a.tieFirst,
-          end: a.tieEnd,
-          kernel: await this.kernel(`topk_ties:${dtype}:${band}:${t}`, () =>
-            createTopKTiesKernel(this.device, dtype, this.agents, band, t),
+          first: r.first,
+          end: r.end,
+          kernel: await this.kernel(`topk_ties:${dtype}:${band}:${r.row}`, () =>
+            createTopKTiesKernel(this.device, dtype, this.agents, band, r.row),
           ),
         });
     const scan = await this.kernel(`topk_scan:${band}`, () =>

@@ -39,6 +39,8 @@ export const AGENT_FIELDS: readonly { name: string; type: ScalarType }[] = [
   { name: 'outliers_to_drop', type: 'u32' },
   { name: 'tie_first', type: 'u32' },
   { name: 'tie_end', type: 'u32' },
+  { name: 'outlier_tie_first', type: 'u32' },
+  { name: 'outlier_tie_end', type: 'u32' },
 ];
 
 /** Array stride of Agent. */
@@ -81,6 +83,9 @@ export interface AgentParams {
    */
   tieFirst?: number;
   tieEnd?: number;
+  /** Model Breadcrumbs: the same for the outliers' top-k (outliersToDrop counting from outlierTieFirst). */
+  outlierTieFirst?: number;
+  outlierTieEnd?: number;
 }
 
 function put(view: DataView, offset: number, type: ScalarType, value: number): void {
@@ -128,6 +133,8 @@ export function encodeAgents(agents: readonly AgentParams[]): Uint8Array {
       outliers_to_drop: a.outliersToDrop ?? 0,
       tie_first: a.tieFirst ?? 0,
       tie_end: a.tieEnd ?? 0,
+      outlier_tie_first: a.outlierTieFirst ?? 0,
+      outlier_tie_end: a.outlierTieEnd ?? 0,
     };
     AGENT_FIELDS.forEach((field, i) => put(view, t * AGENT_BYTES + i * 4, field.type, values[field.name]!));
   });

@@ -189,18 +189,15 @@ describe('countPassPays', () => {
   const one: Bracket = { hi: 9, lo: 9, between: 0 };
   const range: Bracket = { hi: 9, lo: 5, between: 100 };
   it('takes dispatches of four rows (two units where one collects) up to the radix pass and the marks it spares', () => {
-    expect(countPassPays([one, one, one], true)).toBe(true);
-    expect(countPassPays([one, one, range], true)).toBe(true);
-    expect(countPassPays([one, one, range, one], false)).toBe(true);
-    expect(countPassPays([one, one, one, one, one, one], false)).toBe(true);
-    // Rows 4–5 collect: a second dispatch of about two RAM kernels, which pays only where the pass's
-    // tie spans spare the merge its marks.
-    expect(countPassPays([one, one, one, one, range, one], false)).toBe(false);
-    expect(countPassPays([one, one, one, one, range, one], true)).toBe(true);
-    expect(countPassPays([range, one, one, one, range, one], true)).toBe(false);
+    expect(countPassPays([one, one, range])).toBe(true);
+    expect(countPassPays([one, one, one, one, one, one])).toBe(true);
+    expect(countPassPays([one, one, one, one, range, one])).toBe(true);
+    // Both dispatches collect: four units, more than the radix pass and the marks.
+    expect(countPassPays([range, one, one, one, range, one])).toBe(false);
     // A dispatch with no bracket is not run.
-    expect(countPassPays([null, null, null, null, range, null], false)).toBe(true);
-    expect(countPassPays([one, null, null, null, one, null, null, null, one], true)).toBe(true);
-    expect(countPassPays([one, null, null, null, one, null, null, null, one], false)).toBe(false);
+    expect(countPassPays([range, null, null, null, null, null, null, null, one])).toBe(true);
+    expect(countPassPays([one, null, null, null, one, null, null, null, one, null, null, null, one])).toBe(
+      false,
+    );
   });
 });

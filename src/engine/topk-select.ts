@@ -117,20 +117,19 @@ export function endOnFirstWindows(windows: readonly Window[]): Window[] {
 }
 
 /**
- * Whether one count pass over these brackets costs less than the radix select's first histogram
- * pass, which counts every row at once: in kernel-profile (SwiftShader, N = 3, bf16) a dispatch of
- * up to four one-key rows costs about one RAM merge kernel, one that collects keys between a
- * bracket's ends up to about two, and the histogram pass about 2.6. `spans`: the count pass's tie
- * spans will also spare the merge its tie marks over whole windows (about 0.5 more; TIES, not Model
- * Breadcrumbs). So at most three units with spans, two without.
+ * Whether one count pass over these brackets costs less than what it spares: the radix select's first
+ * histogram pass, which counts every row at once, and the tie marks over whole windows that the count
+ * pass's tie spans replace. In kernel-profile (SwiftShader, N = 3, bf16) a dispatch of up to four
+ * one-key rows costs about one RAM merge kernel, one that collects keys between a bracket's ends up to
+ * about two, the histogram pass about 2.6 and the marks about 0.5: so at most three units.
  */
-export function countPassPays(brackets: readonly (Bracket | null)[], spans: boolean): boolean {
+export function countPassPays(brackets: readonly (Bracket | null)[]): boolean {
   let cost = 0;
   for (let first = 0; first < brackets.length; first += 4) {
     const group = brackets.slice(first, first + 4);
     if (group.some((b) => b)) cost += group.some((b) => b && b.lo !== b.hi) ? 2 : 1;
   }
-  return cost <= (spans ? 3 : 2);
+  return cost <= 3;
 }
 
 export class TopKSelect<J extends SelectJob> {
@@ -220,8 +219,7 @@ export class TopKSelect<J extends SelectJob> {
       }
       return chooseBracket(sorted, counts[i] ?? 0, tensor.numel);
     });
-    // Model Breadcrumbs asks two top-ks per agent, and marks its ties over whole windows.
-    if (!brackets.some((b) => b) || !countPassPays(brackets, counts.length === n)) return next;
+    if (!brackets.some((b) => b) || !countPassPays(brackets)) return next;
     const found = await this.countBrackets(job, brackets, counts, order);
     brackets.forEach((b, i) => {
       const row = found.rows[i];
