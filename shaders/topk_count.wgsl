@@ -13,13 +13,14 @@
 // a vec4 (eight keys) at a time, keeps its counts in 8-bit fields of plain values (row i of the
 // dispatch in bits 8i..8i+7; an invocation sees 64 keys per row) and adds them once per row per
 // workgroup: no atomic per counted key, which is what the radix histogram pays. Only a key between
-// lo and hi takes an atomic, to claim its slot. A dispatch counts up to four rows, FIRST_ROW on,
+// lo and hi takes an atomic, to claim its slot. A dispatch counts up to four rows, those at places
+// FIRST_ROW on of the host's order (one-key rows first, so that the rows that collect share dispatches),
 // loading the base once for all of them. Input slots start on 16-byte boundaries (slotBytesFor in
 // plumbing.ts).
 //
 // bracket (host-written): word 0 the collected keys' room per row, word 1 the tensor's chunks (the
-// workgroups of all its windows); per row r, hi at word 2 + 2r and lo at 3 + 2r (NO_KEY for a row not
-// counted, and for lo where it equals hi). histogram (host-cleared): per row COUNTS words: above hi,
+// workgroups of all its windows); per place p of the order, at words 2 + 3p on, the row r counted
+// there, its hi and its lo (NO_KEY where lo equals hi). histogram (host-cleared): per row COUNTS words: above hi,
 // equal to hi, equal to lo, between (the collected keys, also those past the room). collected: row
 // r's keys between, in any order, at words r · room + i, i < room. chunks: per row, the keys equal to
 // hi in each chunk of the tensor (a workgroup's 16384 elements) at word 2r · chunks + chunk, equal to
@@ -108,7 +109,19 @@ fn row_words(r: u32, q: u32, slot: u32) -> vec4<u32> {
   return inputs[(r % AGENTS + 1u) * slot + q];
 }
 
-// Row FIRST_ROW + i's keys of the eight elements of vec4 word q, counted in field i.
+// The row at place p of the host's order, its hi and its lo.
+struct Place {
+  row: u32,
+  hi: u32,
+  lo: u32,
+}
+
+fn place(p: u32) -> Place {
+  let at = BRACKET_HEADER + 3u * p;
+  return Place(bracket[at], bracket[at + 1u], bracket[at + 2u]);
+}
+
+// The keys of the row at place FIRST_ROW + i of the eight elements of vec4 word q, counted in field i.
 fn count_row(
   c: Counts,
   i: u32,
@@ -119,11 +132,11 @@ fn count_row(
   valid_low: vec4<bool>,
   valid_high: vec4<bool>,
 ) -> Counts {
-  let r = FIRST_ROW + i;
-  let words = row_words(r, q, slot);
+  let counted = place(FIRST_ROW + i);
+  let words = row_words(counted.row, q, slot);
   let bit = vec4<u32>(1u << (8u * i));
-  let hi = bracket[BRACKET_HEADER + 2u * r];
-  let lo = bracket[BRACKET_HEADER + 1u + 2u * r];
+  let hi = counted.hi;
+  let lo = counted.lo;
   let low = count_keys(c, hi, lo, keys4(halves(words, false), base_low, valid_low), bit);
   return count_keys(low, hi, lo, keys4(halves(words, true), base_high, valid_high), bit);
 }
@@ -151,14 +164,15 @@ fn store_between(r: u32, keys: vec4<u32>, hi: u32, lo: u32, at: u32) -> u32 {
   return next;
 }
 
-// Collects this invocation's `n` keys of row FIRST_ROW + i between lo and hi: one atomic to claim
+// Collects this invocation's `n` keys of the row at place FIRST_ROW + i between lo and hi: one atomic to claim
 // their slots, then its words loaded again. Only invocations that saw such keys run it, after the
 // counting loop, so the loop itself carries no atomic (on SwiftShader one inside it, even never
 // taken, cost most of a counting pass).
 fn collect_row(i: u32, n: u32, first: u32, slot: u32) {
-  let r = FIRST_ROW + i;
-  let hi = bracket[BRACKET_HEADER + 2u * r];
-  let lo = bracket[BRACKET_HEADER + 1u + 2u * r];
+  let counted = place(FIRST_ROW + i);
+  let r = counted.row;
+  let hi = counted.hi;
+  let lo = counted.lo;
   var at = atomicAdd(&histogram[r * COUNTS + 3u], n);
   for (var j = 0u; j < QUADS; j++) {
     let q = first + j * WORKGROUP;
@@ -226,7 +240,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
   workgroupBarrier();
   if (lid < ROWS * LOCAL_COUNTS) {
     let n = atomicLoad(&local[lid]);
-    let row = FIRST_ROW + lid / LOCAL_COUNTS;
+    let row = place(FIRST_ROW + lid / LOCAL_COUNTS).row;
     let c = lid % LOCAL_COUNTS;
     if (n != 0u) {
       atomicAdd(&histogram[row * COUNTS + c], n);

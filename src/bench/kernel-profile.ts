@@ -165,9 +165,9 @@ const io: KernelIo = {
   counters: buffer('counters', statsLayout(AGENTS).count * 4),
   branches: buffer('branches', branchWords(AGENTS) * 4),
 };
-const bracketBuffer = buffer('bracket', (BRACKET_HEADER + 2 * AGENTS) * 4);
+const bracketBuffer = buffer('bracket', (BRACKET_HEADER + 3 * AGENTS) * 4);
 device.queue.writeBuffer(bracketBuffer, 0, bracketRows(false));
-const rangeBuffer = buffer('range', (BRACKET_HEADER + 2 * AGENTS) * 4);
+const rangeBuffer = buffer('range', (BRACKET_HEADER + 3 * AGENTS) * 4);
 device.queue.writeBuffer(rangeBuffer, 0, bracketRows(true));
 const collected = buffer('collected', numel * AGENTS * 4);
 const chunks = buffer('chunks', 2 * AGENTS * bracketGroups(numel) * 4);
@@ -193,15 +193,16 @@ const { shift, bits } = at(RADIX_DIGITS, 0);
  * threshold's key lies between and is collected (the most a bracket of few distinct keys collects).
  */
 function bracketRows(around: boolean): Uint32Array {
-  const rows = new Uint32Array(BRACKET_HEADER + 2 * AGENTS);
+  const rows = new Uint32Array(BRACKET_HEADER + 3 * AGENTS);
   rows[0] = numel;
   rows[1] = bracketGroups(numel);
   states.forEach((s, t) => {
     const key = s.tiesToKeep > 0 ? s.threshold : s.threshold + 1;
     const distinct = [...new Set(keys(models, t))].sort((a, b) => a - b);
     const i = distinct.indexOf(key);
-    rows[BRACKET_HEADER + 2 * t] = around && i >= 0 ? (distinct[i + 1] ?? key) : key;
-    rows[BRACKET_HEADER + 2 * t + 1] = around && i > 0 ? (distinct[i - 1] ?? NO_KEY) : NO_KEY;
+    rows[BRACKET_HEADER + 3 * t] = t;
+    rows[BRACKET_HEADER + 3 * t + 1] = around && i >= 0 ? (distinct[i + 1] ?? key) : key;
+    rows[BRACKET_HEADER + 3 * t + 2] = around && i > 0 ? (distinct[i - 1] ?? NO_KEY) : NO_KEY;
   });
   return rows;
 }

@@ -14,7 +14,7 @@ import {
   type BracketCounts,
 } from './topk-bracket.ts';
 import { NO_KEY } from './kernels/topk_sample.ts';
-import { countPassPays } from './topk-select.ts';
+import { countOrder, countPassPays } from './topk-select.ts';
 import { topKKept, type TopKState } from '../methods/select.ts';
 import { seededRandom } from '../methods/test-tensors.ts';
 import { at } from '../io/checked.ts';
@@ -185,19 +185,24 @@ describe('tieChunk', () => {
   });
 });
 
-describe('countPassPays', () => {
+describe('countOrder and countPassPays', () => {
   const one: Bracket = { hi: 9, lo: 9, between: 0 };
   const range: Bracket = { hi: 9, lo: 5, between: 100 };
-  it('takes dispatches of four rows (two units where one collects) up to the radix pass and the marks it spares', () => {
+  it('count the one-key rows first and those that collect last, leaving out rows without a bracket', () => {
+    expect(countOrder([range, one, null, one, range, one])).toEqual([1, 3, 5, 0, 4]);
+    expect(countOrder([null, null])).toEqual([]);
+  });
+  it('take dispatches of four rows (two units where one collects) up to the radix pass and the marks it spares', () => {
     expect(countPassPays([one, one, range])).toBe(true);
     expect(countPassPays([one, one, one, one, one, one])).toBe(true);
-    expect(countPassPays([one, one, one, one, range, one])).toBe(true);
-    // Both dispatches collect: four units, more than the radix pass and the marks.
-    expect(countPassPays([range, one, one, one, range, one])).toBe(false);
-    // A dispatch with no bracket is not run.
+    // Ranges in both groups of four as the rows stand, in one dispatch once ordered: 1 + 2 units.
+    expect(countPassPays([range, one, one, one, range, one])).toBe(true);
+    // Five ranges fill two collecting dispatches: four units, more than the radix pass and the marks.
+    expect(countPassPays([range, range, range, range, range, one])).toBe(false);
+    // Rows without a bracket are not counted.
     expect(countPassPays([range, null, null, null, null, null, null, null, one])).toBe(true);
-    expect(countPassPays([one, null, null, null, one, null, null, null, one, null, null, null, one])).toBe(
-      false,
-    );
+    expect(countPassPays([one, null, one, null, one, null, one, null, one, one, one, one, one])).toBe(true);
+    // Thirteen one-key rows: four dispatches.
+    expect(countPassPays(new Array<Bracket>(13).fill(one))).toBe(false);
   });
 });

@@ -117,6 +117,19 @@ export function endOnFirstWindows(windows: readonly Window[]): Window[] {
 }
 
 /**
+ * The order the count pass counts the rows with a bracket in: those of one key first, then those
+ * that collect keys between their ends, so that these share as few dispatches as they can.
+ */
+export function countOrder(brackets: readonly (Bracket | null)[]): number[] {
+  const rows = brackets.flatMap((b, i) => (b ? [i] : []));
+  const collects = (i: number): boolean => {
+    const b = brackets[i];
+    return b !== null && b !== undefined && b.lo !== b.hi;
+  };
+  return [...rows.filter((i) => !collects(i)), ...rows.filter(collects)];
+}
+
+/**
  * Whether one count pass over these brackets costs less than what it spares: the radix select's first
  * histogram pass, which counts every row at once, and the tie marks over whole windows that the count
  * pass's tie spans replace. In kernel-profile (SwiftShader, N = 3, bf16) a dispatch of up to four
@@ -124,10 +137,11 @@ export function endOnFirstWindows(windows: readonly Window[]): Window[] {
  * about two, the histogram pass about 2.6 and the marks about 0.5: so at most three units.
  */
 export function countPassPays(brackets: readonly (Bracket | null)[]): boolean {
+  const places = countOrder(brackets);
   let cost = 0;
-  for (let first = 0; first < brackets.length; first += 4) {
-    const group = brackets.slice(first, first + 4);
-    if (group.some((b) => b)) cost += group.some((b) => b && b.lo !== b.hi) ? 2 : 1;
+  for (let first = 0; first < places.length; first += 4) {
+    const group = places.slice(first, first + 4).map((row) => brackets[row]);
+    cost += group.some((b) => b && b.lo !== b.hi) ? 2 : 1;
   }
   return cost <= 3;
 }
@@ -273,25 +287,31 @@ export class TopKSelect<J extends SelectJob> {
       chunkBase[w.index] = chunks;
       chunks += bracketGroups(w.count);
     }
-    const io = this.countBuffers(Math.max(1, room * rows), 2 * rows * chunks, BRACKET_HEADER + 2 * rows);
-    // A row without a bracket counts keys above NO_KEY and equal to it: none; lo = hi is NO_KEY too.
-    const words = new Uint32Array(BRACKET_HEADER + 2 * rows);
+    const places = countOrder(brackets);
+    const io = this.countBuffers(
+      Math.max(1, room * rows),
+      2 * rows * chunks,
+      BRACKET_HEADER + 3 * places.length,
+    );
+    const words = new Uint32Array(BRACKET_HEADER + 3 * places.length);
     words[0] = room;
     words[1] = chunks;
-    brackets.forEach((b, i) => {
-      words[BRACKET_HEADER + 2 * i] = b?.hi ?? NO_KEY;
-      words[BRACKET_HEADER + 2 * i + 1] = b && b.lo !== b.hi ? b.lo : NO_KEY;
+    places.forEach((row, p) => {
+      const b = brackets[row];
+      words[BRACKET_HEADER + 3 * p] = row;
+      words[BRACKET_HEADER + 3 * p + 1] = b?.hi ?? NO_KEY;
+      words[BRACKET_HEADER + 3 * p + 2] = b && b.lo !== b.hi ? b.lo : NO_KEY;
     });
     host.scheduler.write(io.bracket, 0, new Uint8Array(words.buffer));
-    // Dispatches of up to four rows, skipping those with no bracket.
+    // Dispatches of up to four places; the rows that collect come last, so as few dispatches as can
+    // collect.
     const dispatches: Kernel[] = [];
-    for (let firstRow = 0; firstRow < rows; firstRow += 4) {
-      const group = brackets.slice(firstRow, firstRow + 4);
-      if (!group.some((b) => b)) continue;
+    for (let first = 0; first < places.length; first += 4) {
+      const group = places.slice(first, first + 4).map((row) => brackets[row]);
       const collect = group.some((b) => b && b.lo !== b.hi);
       dispatches.push(
-        await host.kernel(`topk_count:${tensor.dtype}:${firstRow}:${group.length}:${collect}`, () =>
-          createTopKCountKernel(host.device, tensor.dtype, n, firstRow, group.length, collect),
+        await host.kernel(`topk_count:${tensor.dtype}:${first}:${group.length}:${collect}`, () =>
+          createTopKCountKernel(host.device, tensor.dtype, n, first, group.length, collect),
         ),
       );
     }
