@@ -14,7 +14,7 @@
 // dispatch in bits 8i..8i+7; an invocation sees 64 keys per row) and adds them once per row per
 // workgroup: no atomic per counted key, which is what the radix histogram pays. Only a key between
 // lo and hi takes an atomic, to claim its slot. A dispatch counts up to four rows, those at places
-// FIRST_ROW on of the host's order (one-key rows first, so that the rows that collect share dispatches),
+// FIRST_ROW on of the host's order (the rows that collect first, so that they share dispatches),
 // loading the base once for all of them. Input slots start on 16-byte boundaries (slotBytesFor in
 // plumbing.ts).
 //

@@ -188,15 +188,17 @@ describe('tieChunk', () => {
 describe('countOrder and countPassPays', () => {
   const one: Bracket = { hi: 9, lo: 9, between: 0 };
   const range: Bracket = { hi: 9, lo: 5, between: 100 };
-  it('count the one-key rows first and those that collect last, leaving out rows without a bracket', () => {
-    expect(countOrder([range, one, null, one, range, one])).toEqual([1, 3, 5, 0, 4]);
+  it('count the rows that collect first and the one-key rows after them, leaving out rows without a bracket', () => {
+    expect(countOrder([range, one, null, one, range, one])).toEqual([0, 4, 1, 3, 5]);
     expect(countOrder([null, null])).toEqual([]);
   });
   it('take dispatches of four rows (two units where one collects) up to the radix pass and the marks it spares', () => {
     expect(countPassPays([one, one, range])).toBe(true);
     expect(countPassPays([one, one, one, one, one, one])).toBe(true);
-    // Ranges in both groups of four as the rows stand, in one dispatch once ordered: 1 + 2 units.
+    // Ranges in both groups of four as the rows stand, in one dispatch once ordered: 2 + 1 units.
     expect(countPassPays([range, one, one, one, range, one])).toBe(true);
+    // Model Breadcrumbs, three agents: three one-key kept rows and three outlier rows that collect.
+    expect(countPassPays([one, one, one, range, range, range])).toBe(true);
     // Five ranges fill two collecting dispatches: four units, more than the radix pass and the marks.
     expect(countPassPays([range, range, range, range, range, one])).toBe(false);
     // Rows without a bracket are not counted.

@@ -80,6 +80,7 @@ const cases: Case[] = [
     routes: ['bracket'],
     some: true,
     spans: true,
+    never: ['radix'],
   },
   {
     name: 'six agents: rows 0–3 and 4–5 in two dispatches',
@@ -90,6 +91,7 @@ const cases: Case[] = [
     routes: ['bracket'],
     some: true,
     spans: true,
+    never: ['radix'],
   },
   {
     name: 'a few distinct |τ| around the thresholds: settled on a run at one end of the bracket',
@@ -100,6 +102,7 @@ const cases: Case[] = [
     routes: ['bracket'],
     some: true,
     spans: true,
+    never: ['radix'],
   },
   {
     name: 'hundreds of distinct |τ| around the thresholds: the keys between, sorted on the host',
@@ -109,6 +112,7 @@ const cases: Case[] = [
     steps: 96,
     routes: ['between'],
     some: true,
+    never: ['radix'],
   },
   {
     name: 'hundreds of distinct |τ|, several windows: keys between collected from every window',
@@ -119,6 +123,7 @@ const cases: Case[] = [
     window: 40_000,
     routes: ['between'],
     some: true,
+    never: ['radix'],
   },
   {
     name: 'hundreds of distinct |τ|, more keys between than the room for them: the radix select',
@@ -139,6 +144,7 @@ const cases: Case[] = [
     steps: 96,
     routes: ['between'],
     some: true,
+    never: ['radix'],
   },
   {
     name: 'several windows: ties marked only in the chunk of the first tie not kept',
@@ -171,6 +177,7 @@ const cases: Case[] = [
     routes: ['bracket'],
     some: true,
     spans: true,
+    never: ['radix'],
   },
   {
     name: 'Breadcrumbs, 5 agents: ten rows in three dispatches',
@@ -180,6 +187,7 @@ const cases: Case[] = [
     steps: 1,
     routes: ['bracket'],
     some: true,
+    never: ['radix'],
   },
   {
     name: 'Breadcrumbs, 7 agents: fourteen rows would take four dispatches, so the radix select',
@@ -198,6 +206,7 @@ const cases: Case[] = [
     routes: ['bracket'],
     some: true,
     spans: true,
+    never: ['radix'],
   },
   {
     name: 'f32: radix',

@@ -117,8 +117,9 @@ export function endOnFirstWindows(windows: readonly Window[]): Window[] {
 }
 
 /**
- * The order the count pass counts the rows with a bracket in: those of one key first, then those
- * that collect keys between their ends, so that these share as few dispatches as they can.
+ * The order the count pass counts the rows with a bracket in: those that collect keys between their
+ * ends first, filling whole dispatches of four, so that they take as few dispatches as they can; then
+ * those of one key.
  */
 export function countOrder(brackets: readonly (Bracket | null)[]): number[] {
   const rows = brackets.flatMap((b, i) => (b ? [i] : []));
@@ -126,7 +127,7 @@ export function countOrder(brackets: readonly (Bracket | null)[]): number[] {
     const b = brackets[i];
     return b !== null && b !== undefined && b.lo !== b.hi;
   };
-  return [...rows.filter((i) => !collects(i)), ...rows.filter(collects)];
+  return [...rows.filter(collects), ...rows.filter((i) => !collects(i))];
 }
 
 /**
@@ -303,7 +304,7 @@ export class TopKSelect<J extends SelectJob> {
       words[BRACKET_HEADER + 3 * p + 2] = b && b.lo !== b.hi ? b.lo : NO_KEY;
     });
     host.scheduler.write(io.bracket, 0, new Uint8Array(words.buffer));
-    // Dispatches of up to four places; the rows that collect come last, so as few dispatches as can
+    // Dispatches of up to four places; the rows that collect come first, so as few dispatches as can
     // collect.
     const dispatches: Kernel[] = [];
     for (let first = 0; first < places.length; first += 4) {
