@@ -116,6 +116,11 @@ export function endOnFirstWindows(windows: readonly Window[]): Window[] {
   return [...windows.slice(2), ...windows.slice(0, 2)];
 }
 
+/** A bracket whose ends differ: the count pass collects the keys between them. */
+export function collects(b: Bracket | null | undefined): boolean {
+  return !!b && b.lo !== b.hi;
+}
+
 /**
  * The order the count pass counts the rows with a bracket in: those that collect keys between their
  * ends first, filling whole dispatches of four, so that they take as few dispatches as they can; then
@@ -123,11 +128,20 @@ export function endOnFirstWindows(windows: readonly Window[]): Window[] {
  */
 export function countOrder(brackets: readonly (Bracket | null)[]): number[] {
   const rows = brackets.flatMap((b, i) => (b ? [i] : []));
-  const collects = (i: number): boolean => {
-    const b = brackets[i];
-    return b !== null && b !== undefined && b.lo !== b.hi;
-  };
-  return [...rows.filter(collects), ...rows.filter((i) => !collects(i))];
+  return [...rows.filter((i) => collects(brackets[i])), ...rows.filter((i) => !collects(brackets[i]))];
+}
+
+/** The count pass's dispatches: up to four places of countOrder each, and whether one collects. */
+function countDispatches(
+  brackets: readonly (Bracket | null)[],
+): { first: number; rows: number; collect: boolean }[] {
+  const places = countOrder(brackets);
+  const dispatches = [];
+  for (let first = 0; first < places.length; first += 4) {
+    const group = places.slice(first, first + 4);
+    dispatches.push({ first, rows: group.length, collect: group.some((row) => collects(brackets[row])) });
+  }
+  return dispatches;
 }
 
 /**
@@ -138,23 +152,17 @@ export function countOrder(brackets: readonly (Bracket | null)[]): number[] {
  * about two, the histogram pass about 2.6 and the marks about 0.5: so at most three units.
  */
 export function countPassPays(brackets: readonly (Bracket | null)[]): boolean {
-  const places = countOrder(brackets);
-  let cost = 0;
-  for (let first = 0; first < places.length; first += 4) {
-    const group = places.slice(first, first + 4).map((row) => brackets[row]);
-    cost += group.some((b) => b && b.lo !== b.hi) ? 2 : 1;
-  }
-  return cost <= 3;
+  return countDispatches(brackets).reduce((cost, d) => cost + (d.collect ? 2 : 1), 0) <= 3;
 }
 
 export class TopKSelect<J extends SelectJob> {
   private histogram: GPUBuffer | null = null;
+  /** Every readback of the select (readRanges): grown on demand. */
   private readback: GPUBuffer | null = null;
   private bracket: GPUBuffer | null = null;
-  /** The count pass's keys between the brackets' ends and ties per chunk, and their readback: grown on demand. */
+  /** The count pass's keys between the brackets' ends and its ties per chunk: grown on demand. */
   private collected: GPUBuffer | null = null;
   private chunks: GPUBuffer | null = null;
-  private countReadback: GPUBuffer | null = null;
   /** Per buffer set of the host: its io plus the select's buffers (io()). */
   private readonly ios = new WeakMap<KernelIo, KernelIo>();
 
@@ -203,7 +211,7 @@ export class TopKSelect<J extends SelectJob> {
     const { tensor } = job;
     const host = this.host;
     const n = host.agents;
-    const { histogram, readback } = this.buffers();
+    const { histogram } = this.buffers();
     // The sample is taken from the window the count pass starts on, which it then finds resident.
     const order = endOnFirstWindows(job.windows);
     const sampled = order[0];
@@ -219,7 +227,9 @@ export class TopKSelect<J extends SelectJob> {
       encode: (encoder, io, d) => sampler.encode(encoder, this.io(io), d),
     });
     const sampleWords = n * 2 * SAMPLE_PAIRS;
-    const words = await this.readBack(histogram, readback, sampleWords * 4);
+    const [words = new Uint32Array(0)] = await this.readRanges([
+      { buffer: histogram, offset: 0, words: sampleWords },
+    ]);
     const keys = Array.from({ length: n }, (_, t) =>
       sortedKeys(words.subarray(t * 2 * SAMPLE_PAIRS, (t + 1) * 2 * SAMPLE_PAIRS)),
     );
@@ -274,7 +284,7 @@ export class TopKSelect<J extends SelectJob> {
     const { histogram } = this.buffers();
     const rows = brackets.length;
     // Room per row for the most keys any row's sample put between its ends, with some to spare.
-    const ranged = brackets.filter((b) => b && b.lo !== b.hi).map((b) => b?.between ?? 0);
+    const ranged = brackets.filter(collects).map((b) => b?.between ?? 0);
     const room = ranged.length
       ? Math.min(
           Math.ceil(Math.max(...ranged) * 1.5) + 4096,
@@ -301,21 +311,16 @@ export class TopKSelect<J extends SelectJob> {
       const b = brackets[row];
       words[BRACKET_HEADER + 3 * p] = row;
       words[BRACKET_HEADER + 3 * p + 1] = b?.hi ?? NO_KEY;
-      words[BRACKET_HEADER + 3 * p + 2] = b && b.lo !== b.hi ? b.lo : NO_KEY;
+      words[BRACKET_HEADER + 3 * p + 2] = b && collects(b) ? b.lo : NO_KEY;
     });
     host.scheduler.write(io.bracket, 0, new Uint8Array(words.buffer));
-    // Dispatches of up to four places; the rows that collect come first, so as few dispatches as can
-    // collect.
     const dispatches: Kernel[] = [];
-    for (let first = 0; first < places.length; first += 4) {
-      const group = places.slice(first, first + 4).map((row) => brackets[row]);
-      const collect = group.some((b) => b && b.lo !== b.hi);
+    for (const { first, rows: count, collect } of countDispatches(brackets))
       dispatches.push(
-        await host.kernel(`topk_count:${tensor.dtype}:${first}:${group.length}:${collect}`, () =>
-          createTopKCountKernel(host.device, tensor.dtype, n, first, group.length, collect),
+        await host.kernel(`topk_count:${tensor.dtype}:${first}:${count}:${collect}`, () =>
+          createTopKCountKernel(host.device, tensor.dtype, n, first, count, collect),
         ),
       );
-    }
     const bytes = rows * BRACKET_COUNTS * 4;
     host.scheduler.submit('topk_count.clear', (encoder) => encoder.clearBuffer(histogram, 0, bytes));
     await host.countPass(job, {
@@ -352,18 +357,15 @@ export class TopKSelect<J extends SelectJob> {
       const r = result[i];
       if (r) r.between = keys[j] ?? null;
     });
-    const windowOf = new Map(job.windows.map((w) => [chunkBase[w.index] ?? 0, w]));
     return {
       rows: result,
       chunkTies: (row, end) =>
         (ties ?? new Uint32Array(0)).subarray((2 * row + end) * chunks, (2 * row + end + 1) * chunks),
       chunkSpan: (chunk) => {
         // The chunk's window: the last whose first chunk is at or before it.
-        let base = chunk;
-        while (base >= 0 && !windowOf.has(base)) base--;
-        const w = windowOf.get(base);
+        const w = job.windows.findLast((v) => (chunkBase[v.index] ?? 0) <= chunk);
         if (!w) return null;
-        const first = w.start + (chunk - base) * CHUNK_ELEMENTS;
+        const first = w.start + (chunk - (chunkBase[w.index] ?? 0)) * CHUNK_ELEMENTS;
         return { first, end: Math.min(first + CHUNK_ELEMENTS, w.start + w.count) };
       },
     };
@@ -375,14 +377,20 @@ export class TopKSelect<J extends SelectJob> {
   ): Promise<Uint32Array[]> {
     if (ranges.length === 0) return [];
     const total = ranges.reduce((sum, r) => sum + r.words, 0);
-    const out = this.readbackBuffer(Math.max(1, total) * 4);
+    this.readback = this.grow(
+      this.readback,
+      'readback',
+      total,
+      GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    );
+    const out = this.readback;
     const starts: number[] = [];
     let at = 0;
     for (const r of ranges) {
       starts.push(at);
       at += r.words;
     }
-    this.host.scheduler.submit('topk_count.read', (encoder) => {
+    this.host.scheduler.submit('topk.readback', (encoder) => {
       ranges.forEach((r, i) => {
         if (r.words > 0)
           encoder.copyBufferToBuffer(r.buffer, r.offset * 4, out, (starts[i] ?? 0) * 4, r.words * 4);
@@ -402,7 +410,7 @@ export class TopKSelect<J extends SelectJob> {
     const kernel = await host.kernel(`topk_hist:${tensor.dtype}`, () =>
       createTopKHistKernel(host.device, tensor.dtype, host.agents),
     );
-    const { histogram, readback } = this.buffers();
+    const { histogram } = this.buffers();
     const all = states.map((_, i) => i);
     for (const [digit, { shift, bits }] of RADIX_DIGITS.entries()) {
       // Each pass's top-ks, by index: all of them on the first digit, else N at a time.
@@ -427,7 +435,9 @@ export class TopKSelect<J extends SelectJob> {
           params: () => ({ digitShift: shift, digitBits: bits }),
           encode: (encoder, io, d) => kernel.encode(encoder, this.io(io), d),
         });
-        const words = await this.readBack(histogram, readback, histogram.size);
+        const [words = new Uint32Array(0)] = await this.readRanges([
+          { buffer: histogram, offset: 0, words: histogram.size / 4 },
+        ]);
         states = states.map((s, i) => {
           if (!counted[i]) return s;
           const t = i % n;
@@ -442,37 +452,26 @@ export class TopKSelect<J extends SelectJob> {
     return states;
   }
 
-  /** Copies the first `bytes` of the histogram buffer out after the work submitted so far. */
-  private async readBack(histogram: GPUBuffer, readback: GPUBuffer, bytes: number): Promise<Uint32Array> {
-    this.host.scheduler.submit('topk.readback', (encoder) =>
-      encoder.copyBufferToBuffer(histogram, 0, readback, 0, bytes),
-    );
-    return new Uint32Array((await this.host.scheduler.read(readback, bytes)).buffer);
-  }
-
   destroy(): void {
-    this.histogram?.destroy();
-    this.readback?.destroy();
-    this.bracket?.destroy();
-    for (const b of [this.collected, this.chunks, this.countReadback]) b?.destroy();
-    this.histogram = this.readback = this.bracket = null;
-    this.collected = this.chunks = this.countReadback = null;
+    for (const b of [this.histogram, this.bracket, this.collected, this.chunks, this.readback]) b?.destroy();
+    this.histogram = this.bracket = this.collected = this.chunks = this.readback = null;
   }
 
-  private buffers(): { histogram: GPUBuffer; readback: GPUBuffer } {
-    const bytes = this.host.agents * RADIX_BINS * TOPK_HIST_SLOTS * 4;
-    const device = this.host.device;
-    this.histogram ??= device.createBuffer({
+  private buffers(): { histogram: GPUBuffer } {
+    this.histogram ??= this.host.device.createBuffer({
       label: 'TopKSelect.histogram',
-      size: bytes,
+      size: this.host.agents * RADIX_BINS * TOPK_HIST_SLOTS * 4,
       usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
     });
-    this.readback ??= device.createBuffer({
-      label: 'TopKSelect.readback',
-      size: bytes,
-      usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
-    });
-    return { histogram: this.histogram, readback: this.readback };
+    return { histogram: this.histogram };
+  }
+
+  /** `have`, or a new buffer of at least `words` words in its place (grown, never shrunk). */
+  private grow(have: GPUBuffer | null, label: string, words: number, usage: GPUBufferUsageFlags): GPUBuffer {
+    const bytes = pad4(Math.max(1, words) * 4);
+    if (have && have.size >= bytes) return have;
+    have?.destroy();
+    return this.host.device.createBuffer({ label: `TopKSelect.${label}`, size: bytes, usage });
   }
 
   /**
@@ -484,33 +483,16 @@ export class TopKSelect<J extends SelectJob> {
     chunks: number,
     bracket: number,
   ): Record<'collected' | 'chunks' | 'bracket', GPUBuffer> {
-    const grow = (
-      have: GPUBuffer | null,
-      label: string,
-      words: number,
-      usage: GPUBufferUsageFlags,
-    ): GPUBuffer => {
-      const bytes = pad4(Math.max(1, words) * 4);
-      if (have && have.size >= bytes) return have;
-      have?.destroy();
-      return this.host.device.createBuffer({ label: `TopKSelect.${label}`, size: bytes, usage });
-    };
     const storage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC;
-    this.collected = grow(this.collected, 'collected', collected, storage);
-    this.chunks = grow(this.chunks, 'chunks', chunks, storage);
-    this.bracket = grow(this.bracket, 'bracket', bracket, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+    this.collected = this.grow(this.collected, 'collected', collected, storage);
+    this.chunks = this.grow(this.chunks, 'chunks', chunks, storage);
+    this.bracket = this.grow(
+      this.bracket,
+      'bracket',
+      bracket,
+      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+    );
     return { collected: this.collected, chunks: this.chunks, bracket: this.bracket };
-  }
-
-  private readbackBuffer(bytes: number): GPUBuffer {
-    if (this.countReadback && this.countReadback.size >= bytes) return this.countReadback;
-    this.countReadback?.destroy();
-    this.countReadback = this.host.device.createBuffer({
-      label: 'TopKSelect.countReadback',
-      size: pad4(bytes),
-      usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
-    });
-    return this.countReadback;
   }
 
   /**
