@@ -22,56 +22,66 @@ override CONSENSUS: bool = true;
 // Per tie row, the window-local index of its first tie not kept (topk_scan's carry, words 0..2·AGENTS−1).
 @group(0) @binding(4) var<storage, read> tie_cutoffs: array<u32>;
 
-// Agent t's parameters that its sparsification reads, loaded once for both pairs of an invocation:
-// SwiftShader loads a value indexed by the agent per lane, as it loads the inputs.
+// Agent t's cuts over the four elements of an invocation's two pairs, loaded and worked out once
+// for both (SwiftShader loads a value indexed by the agent per lane, as it loads the inputs): per
+// element the key its kept |tau| bits lie above, and with BAND the key its dropped outliers lie above.
+// With TIE_BREAK a tie is kept before its row's cutoff: there the key is the threshold − 1, so that the
+// kept keys are those at or above the threshold (a threshold of 0 stays 0: keeping a zero key changes
+// nothing, and a NaN's key is above 0 either way).
 struct Cuts {
-  threshold: u32,
-  cutoff: u32,
-  outlier_threshold: u32,
-  outlier_cutoff: u32,
+  above: vec4<u32>,
+  outlier_above: vec4<u32>,
 }
 
-fn cuts(t: u32) -> Cuts {
-  var c = Cuts(0u, 0u, 0u, 0u);
+// The key above which a top-k keeps the invocation's elements, from its threshold and, with
+// TIE_BREAK, the window-local index of its first tie not kept.
+fn kept_above(threshold: u32, cutoff: u32, first: u32) -> vec4<u32> {
+  let t = vec4<u32>(threshold);
+  if (!TIE_BREAK) {
+    return t;
+  }
+  let e = vec4<u32>(2u * first) + vec4<u32>(0u, 1u, 2u, 3u);
+  let tie_kept = (e < vec4<u32>(cutoff)) & (t != vec4<u32>(0u));
+  return t - select(vec4<u32>(0u), vec4<u32>(1u), tie_kept);
+}
+
+fn cuts(t: u32, first: u32) -> Cuts {
+  var c = Cuts(vec4<u32>(0u), vec4<u32>(0u));
   if (TOP_K && !DARE) {
-    c.threshold = agents[t].threshold;
+    var cutoff = 0u;
     if (TIE_BREAK) {
-      c.cutoff = tie_cutoffs[t];
+      cutoff = tie_cutoffs[t];
     }
+    c.above = kept_above(agents[t].threshold, cutoff, first);
     if (BAND) {
-      c.outlier_threshold = agents[t].outlier_threshold;
+      var outlier_cutoff = 0u;
       if (TIE_BREAK) {
-        c.outlier_cutoff = tie_cutoffs[AGENTS + t];
+        outlier_cutoff = tie_cutoffs[AGENTS + t];
       }
+      c.outlier_above = kept_above(agents[t].outlier_threshold, outlier_cutoff, first);
     }
   }
   return c;
 }
 
-// Whether an agent's keys of pair p are in a top-k given as its threshold and, with TIE_BREAK, the
-// cutoff below which its ties are kept: a comparison per lane, no rank.
-fn in_top(p: u32, key: vec2<u32>, threshold: u32, cutoff: u32) -> vec2<bool> {
-  let t = vec2<u32>(threshold);
-  if (TIE_BREAK) {
-    // Before the cutoff a tie is kept: there the kept keys are those at or above the threshold.
-    let e = vec2<u32>(2u * p, 2u * p + 1u);
-    return select(key > t, key >= t, e < vec2<u32>(cutoff));
-  }
-  return key > t;
+// The cuts of one pair: the first or second half of the invocation's.
+struct PairCuts {
+  above: vec2<u32>,
+  outlier_above: vec2<u32>,
 }
 
 // Agent t's sparsified tau of pair p, x = its raw tau, key = its |tau| bits (0 where it holds the
 // base's bits).
-fn sparsified(t: u32, p: u32, x: vec2<f32>, key: vec2<u32>, c: Cuts) -> vec2<f32> {
+fn sparsified(t: u32, p: u32, x: vec2<f32>, key: vec2<u32>, c: PairCuts) -> vec2<f32> {
   if (DARE) {
     return dare_pair(t, p, x);
   }
   if (!TOP_K) {
     return x;
   }
-  var kept = in_top(p, key, c.threshold, c.cutoff);
+  var kept = key > c.above;
   if (BAND) {
-    kept = kept & !in_top(p, key, c.outlier_threshold, c.outlier_cutoff);
+    kept = kept & !(key > c.outlier_above);
   }
   return select(vec2<f32>(0.0), x, kept);
 }
@@ -98,12 +108,13 @@ fn tally_start(p: u32) -> Tally {
 }
 
 // Adds agent t (weight w, sparsification c) to pair p's tally.
-fn tally_add(a: Tally, t: u32, p: u32, c: Cuts, w: f32) -> Tally {
+fn tally_add(a: Tally, t: u32, p: u32, c: PairCuts, w: f32) -> Tally {
   var r = a;
   let bits = load_pair_bits(t + 1u, p);
   r.scan = scan_add(a.scan, bits);
   let raw = bitcast<vec2<f32>>(bits) - bitcast<vec2<f32>>(a.base_bits);
-  let key = select(bitcast<vec2<u32>>(raw) & vec2<u32>(0x7fffffffu), vec2<u32>(0u), bits == a.base_bits);
+  let changed = bits != a.base_bits;
+  let key = select(vec2<u32>(0u), bitcast<vec2<u32>>(raw) & vec2<u32>(0x7fffffffu), changed);
   let x = sparsified(t, p, raw, key, c);
   if (CONSENSUS) {
     r.vote += w * x;
@@ -115,12 +126,16 @@ fn tally_add(a: Tally, t: u32, p: u32, c: Cuts, w: f32) -> Tally {
     r.weights_pos += select(vec2<f32>(0.0), vec2<f32>(w), pos);
     r.sum_neg += select(vec2<f32>(0.0), w * x, neg);
     r.weights_neg += select(vec2<f32>(0.0), vec2<f32>(w), neg);
+    if (COUNT_BRANCHES) {
+      // add_voter's sides are these, where the agent's bits differ from the base's.
+      r.branch = add_sides(a.branch, t, pos & changed, neg & changed);
+    }
   } else {
     r.sum_pos += w * x;
     r.weights_pos += vec2<f32>(w);
-  }
-  if (COUNT_BRANCHES) {
-    r.branch = add_voter(a.branch, t, x, w, bits != a.base_bits);
+    if (COUNT_BRANCHES) {
+      r.branch = add_voter(a.branch, t, x, w, changed);
+    }
   }
   return r;
 }
@@ -177,9 +192,12 @@ struct Tallies {
 
 // Adds agent t to both pairs, first and first + 1, its parameters loaded once.
 fn add_agent(s: Tallies, t: u32, first: u32) -> Tallies {
-  let c = cuts(t);
+  let c = cuts(t, first);
   let w = agents[t].weight;
-  return Tallies(tally_add(s.a, t, first, c, w), tally_add(s.b, t, first + 1u, c, w));
+  return Tallies(
+    tally_add(s.a, t, first, PairCuts(c.above.xy, c.outlier_above.xy), w),
+    tally_add(s.b, t, first + 1u, PairCuts(c.above.zw, c.outlier_above.zw), w),
+  );
 }
 
 // Merges pairs first and first + 1 (each agent's parameters loaded once for both) and writes what lies

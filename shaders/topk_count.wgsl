@@ -104,9 +104,9 @@ fn count_keys(c: Counts, hi: u32, lo: u32, keys: vec4<u32>, bit: vec4<u32>) -> C
   return r;
 }
 
-// Row r's vec4 word q of 16-bit inputs.
-fn row_words(r: u32, q: u32, slot: u32) -> vec4<u32> {
-  return inputs[(r % AGENTS + 1u) * slot + q];
+// The first vec4 word of row r's 16-bit inputs (its agent's slot).
+fn row_start(r: u32, slot: u32) -> u32 {
+  return (r % AGENTS + 1u) * slot;
 }
 
 // The row at place p of the host's order, its hi and its lo.
@@ -121,19 +121,31 @@ fn place(p: u32) -> Place {
   return Place(bracket[at], bracket[at + 1u], bracket[at + 2u]);
 }
 
+// What the counting loop reads of the row at place FIRST_ROW + i, loaded once before it: its keys
+// and its slot's first word (SwiftShader would otherwise load the place and divide per word).
+struct Counted {
+  start: u32,
+  hi: u32,
+  lo: u32,
+}
+
+fn counted_row(i: u32, slot: u32) -> Counted {
+  let p = place(FIRST_ROW + i);
+  return Counted(row_start(p.row, slot), p.hi, p.lo);
+}
+
 // The keys of the row at place FIRST_ROW + i of the eight elements of vec4 word q, counted in field i.
 fn count_row(
   c: Counts,
   i: u32,
+  counted: Counted,
   q: u32,
-  slot: u32,
   base_low: vec4<u32>,
   base_high: vec4<u32>,
   valid_low: vec4<bool>,
   valid_high: vec4<bool>,
 ) -> Counts {
-  let counted = place(FIRST_ROW + i);
-  let words = row_words(counted.row, q, slot);
+  let words = inputs[counted.start + q];
   let bit = vec4<u32>(1u << (8u * i));
   let hi = counted.hi;
   let lo = counted.lo;
@@ -181,7 +193,7 @@ fn collect_row(i: u32, n: u32, first: u32, slot: u32) {
     }
     let valid = valid_halves(q);
     let base = inputs[q];
-    let words = row_words(r, q, slot);
+    let words = inputs[row_start(r, slot) + q];
     at = store_between(r, keys4(halves(words, false), halves(base, false), valid[0]), hi, lo, at);
     at = store_between(r, keys4(halves(words, true), halves(base, true), valid[1]), hi, lo, at);
   }
@@ -201,6 +213,19 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
   var c = Counts(zero, zero, zero, zero);
   let slot = params.slot_words / 4u;
   let first = group * WORKGROUP * QUADS + lid;
+  let row0 = counted_row(0u, slot);
+  var row1 = row0;
+  var row2 = row0;
+  var row3 = row0;
+  if (ROWS > 1u) {
+    row1 = counted_row(1u, slot);
+  }
+  if (ROWS > 2u) {
+    row2 = counted_row(2u, slot);
+  }
+  if (ROWS > 3u) {
+    row3 = counted_row(3u, slot);
+  }
   for (var j = 0u; j < QUADS; j++) {
     let q = first + j * WORKGROUP;
     if (8u * q >= params.count) {
@@ -214,15 +239,15 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
     let base_high = halves(base, true);
     // Rows written out: SwiftShader does not unroll a loop of a constant count, and unrolled, each
     // row's field and slot are constants.
-    c = count_row(c, 0u, q, slot, base_low, base_high, valid_low, valid_high);
+    c = count_row(c, 0u, row0, q, base_low, base_high, valid_low, valid_high);
     if (ROWS > 1u) {
-      c = count_row(c, 1u, q, slot, base_low, base_high, valid_low, valid_high);
+      c = count_row(c, 1u, row1, q, base_low, base_high, valid_low, valid_high);
     }
     if (ROWS > 2u) {
-      c = count_row(c, 2u, q, slot, base_low, base_high, valid_low, valid_high);
+      c = count_row(c, 2u, row2, q, base_low, base_high, valid_low, valid_high);
     }
     if (ROWS > 3u) {
-      c = count_row(c, 3u, q, slot, base_low, base_high, valid_low, valid_high);
+      c = count_row(c, 3u, row3, q, base_low, base_high, valid_low, valid_high);
     }
   }
   flush(0u, c.above);

@@ -42,9 +42,14 @@ fn no_voters() -> Voters {
 fn add_voter(v: Voters, t: u32, x: vec2<f32>, w: f32, changed: vec2<bool>) -> Voters {
   let voting = (x != vec2<f32>(0.0)) & vec2<bool>(w != 0.0) & changed;
   let up = (x > vec2<f32>(0.0)) == vec2<bool>(w > 0.0);
+  return add_sides(v, t, voting & up, voting & !up);
+}
+
+// Adds agent t as a voter on the positive side where `pos`, on the negative side where `neg`.
+fn add_sides(v: Voters, t: u32, pos: vec2<bool>, neg: vec2<bool>) -> Voters {
   let bit = vec2<u32>(1u << t);
   let zero = vec2<u32>(0u);
-  return Voters(v.pos | select(zero, bit, voting & up), v.neg | select(zero, bit, voting & !up));
+  return Voters(v.pos | select(zero, bit, pos), v.neg | select(zero, bit, neg));
 }
 
 // A pair's summed agents (the sides in `keep_pos` / `keep_neg`), and where voters of both signs remain.
