@@ -2,16 +2,27 @@
 // kernel runs over one resident window (no reads, no readback) and is timed in process CPU time
 // (SwiftShader's threads are this process's) and wall time. On a shared machine compare only rows of
 // one run. `node --import ./bin/register.mjs src/bench/kernel-profile.ts [--log2 23] [--repeats 3]`
+// `--alt shaders/ties.wgsl=/tmp/ties.wgsl[,…]` also times the TIES merge (with branch counts) and the
+// count pass built with those files in place of the named ones, interleaved with the rest in the same
+// process, so that this VM's drift hits both alike (an A/A of identical files still differs by up to
+// 7% at --repeats 25 --log2 21). `--only a|b` names several rows.
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { bf16ToF32 } from '../format/dtype.ts';
 import { floatStream } from '../demo/rng.ts';
 import { acquireNodeGpu } from '../cli/node-gpu.ts';
 import { requestEngineDevice } from '../engine/device.ts';
-import type { Kernel, KernelIo } from '../engine/kernels/kernel.ts';
+import {
+  createKernel,
+  DTYPE_CODE,
+  type Kernel,
+  type KernelIo,
+  type KernelSpec,
+} from '../engine/kernels/kernel.ts';
 import { createRamKernel } from '../engine/kernels/ram.ts';
 import { createStatsKernel, statsLayout } from '../engine/kernels/stats.ts';
 import { createOverlapCountKernel, overlapCountGroups } from '../engine/kernels/overlap_count.ts';
-import { createTiesKernel, tiesMergeDispatch } from '../engine/kernels/ties.ts';
+import { createTiesKernel, TIES_KERNEL, tiesMergeDispatch } from '../engine/kernels/ties.ts';
 import { createTopKHistKernel, TOPK_HIST_SLOTS } from '../engine/kernels/topk_hist.ts';
 import { createTopKScanKernel, TIE_CARRY_WORDS } from '../engine/kernels/topk_scan.ts';
 import { createTopKTiesKernel, spanMarkDispatch, tieMarkDispatch } from '../engine/kernels/topk_ties.ts';
@@ -20,9 +31,10 @@ import {
   bracketGroups,
   CHUNK_ELEMENTS,
   createTopKCountKernel,
+  TOPK_COUNT_KERNEL,
 } from '../engine/kernels/topk_count.ts';
 import { NO_KEY } from '../engine/kernels/topk_sample.ts';
-import { flagCount } from '../engine/kernels/merge-bindings.ts';
+import { flagCount, mergeConstants } from '../engine/kernels/merge-bindings.ts';
 import { branchWords } from '../engine/kernels/branches.ts';
 import { encodeAgents, encodeParams, PARAMS_BYTES, type WindowParams } from '../engine/layout.ts';
 import {
@@ -50,8 +62,10 @@ const { values } = parseArgs({
     log2: { type: 'string', default: '23' },
     repeats: { type: 'string', default: '3' },
     density: { type: 'string', default: '0.5' },
-    /** Only the kernels whose names contain this (RAM is always timed, as the unit). */
+    /** Only the kernels whose names contain this, or one of a|b|… (RAM is always timed, as the unit). */
     only: { type: 'string', default: '' },
+    /** path=file,…: shader files replaced in the "(alt)" rows (see above). */
+    alt: { type: 'string', default: '' },
   },
 });
 const numel = 2 ** Number(values.log2);
@@ -372,6 +386,60 @@ const steps: Step[] = [
   },
 ];
 
+/** The spec with each source that is the text of an --alt path replaced by its file's text. */
+function altSpec(spec: KernelSpec): KernelSpec {
+  const pairs = values.alt
+    .split(',')
+    .filter(Boolean)
+    .map((pair) => pair.split('=').map((path) => readFileSync(path, 'utf8')));
+  const swapped = spec.sources.map((text) => pairs.find(([current]) => current === text));
+  if (!swapped.some(Boolean)) throw new Error(`--alt names no source of ${spec.name}`);
+  return { ...spec, sources: spec.sources.map((text, i) => swapped[i]?.[1] ?? text) };
+}
+
+if (values.alt) {
+  steps.push(
+    {
+      name: 'ties merge, TIE_BREAK on, branch counts (alt)',
+      groups: mergeGroups(numel),
+      kernels: [
+        {
+          kernel: await createKernel(device, altSpec(TIES_KERNEL), {
+            ...mergeConstants(variant),
+            DARE: 0,
+            TOP_K: 1,
+            TIE_BREAK: 1,
+            BAND: 0,
+            CONSENSUS: 1,
+            COUNT_BRANCHES: 1,
+          }),
+          io: tiesIo,
+          dispatch: tiesMergeDispatch(splitDispatch(mergeGroups(numel), max), max, true),
+        },
+      ],
+      agents: mergeAgents,
+      clear: io.branches,
+    },
+    {
+      name: 'topk_count (threshold key guessed) (alt)',
+      groups: bracketGroups(numel),
+      kernels: [
+        {
+          kernel: await createKernel(device, altSpec(TOPK_COUNT_KERNEL), {
+            IN_DTYPE: DTYPE_CODE.BF16,
+            AGENTS,
+            FIRST_ROW: 0,
+            ROWS: AGENTS,
+            COLLECT: 0,
+          }),
+          io: { ...io, bracket: bracketBuffer, collected, chunks },
+        },
+      ],
+      clear: io.histogram,
+    },
+  );
+}
+
 async function timed(step: Step): Promise<{ cpu: number; wall: number }> {
   const d = splitDispatch(step.groups, max);
   const windowParams: WindowParams = {
@@ -395,7 +463,8 @@ async function timed(step: Step): Promise<{ cpu: number; wall: number }> {
   return { cpu: (cpu.user + cpu.system) / 1e3, wall: performance.now() - wall0 };
 }
 
-const chosen = steps.filter((s, i) => i === 0 || s.name.includes(values.only));
+const only = values.only.split('|');
+const chosen = steps.filter((s, i) => i === 0 || only.some((part) => s.name.includes(part)));
 const rows = chosen.map((s) => ({ step: s, cpu: [] as number[], wall: [] as number[] }));
 for (let r = 0; r < repeats; r++)
   for (const row of rows) {
