@@ -9,7 +9,7 @@ import {
   needsBetween,
   settleBracket,
   tieChunk,
-  sortedKeys,
+  rankKeys,
   type Bracket,
   type BracketCounts,
 } from './topk-bracket.ts';
@@ -76,21 +76,63 @@ function sample(keys: Uint32Array, size: number, seed: number): Uint32Array {
   return Uint32Array.from([...out, NO_KEY, NO_KEY]);
 }
 
-describe('sortedKeys', () => {
-  it('sorts a sample descending and drops the NO_KEY slots past a window', () => {
-    const sample = Uint32Array.from([5, NO_KEY, 0, 9, 5, NO_KEY, 7]);
-    expect(Array.from(sortedKeys(sample))).toEqual([9, 7, 5, 5, 0]);
-    expect(Array.from(sample)).toEqual([5, NO_KEY, 0, 9, 5, NO_KEY, 7]);
-    expect(sortedKeys(Uint32Array.from([NO_KEY, NO_KEY])).length).toBe(0);
+/** chooseBracket's rule on a plain sort of the sample: the keys 3σ + 4 ranks either side of k's. */
+function sortedBracket(sampled: Uint32Array, k: number, numel: number): Bracket {
+  const keys = Array.from(sampled)
+    .filter((key) => key !== NO_KEY)
+    .sort((a, b) => b - a);
+  const q = k / numel;
+  const rank = q * keys.length;
+  const spread = Math.ceil(3 * Math.sqrt(keys.length * q * (1 - q)) + 4);
+  const top = Math.max(0, Math.floor(rank) - spread);
+  const bottom = Math.min(keys.length - 1, Math.ceil(rank) + spread);
+  const hi = at(keys, top);
+  const lo = at(keys, bottom);
+  const inside = keys.slice(top, bottom + 1).filter((key) => key < hi && key > lo).length;
+  return { hi, lo, between: Math.ceil((inside / keys.length) * numel) };
+}
+
+describe('rankKeys', () => {
+  /** The keys descending, NO_KEY dropped, by a plain sort. */
+  const sorted = (sample: Uint32Array): number[] =>
+    Array.from(sample)
+      .filter((key) => key !== NO_KEY)
+      .sort((a, b) => b - a);
+
+  it('gives every rank, and the keys above and equal to any key, as sorting does; NO_KEY slots dropped', () => {
+    const random = seededRandom(41);
+    // Runs of bf16-like keys, keys that differ only in their low 16 bits (one bin, many keys), zeros.
+    const sample = Uint32Array.from({ length: 6_000 }, () => {
+      const r = random();
+      if (r < 0.1) return NO_KEY;
+      if (r < 0.25) return 0;
+      if (r < 0.6) return 0x3c000000 + Math.floor(random() * 40) * 0x10000;
+      return 0x3c280000 + Math.floor(random() * 3000);
+    });
+    const copy = sample.slice();
+    const ranked = rankKeys(sample);
+    const expected = sorted(sample);
+    expect(ranked.length).toBe(expected.length);
+    expected.forEach((key, rank) => expect(ranked.keyAt(rank)).toBe(key));
+    expect(ranked.keyAt(expected.length)).toBe(0);
+    expect(ranked.keyAt(-1)).toBe(0);
+    for (const key of [...new Set(expected)]
+      .slice(0, 400)
+      .concat([0x3c27ffff, 0x3c280000 + 3001, 0x7f000000])) {
+      expect(ranked.above(key)).toBe(expected.filter((k) => k > key).length);
+      expect(ranked.equal(key)).toBe(expected.filter((k) => k === key).length);
+    }
+    expect(sample).toEqual(copy);
+    expect(rankKeys(Uint32Array.from([NO_KEY, NO_KEY])).length).toBe(0);
   });
 });
 
 describe('exactTopK', () => {
   it('keeps what sorting keeps, at every k from one to more than the non-zero keys', () => {
     const keys = tiedKeys(3_000, 6, 0.4, 1);
-    const sorted = sortedKeys(keys);
-    for (const k of [1, 2, 17, 500, 1_000, 1_799, 1_800, 2_999]) {
-      const state = exactTopK(sorted, k);
+    const ranked = rankKeys(keys);
+    for (const k of [1, 2, 17, 500, 1_000, 1_799, 1_800, 2_999, 3_000]) {
+      const state = exactTopK(ranked, k);
       expect(state.searching).toBe(false);
       expect(stateMask(keys, state)).toEqual(sortedMask(keys, k));
     }
@@ -105,12 +147,12 @@ describe('chooseBracket and settleBracket', () => {
       let trials = 0;
       for (let seed = 1; seed <= 6; seed++) {
         const keys = tiedKeys(20_000, distinct, 0.3, seed);
-        const sorted = sortedKeys(sample(keys, 4_000, seed + 100));
+        const ranked = rankKeys(sample(keys, 4_000, seed + 100));
         for (const density of [0.01, 0.2, 0.5, 0.69, 0.9]) {
           const k = Math.floor(density * keys.length);
           trials++;
-          const bracket = chooseBracket(sorted, k, keys.length);
-          expect(bracket).not.toBeNull();
+          const bracket = chooseBracket(ranked, k, keys.length);
+          expect(bracket).toEqual(sortedBracket(sample(keys, 4_000, seed + 100), k, keys.length));
           if (!bracket) continue;
           const { state, between } = settle(keys, bracket, k);
           if (!state) continue;
@@ -161,7 +203,7 @@ describe('chooseBracket and settleBracket', () => {
   it('keeps every non-zero key when the sample shows fewer than k of them', () => {
     const keys = tiedKeys(10_000, 5, 0.9, 7);
     const k = 5_000;
-    const bracket = chooseBracket(sortedKeys(sample(keys, 2_000, 8)), k, keys.length);
+    const bracket = chooseBracket(rankKeys(sample(keys, 2_000, 8)), k, keys.length);
     expect(bracket).toEqual({ hi: 0, lo: 0, between: 0 });
     const state = bracket && settle(keys, bracket, k).state;
     expect(state && stateMask(keys, state)).toEqual(sortedMask(keys, k));

@@ -19,6 +19,7 @@ import { createTopKHistKernel, histogramBin, histogramCounts, TOPK_HIST_SLOTS } 
 import { encodeAgents, type WindowParams } from './layout.ts';
 import { countGroups, pad4, WORKGROUP_SIZE, type Dispatch, type Window } from './plumbing.ts';
 import type { Scheduler } from './scheduler.ts';
+import { at } from '../io/checked.ts';
 import {
   BRACKET_COUNTS,
   BRACKET_HEADER,
@@ -32,7 +33,7 @@ import {
   exactTopK,
   needsBetween,
   settleBracket,
-  sortedKeys,
+  rankKeys,
   tieChunk,
   type Bracket,
   type BracketCounts,
@@ -231,18 +232,18 @@ export class TopKSelect<J extends SelectJob> {
       { buffer: histogram, offset: 0, words: sampleWords },
     ]);
     const keys = Array.from({ length: n }, (_, t) =>
-      sortedKeys(words.subarray(t * 2 * SAMPLE_PAIRS, (t + 1) * 2 * SAMPLE_PAIRS)),
+      rankKeys(words.subarray(t * 2 * SAMPLE_PAIRS, (t + 1) * 2 * SAMPLE_PAIRS)),
     );
     const next: SelectedTopK[] = [...states];
     const brackets: (Bracket | null)[] = states.map((s, i) => {
       if (!s.searching) return null;
-      const sorted = keys[i % n] ?? new Uint32Array(0);
+      const ranked = at(keys, i % n);
       if (whole) {
-        next[i] = exactTopK(sorted, counts[i] ?? 0);
+        next[i] = exactTopK(ranked, counts[i] ?? 0);
         routes[i] = 'sample';
         return null;
       }
-      return chooseBracket(sorted, counts[i] ?? 0, tensor.numel);
+      return chooseBracket(ranked, counts[i] ?? 0, tensor.numel);
     });
     if (!brackets.some((b) => b) || !countPassPays(brackets)) return next;
     const found = await this.countBrackets(job, brackets, counts, order);
