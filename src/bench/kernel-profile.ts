@@ -387,58 +387,60 @@ const steps: Step[] = [
 ];
 
 /** The spec with each source that is the text of an --alt path replaced by its file's text. */
-function altSpec(spec: KernelSpec): KernelSpec {
+/** The spec with each source that is the text of an --alt path replaced by its file's text; null where none is. */
+function altSpec(spec: KernelSpec): KernelSpec | null {
   const pairs = values.alt
     .split(',')
     .filter(Boolean)
     .map((pair) => pair.split('=').map((path) => readFileSync(path, 'utf8')));
   const swapped = spec.sources.map((text) => pairs.find(([current]) => current === text));
-  if (!swapped.some(Boolean)) throw new Error(`--alt names no source of ${spec.name}`);
+  if (!swapped.some(Boolean)) return null;
   return { ...spec, sources: spec.sources.map((text, i) => swapped[i]?.[1] ?? text) };
 }
 
-if (values.alt) {
-  steps.push(
-    {
-      name: 'ties merge, TIE_BREAK on, branch counts (alt)',
-      groups: mergeGroups(numel),
-      kernels: [
-        {
-          kernel: await createKernel(device, altSpec(TIES_KERNEL), {
-            ...mergeConstants(variant),
-            DARE: 0,
-            TOP_K: 1,
-            TIE_BREAK: 1,
-            BAND: 0,
-            CONSENSUS: 1,
-            COUNT_BRANCHES: 1,
-          }),
-          io: tiesIo,
-          dispatch: tiesMergeDispatch(splitDispatch(mergeGroups(numel), max), max, true),
-        },
-      ],
-      agents: mergeAgents,
-      clear: io.branches,
-    },
-    {
-      name: 'topk_count (threshold key guessed) (alt)',
-      groups: bracketGroups(numel),
-      kernels: [
-        {
-          kernel: await createKernel(device, altSpec(TOPK_COUNT_KERNEL), {
-            IN_DTYPE: DTYPE_CODE.BF16,
-            AGENTS,
-            FIRST_ROW: 0,
-            ROWS: AGENTS,
-            COLLECT: 0,
-          }),
-          io: { ...io, bracket: bracketBuffer, collected, chunks },
-        },
-      ],
-      clear: io.histogram,
-    },
-  );
-}
+const altTies = altSpec(TIES_KERNEL);
+if (altTies)
+  steps.push({
+    name: 'ties merge, TIE_BREAK on, branch counts (alt)',
+    groups: mergeGroups(numel),
+    kernels: [
+      {
+        kernel: await createKernel(device, altTies, {
+          ...mergeConstants(variant),
+          DARE: 0,
+          TOP_K: 1,
+          TIE_BREAK: 1,
+          BAND: 0,
+          CONSENSUS: 1,
+          COUNT_BRANCHES: 1,
+        }),
+        io: tiesIo,
+        dispatch: tiesMergeDispatch(splitDispatch(mergeGroups(numel), max), max, true),
+      },
+    ],
+    agents: mergeAgents,
+    clear: io.branches,
+  });
+const altCount = altSpec(TOPK_COUNT_KERNEL);
+if (altCount)
+  steps.push({
+    name: 'topk_count (threshold key guessed) (alt)',
+    groups: bracketGroups(numel),
+    kernels: [
+      {
+        kernel: await createKernel(device, altCount, {
+          IN_DTYPE: DTYPE_CODE.BF16,
+          AGENTS,
+          FIRST_ROW: 0,
+          ROWS: AGENTS,
+          COLLECT: 0,
+        }),
+        io: { ...io, bracket: bracketBuffer, collected, chunks },
+      },
+    ],
+    clear: io.histogram,
+  });
+if (values.alt && !altTies && !altCount) throw new Error(`--alt ${values.alt} names no kernel's source`);
 
 async function timed(step: Step): Promise<{ cpu: number; wall: number }> {
   const d = splitDispatch(step.groups, max);
