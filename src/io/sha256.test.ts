@@ -1,0 +1,28 @@
+// Both backends of the streaming SHA-256 against Node's one-shot digest of the whole input, on random
+// data split at odd chunk boundaries, and the FIPS 180-2 vector "abc".
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { Sha256, type Sha256Backend } from './sha256.ts';
+import { seededRandom } from '../methods/test-tensors.ts';
+
+describe('Sha256', () => {
+  it('uses Node’s built-in hash under Node', () => {
+    expect(Sha256.backend).toBe('node');
+  });
+
+  for (const backend of ['node', 'js'] as Sha256Backend[])
+    it(`${backend}: equals a one-shot digest, whatever the chunks`, () => {
+      const random = seededRandom(backend === 'node' ? 5 : 6);
+      const data = Uint8Array.from({ length: 300_001 }, () => Math.floor(random() * 256));
+      const hash = new Sha256(backend);
+      for (let at = 0; at < data.length;) {
+        const end = Math.min(data.length, at + 1 + Math.floor(random() * 70_000));
+        hash.update(data.subarray(at, end));
+        at = end;
+      }
+      expect(hash.hex()).toBe(createHash('sha256').update(data).digest('hex'));
+      const abc = new Sha256(backend);
+      abc.update(new TextEncoder().encode('abc'));
+      expect(abc.hex()).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+    });
+});
