@@ -101,6 +101,15 @@ interface TieBreak {
 }
 
 export const DEFAULT_WINDOW_ELEMENTS = 2 ** 23;
+
+/**
+ * A top-k's ties to keep and the elements [first, end) they are marked in: with a span (the one chunk
+ * that holds its first tie not kept) those counted from the span's first element; else everywhere
+ * (first = end = 0).
+ */
+function tieMarks(s: SelectedTopK, spans: boolean): [toKeep: number, first: number, end: number] {
+  return s.span && spans ? [s.tiesToKeep - s.span.before, s.span.first, s.span.end] : [s.tiesToKeep, 0, 0];
+}
 /** The statistics kernel keeps per-element agent sets in one u32 bitmask. */
 export const MAX_GPU_AGENTS = 32;
 
@@ -303,27 +312,23 @@ class GpuEngine implements MergeEngine {
     let tieBreak: TieBreak | null = null;
     if (plan.sparsify === 'topk' || band) {
       const selected = await this.thresholds(job, params);
+      // Ties marked in the one chunk that holds the first tie not kept (element indices of the
+      // kernels are 32-bit).
+      const spans = tensor.numel < 2 ** 32;
       agents.forEach((a, t) => {
         const kept = selected[t]!;
-        Object.assign(a, { threshold: kept.threshold, tiesToKeep: kept.tiesToKeep });
-        // Ties marked in the one chunk that holds the first tie not kept (element indices of the
-        // kernels are 32-bit).
-        const spans = tensor.numel < 2 ** 32;
-        if (kept.span && spans)
-          Object.assign(a, {
-            tiesToKeep: kept.tiesToKeep - kept.span.before,
-            tieFirst: kept.span.first,
-            tieEnd: kept.span.end,
-          });
+        const [tiesToKeep, tieFirst, tieEnd] = tieMarks(kept, spans);
+        Object.assign(a, { threshold: kept.threshold, tiesToKeep, tieFirst, tieEnd });
         const outlier = selected[this.agents + t];
-        if (outlier)
-          Object.assign(a, { outlierThreshold: outlier.threshold, outliersToDrop: outlier.tiesToKeep });
-        if (outlier?.span && spans)
+        if (outlier) {
+          const [outliersToDrop, outlierTieFirst, outlierTieEnd] = tieMarks(outlier, spans);
           Object.assign(a, {
-            outliersToDrop: outlier.tiesToKeep - outlier.span.before,
-            outlierTieFirst: outlier.span.first,
-            outlierTieEnd: outlier.span.end,
+            outlierThreshold: outlier.threshold,
+            outliersToDrop,
+            outlierTieFirst,
+            outlierTieEnd,
           });
+        }
       });
       // Only a threshold that keeps some but not all of its ties needs their ranks.
       if (selected.some((s) => s.tiesToKeep > 0)) tieBreak = await this.tieBreak(tensor.dtype, band, agents);

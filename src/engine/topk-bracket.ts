@@ -169,22 +169,16 @@ export function settleBracket(
   // Every non-zero key is above 0, and there are fewer than k: keep them all.
   if (hi === 0) return settled(0, 0);
   if (counts.above + counts.equalHi >= k) return cut(k, hi, counts.above, counts.equalHi);
-  if (lo === hi) return null;
-  const aboveBetween = counts.above + counts.equalHi;
-  if (aboveBetween + counts.between >= k) {
+  if (needsBetween(bracket, counts, k)) {
+    // k among the keys between: settled from them, and only when every one of them came back.
     if (!between || between.length !== counts.between) return null;
-    const sorted = Uint32Array.from(between).sort().reverse();
-    const key = sorted[k - aboveBetween - 1] ?? 0;
-    let above = aboveBetween;
-    let equal = 0;
-    for (const b of sorted) {
-      if (b > key) above++;
-      else if (b === key) equal++;
-      else break;
-    }
-    return cut(k, key, above, equal);
+    const ranked = rankKeys(between);
+    const aboveBetween = counts.above + counts.equalHi;
+    const key = ranked.keyAt(k - aboveBetween - 1);
+    return cut(k, key, aboveBetween + ranked.above(key), ranked.equal(key));
   }
-  const aboveLo = aboveBetween + counts.between;
+  if (lo === hi) return null;
+  const aboveLo = counts.above + counts.equalHi + counts.between;
   if (lo === 0) return settled(0, 0);
   if (aboveLo + counts.equalLo < k) return null;
   return cut(k, lo, aboveLo, counts.equalLo);
