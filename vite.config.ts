@@ -5,10 +5,12 @@ import { defineConfig } from 'vitest/config';
 import type { Plugin } from 'vite';
 import react from '@vitejs/plugin-react';
 
-// The app talks to nothing but its own origin: weights never leave the machine.
+// The app talks to nothing but its own origin: weights never leave the machine. 'wasm-unsafe-eval'
+// lets the worker compile WebAssembly (its SHA-256, src/io/sha256.ts, bundled with the app); it does
+// not allow eval of JavaScript.
 const contentSecurityPolicy = [
   "default-src 'self'",
-  "script-src 'self'",
+  "script-src 'self' 'wasm-unsafe-eval'",
   "style-src 'self' 'unsafe-inline'",
   "img-src 'self' data: blob:",
   "connect-src 'self'",

@@ -113,6 +113,8 @@ test('branch counts and output size come from the statistics, and derivation sha
   await page.getByTestId('merge-run').click();
   await expect.poll(async () => (await analysis.studio()).merges.length).toBe(1);
   expect((await analysis.studio()).merges[0]?.outputBytes).toBe(2 * bytes);
+  // The shards' sha256 in WebAssembly: the page's policy allows compiling it, and nothing else.
+  expect((await analysis.studio()).merges[0]?.stages.hash).toBe('wasm');
 
   // Each demo agent shares well over 5% of the sampled elements bit for bit with the base, exactly
   // the sample the same function takes here in Node.

@@ -1,6 +1,7 @@
 // The engine worker's protocol: every call, its request and result, and the messages both sides post.
 // The worker (worker.ts) and the page's client (worker-client.ts) both import this file and not each
 // other, so the worker stays an entry of its own and the page never loads worker code.
+import type { Sha256Backend } from '../io/sha256.ts';
 import type { CompatColumns, CompatReport } from '../format/compat.ts';
 import type { FloatDtype } from '../format/dtype.ts';
 import type { MethodParams } from '../methods/types.ts';
@@ -100,6 +101,8 @@ export interface MergeSummary {
  * the N+1 inputs overlap); upload includes the reads the engine awaits, as in the CLI's benchmark.
  */
 export interface MergeStages {
+  /** Where the shards' sha256 were computed (WebAssembly unless the page's policy forbids it). */
+  hash: Sha256Backend;
   readMs: number;
   readBytes: number;
   uploadMs: number;

@@ -1,18 +1,23 @@
-// Both backends of the streaming SHA-256 against Node's one-shot digest of the whole input, on random
+// Every backend of the streaming SHA-256 against Node's one-shot digest of the whole input, on random
 // data split at odd chunk boundaries, and the FIPS 180-2 vector "abc".
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { Sha256, type Sha256Backend } from './sha256.ts';
+import { loadWasmSha256, Sha256, sha256Backend, type Sha256Backend } from './sha256.ts';
 import { seededRandom } from '../methods/test-tensors.ts';
 
 describe('Sha256', () => {
   it('uses Node’s built-in hash under Node', () => {
-    expect(Sha256.backend).toBe('node');
+    expect(sha256Backend()).toBe('node');
   });
 
-  for (const backend of ['node', 'js'] as Sha256Backend[])
-    it(`${backend}: equals a one-shot digest, whatever the chunks`, () => {
-      const random = seededRandom(backend === 'node' ? 5 : 6);
+  it('compiles the WebAssembly hash', async () => {
+    expect(await loadWasmSha256()).toBe(true);
+  });
+
+  for (const [i, backend] of (['node', 'wasm', 'js'] as Sha256Backend[]).entries())
+    it(`${backend}: equals a one-shot digest, whatever the chunks`, async () => {
+      await loadWasmSha256();
+      const random = seededRandom(5 + i);
       const data = Uint8Array.from({ length: 300_001 }, () => Math.floor(random() * 256));
       const hash = new Sha256(backend);
       for (let at = 0; at < data.length;) {
@@ -20,7 +25,11 @@ describe('Sha256', () => {
         hash.update(data.subarray(at, end));
         at = end;
       }
+      // Another hash in progress on the same backend in between: each keeps its own state.
+      const other = new Sha256(backend);
+      other.update(data.subarray(0, 1000));
       expect(hash.hex()).toBe(createHash('sha256').update(data).digest('hex'));
+      expect(other.hex()).toBe(createHash('sha256').update(data.subarray(0, 1000)).digest('hex'));
       const abc = new Sha256(backend);
       abc.update(new TextEncoder().encode('abc'));
       expect(abc.hex()).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
