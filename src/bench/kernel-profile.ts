@@ -386,7 +386,6 @@ const steps: Step[] = [
   },
 ];
 
-/** The spec with each source that is the text of an --alt path replaced by its file's text. */
 /** The spec with each source that is the text of an --alt path replaced by its file's text; null where none is. */
 function altSpec(spec: KernelSpec): KernelSpec | null {
   const pairs = values.alt
@@ -398,49 +397,40 @@ function altSpec(spec: KernelSpec): KernelSpec | null {
   return { ...spec, sources: spec.sources.map((text, i) => swapped[i]?.[1] ?? text) };
 }
 
-const altTies = altSpec(TIES_KERNEL);
-if (altTies)
-  steps.push({
-    name: 'ties merge, TIE_BREAK on, branch counts (alt)',
-    groups: mergeGroups(numel),
-    kernels: [
-      {
-        kernel: await createKernel(device, altTies, {
-          ...mergeConstants(variant),
-          DARE: 0,
-          TOP_K: 1,
-          TIE_BREAK: 1,
-          BAND: 0,
-          CONSENSUS: 1,
-          COUNT_BRANCHES: 1,
-        }),
-        io: tiesIo,
-        dispatch: tiesMergeDispatch(splitDispatch(mergeGroups(numel), max), max, true),
-      },
-    ],
-    agents: mergeAgents,
-    clear: io.branches,
-  });
-const altCount = altSpec(TOPK_COUNT_KERNEL);
-if (altCount)
-  steps.push({
-    name: 'topk_count (threshold key guessed) (alt)',
-    groups: bracketGroups(numel),
-    kernels: [
-      {
-        kernel: await createKernel(device, altCount, {
-          IN_DTYPE: DTYPE_CODE.BF16,
-          AGENTS,
-          FIRST_ROW: 0,
-          ROWS: AGENTS,
-          COLLECT: 0,
-        }),
-        io: { ...io, bracket: bracketBuffer, collected, chunks },
-      },
-    ],
-    clear: io.histogram,
-  });
-if (values.alt && !altTies && !altCount) throw new Error(`--alt ${values.alt} names no kernel's source`);
+/** The step named `name` again, its one kernel built from the --alt sources; null where they replace none of its. */
+async function altStep(
+  name: string,
+  spec: KernelSpec,
+  constants: Record<string, number>,
+): Promise<Step | null> {
+  const swapped = altSpec(spec);
+  const step = steps.find((s) => s.name === name);
+  const first = step?.kernels[0];
+  if (!swapped || !step || !first) return null;
+  const kernel = await createKernel(device, swapped, constants);
+  return { ...step, name: `${name} (alt)`, kernels: [{ ...first, kernel }] };
+}
+
+const alts = [
+  await altStep('ties merge, TIE_BREAK on, branch counts', TIES_KERNEL, {
+    ...mergeConstants(variant),
+    DARE: 0,
+    TOP_K: 1,
+    TIE_BREAK: 1,
+    BAND: 0,
+    CONSENSUS: 1,
+    COUNT_BRANCHES: 1,
+  }),
+  await altStep('topk_count (threshold key guessed)', TOPK_COUNT_KERNEL, {
+    IN_DTYPE: DTYPE_CODE.BF16,
+    AGENTS,
+    FIRST_ROW: 0,
+    ROWS: AGENTS,
+    COLLECT: 0,
+  }),
+].filter((step): step is Step => step !== null);
+if (values.alt && alts.length === 0) throw new Error(`--alt ${values.alt} names no kernel's source`);
+steps.push(...alts);
 
 async function timed(step: Step): Promise<{ cpu: number; wall: number }> {
   const d = splitDispatch(step.groups, max);

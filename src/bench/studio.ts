@@ -163,6 +163,30 @@ async function cli(args: string[]): Promise<Side & { stderr: string }> {
   return { ms: printed ? Number(printed[1]) * 1000 : wall, peak, stderr };
 }
 
+/** Bytes per File.slice read in browserRawRead: a bf16 window of 2^23 elements (DEFAULT_WINDOW_ELEMENTS). */
+const BROWSER_READ_BYTES = 2 ** 24;
+
+/**
+ * The browser's floor for reading the set: every file through a file input, File.slice(a, b).arrayBuffer()
+ * in 16 MiB pieces, the files' pieces at one offset read together (as the worker reads a window of
+ * every model), in a blank page of the same browser.
+ */
+async function browserRawRead(page: Page, files: string[]): Promise<{ bytes: number; ms: number }> {
+  await page.setContent('<input type="file" multiple>');
+  await page.locator('input').setInputFiles(files);
+  return page.evaluate(async (piece) => {
+    const picked = [...(document.querySelector('input')?.files ?? [])];
+    const started = performance.now();
+    let bytes = 0;
+    const end = Math.max(...picked.map((f) => f.size));
+    for (let at = 0; at < end; at += piece) {
+      const pieces = picked.filter((f) => f.size > at).map((f) => f.slice(at, at + piece).arrayBuffer());
+      for (const b of await Promise.all(pieces)) bytes += b.byteLength;
+    }
+    return { bytes, ms: performance.now() - started };
+  }, BROWSER_READ_BYTES);
+}
+
 export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
   const set: LlamaSetOptions = {
     layers: o.layers,
@@ -200,6 +224,7 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
   let statsMs: number;
   let idle: Memory;
   let cliStats: Side | null = null;
+  let browserRead: { bytes: number; ms: number };
   const statsPath = join(o.workDir, 'stats.json');
   try {
     const page = context.pages()[0] ?? (await context.newPage());
@@ -231,6 +256,7 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
       await rm(out, { recursive: true, force: true });
       results.push({ method, browser, cli: cliSide });
     }
+    browserRead = await browserRawRead(await context.newPage(), files);
   } finally {
     await context.close();
     if (server.pid !== undefined) process.kill(-server.pid);
@@ -244,16 +270,22 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
   const s = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
   const lines = [
     `Set: ${dir}, ${formatBytes(raw.bytes)} over base + ${o.agents} agents (bf16, Qwen2 widths, ${o.layers} layers, vocab ${o.vocab}); raw read ${s(raw.ms)} = ${rawGbps.toFixed(3)} GB/s.`,
+    `Chromium's File.slice reads of the same files (16 MiB pieces, every file's at once): ${s(browserRead.ms)} = ${(browserRead.bytes / 1e9 / (browserRead.ms / 1000)).toFixed(3)} GB/s.`,
     `Statistics: studio ${s(statsMs)} (loading included), CLI analyze ${cliStats ? s(cliStats.ms) : '— (not run)'}.`,
     `Chromium idle with the set loaded: PSS ${formatBytes(idle.pss)}, RSS ${formatBytes(idle.rss)} (${idle.processes} processes).`,
+    `Studio shard hashes: ${[...new Set(results.map((r) => r.browser.record.stages.hash))].join(', ')}.`,
     '',
-    '| method | studio | CLI | studio ÷ CLI | studio GB/s | ÷ raw read | read | upload | compute | readback | write | Chromium peak PSS (Δ idle) | Chromium peak RSS | CLI peak PSS / RSS |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| method | studio | CLI | studio ÷ CLI | ÷ RAM (studio / CLI) | studio GB/s | ÷ raw read | read | upload | compute | readback | write | Chromium peak PSS (Δ idle) | Chromium peak RSS | CLI peak PSS / RSS |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
+  // Each method beside a RAM merge of the same run, where one ran.
+  const ram = results.find((r) => r.method === 'ram');
+  const perRam = (r: Result): string =>
+    ram ? `${(r.browser.ms / ram.browser.ms).toFixed(2)} / ${(r.cli.ms / ram.cli.ms).toFixed(2)}` : '—';
   for (const r of results) {
     const st = r.browser.record.stages;
     lines.push(
-      `| ${r.method} | ${s(r.browser.ms)} | ${s(r.cli.ms)} | ${(r.browser.ms / r.cli.ms).toFixed(2)} | ${gbps(r.browser.ms).toFixed(3)} | ${(gbps(r.browser.ms) / rawGbps).toFixed(3)} | ` +
+      `| ${r.method} | ${s(r.browser.ms)} | ${s(r.cli.ms)} | ${(r.browser.ms / r.cli.ms).toFixed(2)} | ${perRam(r)} | ${gbps(r.browser.ms).toFixed(3)} | ${(gbps(r.browser.ms) / rawGbps).toFixed(3)} | ` +
         `${s(st.readMs)} | ${s(st.uploadMs)} | ${s(st.computeMs)} | ${s(st.readbackMs)} | ${s(st.writeMs)} | ` +
         `${formatBytes(r.browser.peak.pss)} (+${formatBytes(r.browser.peak.pss - idle.pss)}) | ${formatBytes(r.browser.peak.rss)} | ` +
         `${formatBytes(r.cli.peak.pss)} / ${formatBytes(r.cli.peak.rss)} |`,
