@@ -104,11 +104,16 @@ export const DEFAULT_WINDOW_ELEMENTS = 2 ** 23;
 
 /**
  * A top-k's ties to keep and the elements [first, end) they are marked in: with a span (the one chunk
- * that holds its first tie not kept) those counted from the span's first element; else everywhere
- * (first = end = 0).
+ * that holds its first tie not kept) those counted from the span's first element; else everywhere, and
+ * first and end are undefined (tieBreak marks whole windows for such a row).
  */
-function tieMarks(s: SelectedTopK, spans: boolean): [toKeep: number, first: number, end: number] {
-  return s.span && spans ? [s.tiesToKeep - s.span.before, s.span.first, s.span.end] : [s.tiesToKeep, 0, 0];
+function tieMarks(
+  s: SelectedTopK,
+  spans: boolean,
+): [toKeep: number, first: number | undefined, end: number | undefined] {
+  return s.span && spans
+    ? [s.tiesToKeep - s.span.before, s.span.first, s.span.end]
+    : [s.tiesToKeep, undefined, undefined];
 }
 /** The statistics kernel keeps per-element agent sets in one u32 bitmask. */
 export const MAX_GPU_AGENTS = 32;
