@@ -8,6 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium, type Page } from '@playwright/test';
+import { DEFAULT_WINDOW_ELEMENTS } from '../engine/gpu-engine.ts';
 import { formatBytes } from '../format/inspect.ts';
 import { nodeFolder } from '../io/node.ts';
 import type { MethodName } from '../methods/types.ts';
@@ -163,8 +164,8 @@ async function cli(args: string[]): Promise<Side & { stderr: string }> {
   return { ms: printed ? Number(printed[1]) * 1000 : wall, peak, stderr };
 }
 
-/** Bytes per File.slice read in browserRawRead: a bf16 window of 2^23 elements (DEFAULT_WINDOW_ELEMENTS). */
-const BROWSER_READ_BYTES = 2 ** 24;
+/** Bytes per File.slice read in browserRawRead: one model's slot of a default bf16 window. */
+const BROWSER_READ_BYTES = DEFAULT_WINDOW_ELEMENTS * 2;
 
 /**
  * The browser's floor for reading the set: every file through a file input, File.slice(a, b).arrayBuffer()

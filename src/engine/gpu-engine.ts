@@ -102,6 +102,9 @@ interface TieBreak {
 
 export const DEFAULT_WINDOW_ELEMENTS = 2 ** 23;
 
+/** The statistics kernel keeps per-element agent sets in one u32 bitmask. */
+export const MAX_GPU_AGENTS = 32;
+
 /**
  * A top-k's ties to keep and the elements [first, end) they are marked in: with a span (the one chunk
  * that holds its first tie not kept) those counted from the span's first element; else everywhere, and
@@ -115,8 +118,6 @@ function tieMarks(
     ? [s.tiesToKeep - s.span.before, s.span.first, s.span.end]
     : [s.tiesToKeep, undefined, undefined];
 }
-/** The statistics kernel keeps per-element agent sets in one u32 bitmask. */
-export const MAX_GPU_AGENTS = 32;
 
 const noop = (): void => undefined;
 

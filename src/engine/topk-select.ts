@@ -19,7 +19,6 @@ import { createTopKHistKernel, histogramBin, histogramCounts, TOPK_HIST_SLOTS } 
 import { encodeAgents, type WindowParams } from './layout.ts';
 import { countGroups, pad4, WORKGROUP_SIZE, type Dispatch, type Window } from './plumbing.ts';
 import type { Scheduler } from './scheduler.ts';
-import { at } from '../io/checked.ts';
 import {
   BRACKET_COUNTS,
   BRACKET_HEADER,
@@ -37,6 +36,7 @@ import {
   tieChunk,
   type Bracket,
   type BracketCounts,
+  type RankedKeys,
 } from './topk-bracket.ts';
 
 /** What the select needs of an engine's job: the tensor and its windows. */
@@ -231,19 +231,25 @@ export class TopKSelect<J extends SelectJob> {
     const [words = new Uint32Array(0)] = await this.readRanges([
       { buffer: histogram, offset: 0, words: sampleWords },
     ]);
-    const keys = Array.from({ length: n }, (_, t) =>
-      rankKeys(words.subarray(t * 2 * SAMPLE_PAIRS, (t + 1) * 2 * SAMPLE_PAIRS)),
-    );
+    // Each agent's sample ranked once, and only where one of its top-ks is still searching.
+    const ranks = new Map<number, RankedKeys>();
+    const ranked = (t: number): RankedKeys => {
+      let r = ranks.get(t);
+      if (!r) {
+        r = rankKeys(words.subarray(t * 2 * SAMPLE_PAIRS, (t + 1) * 2 * SAMPLE_PAIRS));
+        ranks.set(t, r);
+      }
+      return r;
+    };
     const next: SelectedTopK[] = [...states];
     const brackets: (Bracket | null)[] = states.map((s, i) => {
       if (!s.searching) return null;
-      const ranked = at(keys, i % n);
       if (whole) {
-        next[i] = exactTopK(ranked, counts[i] ?? 0);
+        next[i] = exactTopK(ranked(i % n), counts[i] ?? 0);
         routes[i] = 'sample';
         return null;
       }
-      return chooseBracket(ranked, counts[i] ?? 0, tensor.numel);
+      return chooseBracket(ranked(i % n), counts[i] ?? 0, tensor.numel);
     });
     if (!brackets.some((b) => b) || !countPassPays(brackets)) return next;
     const found = await this.countBrackets(job, brackets, counts, order);

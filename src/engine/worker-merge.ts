@@ -2,7 +2,7 @@
 // removed on failure, kept only if no input changed), a copy of a merge out of OPFS, and the
 // read-back that checks a written folder against the sizes and hashes the merge reported.
 import { checkUnchanged, directoryHandleFolder } from '../io/browser.ts';
-import { loadWasmSha256, Sha256, sha256Backend } from '../io/sha256.ts';
+import { Sha256, sha256Backend } from '../io/sha256.ts';
 import { BROWSER_SHARD_BYTES, mergeModels, predictOutputBytes, type Progress } from './driver.ts';
 import { StageClock, timedFolder } from '../io/timed.ts';
 import { createEngine } from './worker-device.ts';
@@ -23,7 +23,6 @@ type Call<K extends keyof WorkerCalls> = (
 
 export const merge: Call<'merge'> = async (request, { signal, progress }) => {
   const started = performance.now();
-  await loadWasmSha256();
   const readsBefore = readTotals();
   const writes = new StageClock();
   const picked = request.target;
@@ -144,7 +143,6 @@ function throttled(progress: (p: Progress) => void): (p: Progress) => void {
 }
 
 export const readBack: Call<'readBack'> = async ({ target, files }, { signal, progress }) => {
-  await loadWasmSha256();
   const folder = directoryHandleFolder(target);
   const present = new Set(await folder.list());
   const bytesTotal = files.reduce((sum, f) => sum + (f.sha256 && present.has(f.file) ? f.bytes : 0), 0);

@@ -17,6 +17,7 @@ import { compareModels } from './worker-compare.ts';
 import { acquireDevice, createEngine, engineInfo, estimateMemory } from './worker-device.ts';
 import { errorInfo, refusal } from './worker-errors.ts';
 import { copy, merge, readBack, type JobContext } from './worker-merge.ts';
+import { loadWasmSha256 } from '../io/sha256.ts';
 import {
   closeSlot,
   derivationSample,
@@ -39,6 +40,10 @@ import { deleteMerge, mergesRoot } from './worker-storage.ts';
 
 // First: no network primitive stays usable in this worker (src/engine/network-lockdown.ts).
 const ownOriginFetch = lockDownNetwork(self as unknown as Parameters<typeof lockDownNetwork>[0]);
+
+// Compiled once, while the page loads its models: every job hashes with it (merges, read-backs,
+// statistics headers), or in JavaScript where the page's policy forbids WebAssembly.
+const hashReady = loadWasmSha256();
 
 const jobs = new Map<number, AbortController>();
 const inspectHost = new InspectHost();
@@ -170,6 +175,7 @@ async function run(request: Exclude<WorkerRequest, { kind: 'cancel' }>): Promise
   jobs.set(request.id, controller);
   const { kind, id, ...fields } = request;
   try {
+    await hashReady;
     const handler = handlers[kind] as (request: typeof fields, context: JobContext) => Promise<unknown>;
     const result = await handler(fields, {
       signal: controller.signal,
