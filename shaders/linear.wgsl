@@ -14,7 +14,7 @@ fn merged_pair(p: u32) -> Merged {
       x = load_pair_bits(t + 1u, p);
       scan = scan_add(scan, x);
     }
-    sum += w * bitcast<vec2<f32>>(x);
+    sum += unfused_product(vec2<f32>(w), bitcast<vec2<f32>>(x));
     weights += w;
   }
   if (params.normalize != 0u && weights != 0.0) {

@@ -19,7 +19,7 @@ fn add_agent(a: Acc, t: u32, p: u32, base: vec2<f32>) -> Acc {
     scan_add(a.scan, bits),
     a.sum + select(vec2<f32>(0.0), x, changed),
     a.contributors + select(vec2<u32>(0u), vec2<u32>(1u), changed),
-    select(a.single, agents[t].lambda * x, changed),
+    select(a.single, unfused_product(vec2<f32>(agents[t].lambda), x), changed),
   );
 }
 

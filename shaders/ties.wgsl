@@ -116,22 +116,23 @@ fn tally_add(a: Tally, t: u32, p: u32, c: PairCuts, w: f32) -> Tally {
   let changed = bits != a.base_bits;
   let key = select(vec2<u32>(0u), bitcast<vec2<u32>>(raw) & vec2<u32>(0x7fffffffu), changed);
   let x = sparsified(t, p, raw, key, c);
+  let wx = unfused_product(vec2<f32>(w), x);
   if (CONSENSUS) {
-    r.vote += w * x;
+    r.vote += wx;
     let voting = (x != vec2<f32>(0.0)) & vec2<bool>(w != 0.0);
     let agrees = (x > vec2<f32>(0.0)) == vec2<bool>(w > 0.0);
     let pos = voting & agrees;
     let neg = voting & !agrees;
-    r.sum_pos += select(vec2<f32>(0.0), w * x, pos);
+    r.sum_pos += select(vec2<f32>(0.0), wx, pos);
     r.weights_pos += select(vec2<f32>(0.0), vec2<f32>(w), pos);
-    r.sum_neg += select(vec2<f32>(0.0), w * x, neg);
+    r.sum_neg += select(vec2<f32>(0.0), wx, neg);
     r.weights_neg += select(vec2<f32>(0.0), vec2<f32>(w), neg);
     if (COUNT_BRANCHES) {
       // add_voter's sides are these, where the agent's bits differ from the base's.
       r.branch = add_sides(a.branch, t, pos & changed, neg & changed);
     }
   } else {
-    r.sum_pos += w * x;
+    r.sum_pos += wx;
     r.weights_pos += vec2<f32>(w);
     if (COUNT_BRANCHES) {
       r.branch = add_voter(a.branch, t, x, w, changed);
@@ -149,7 +150,7 @@ fn tally_merged(a: Tally) -> Merged {
     if (params.normalize != 0u && abs(a.weights_pos.x) >= 1e-8) {
       sum = sum / a.weights_pos;
     }
-    return Merged(bitcast<vec2<u32>>(base + params.scale * sum), a.scan);
+    return Merged(bitcast<vec2<u32>>(base + unfused_product(vec2<f32>(params.scale), sum)), a.scan);
   }
   let positive = a.vote >= vec2<f32>(0.0);
   sum = select(a.sum_neg, a.sum_pos, positive);
@@ -157,7 +158,7 @@ fn tally_merged(a: Tally) -> Merged {
   if (params.normalize != 0u) {
     sum = select(sum, sum / weights, weights != vec2<f32>(0.0));
   }
-  return Merged(bitcast<vec2<u32>>(base + params.scale * sum), a.scan);
+  return Merged(bitcast<vec2<u32>>(base + unfused_product(vec2<f32>(params.scale), sum)), a.scan);
 }
 
 // The agents summed into a pair by tally_merged: all voters without CONSENSUS, else the elected side's.

@@ -38,6 +38,7 @@ struct Params {
   digit_bits: u32,
   normalize: u32,
   chunk_base: u32,   // TIES count pass: the window's first chunk (count workgroup) in the tensor
+  unfused: u32,      // always 0; see unfused_product
 }
 
 struct Agent {
@@ -59,6 +60,16 @@ struct Agent {
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(3) var<storage, read> agents: array<Agent>;
+
+// a * b rounded to f32 before anything adds it. WGSL lets a compiler fuse a * b + c into one fused
+// multiply-add with a single rounding, and NVIDIA's Vulkan compiler does (an H200 run of the mergekit
+// parity test: linear differed from mergekit in 1,513 elements); mergekit (PyTorch) and the CPU
+// reference round the product first. An integer operation with a value the compiler cannot know
+// (params.unfused, 0 in every window) makes the product an f32 value first. Every product that a
+// merge kernel adds to something goes through here.
+fn unfused_product(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+  return bitcast<vec2<f32>>(bitcast<vec2<u32>>(a * b) ^ vec2<u32>(params.unfused));
+}
 
 fn workgroup_index(wid: vec3u) -> u32 {
   return wid.y * params.groups_x + wid.x;

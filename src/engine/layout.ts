@@ -21,6 +21,8 @@ export const PARAMS_FIELDS: readonly { name: string; type: ScalarType }[] = [
   { name: 'digit_bits', type: 'u32' },
   { name: 'normalize', type: 'u32' },
   { name: 'chunk_base', type: 'u32' },
+  /** Always 0: an operand the compiler cannot know, so products stay unfused (unfused_product). */
+  { name: 'unfused', type: 'u32' },
 ];
 
 /** Uniform buffer size: the struct rounded up to 16 bytes. */
@@ -109,6 +111,7 @@ export function encodeParams(p: WindowParams): Uint8Array {
     digit_bits: p.digitBits ?? 0,
     normalize: p.normalize ? 1 : 0,
     chunk_base: p.chunkBase ?? 0,
+    unfused: 0,
   };
   const bytes = new Uint8Array(PARAMS_BYTES);
   const view = new DataView(bytes.buffer);
