@@ -1,7 +1,8 @@
 // `npm run bench`: merges a synthetic bf16 set (default ≈1 GB over base + 3 agents) and reports, in
 // one run, raw read throughput of the same files, per-stage times, end-to-end throughput, the ratio
 // end-to-end / raw read, the CPU reference for comparison, and peak memory. With --studio it instead
-// merges a generated Llama-shaped set in the studio (headless Chromium) and the CLI (studio.ts).
+// merges a generated Llama-shaped set in the studio (headless Chromium) and the CLI (studio.ts); with
+// --cli-only, the CLI alone on that set (cli-set.ts), for machines without Chromium.
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -30,6 +31,8 @@ const { values } = parseArgs({
     methods: { type: 'string', default: 'ram,ramplus' },
     'cpu-share': { type: 'string', default: '0.1' },
     studio: { type: 'boolean', default: false },
+    /** The studio bench's set and methods through the CLI alone, where no Chromium is (a GPU server). */
+    'cli-only': { type: 'boolean', default: false },
     layers: { type: 'string', default: '8' },
     vocab: { type: 'string', default: '32000' },
     port: { type: 'string', default: '5223' },
@@ -38,6 +41,20 @@ const { values } = parseArgs({
     select: { type: 'string', default: 'sampled' },
   },
 });
+
+if (values['cli-only']) {
+  const { runCliBench } = await import('./cli-set.ts');
+  const table = await runCliBench({
+    layers: Number(values.layers),
+    vocab: Number(values.vocab),
+    agents: Number(values.agents),
+    methods: values.methods.split(',') as MethodName[],
+    workDir: '.bench',
+    clean: values.clean,
+  });
+  process.stdout.write(`${table}\n`);
+  process.exit(0);
+}
 
 if (values.studio) {
   const { runStudioBench } = await import('./studio.ts');

@@ -3,31 +3,30 @@
 // CLI, per method: wall time, GB/s, ratio to a raw read of the files, browser ÷ CLI, the worker's
 // stage times, and the peak memory of each side (Chromium's processes summed, idle and during).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { chromium, type Page } from '@playwright/test';
 import { DEFAULT_WINDOW_ELEMENTS } from '../engine/gpu-engine.ts';
 import { formatBytes } from '../format/inspect.ts';
-import { nodeFolder } from '../io/node.ts';
 import type { MethodName } from '../methods/types.ts';
 import type { MergeRecord } from '../state/studio-slice.ts';
 // For its global declaration of window.__mergeStudio, which the page calls run against.
 import type {} from '../state/test-api.ts';
-import { llamaSpecs, writeLlamaSet, type LlamaSetOptions } from './llama-set.ts';
-import { processesWith, sampleMemory, sumMemory, treeOf, type Memory } from './memory.ts';
-import { rawRead } from './raw-read.ts';
+import {
+  benchSet,
+  cliMerge,
+  cliStats,
+  engineLine,
+  seconds,
+  type CliRun,
+  type SetOptions,
+} from './cli-set.ts';
+import { processesWith, sampleMemory, sumMemory, type Memory } from './memory.ts';
 
-export interface StudioBenchOptions {
-  /** Layers of the generated set (hidden 896 and Qwen2's other widths; vocab below). */
-  layers: number;
-  vocab: number;
-  agents: number;
+export interface StudioBenchOptions extends SetOptions {
   methods: MethodName[];
   port: number;
-  /** Where sets and the build go; sets are kept for the next run unless `clean`. */
-  workDir: string;
   clean: boolean;
 }
 
@@ -39,7 +38,7 @@ interface Side {
 interface Result {
   method: MethodName;
   browser: Side & { record: MergeRecord };
-  cli: Side;
+  cli: CliRun;
 }
 
 const CHROMIUM_ARGS = [
@@ -145,25 +144,6 @@ async function browserMerge(
   return { ms: record.elapsedMs, peak, record };
 }
 
-/** Runs the CLI as a person would; its time is the merge time it prints, its memory the tree's peak. */
-async function cli(args: string[]): Promise<Side & { stderr: string }> {
-  const child = spawn(process.execPath, [resolve('bin/merge-studio.mjs'), ...args], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  const pid = child.pid;
-  if (pid === undefined) throw new Error('the CLI did not start');
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const sampler = sampleMemory(() => treeOf(pid));
-  const started = performance.now();
-  const code = await new Promise<number | null>((r) => child.on('exit', r));
-  const wall = performance.now() - started;
-  const peak = await sampler.stop();
-  if (code !== 0) throw new Error(`merge-studio ${args[0]} exited ${code}: ${stderr.slice(-2000)}`);
-  const printed = / in ([\d.]+) s;/.exec(stderr);
-  return { ms: printed ? Number(printed[1]) * 1000 : wall, peak, stderr };
-}
-
 /** Bytes per File.slice read in browserRawRead: one model's slot of a default bf16 window. */
 const BROWSER_READ_BYTES = DEFAULT_WINDOW_ELEMENTS * 2;
 
@@ -189,28 +169,8 @@ async function browserRawRead(page: Page, files: string[]): Promise<{ bytes: num
 }
 
 export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
-  const set: LlamaSetOptions = {
-    layers: o.layers,
-    hidden: 896,
-    vocab: o.vocab,
-    agents: o.agents,
-    seed: 1,
-    shardBytes: 400_000_000,
-  };
-  const modelBytes = llamaSpecs(set).reduce((sum, s) => sum + s.shape.reduce((a, b) => a * b, 1) * 2, 0);
-  const dir = join(o.workDir, `llama-${o.layers}l-${o.vocab}v-${o.agents}a`);
-  if (!existsSync(join(dir, `agent-${o.agents - 1}`, 'config.json'))) {
-    process.stderr.write(`Generating ${o.agents + 1} models of ${formatBytes(modelBytes)} in ${dir}…\n`);
-    await writeLlamaSet(set, (name) => nodeFolder(join(dir, name)));
-  }
-  const models = ['base', ...Array.from({ length: o.agents }, (_, t) => `agent-${t}`)];
-  const files = models.flatMap((m) => {
-    const listing = spawnSync('ls', [join(dir, m)], { encoding: 'utf8' }).stdout.split('\n');
-    return listing.filter((f) => f.endsWith('.safetensors')).map((f) => join(dir, m, f));
-  });
-  const raw = await rawRead(files);
-  const modelArgs = models.slice(1).flatMap((m) => ['--model', join(dir, m)]);
-  const base = ['--base', join(dir, 'base')];
+  const set = await benchSet(o);
+  const { dir, files, raw } = set;
 
   const server = await serve(join(o.workDir, 'studio-build'), o.port);
   const profile = await mkdtemp(join(tmpdir(), 'merge-studio-bench-'));
@@ -224,7 +184,7 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
   const results: Result[] = [];
   let statsMs: number;
   let idle: Memory;
-  let cliStats: Side | null = null;
+  let analyze: CliRun | null;
   let browserRead: { bytes: number; ms: number };
   const statsPath = join(o.workDir, 'stats.json');
   try {
@@ -234,27 +194,12 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
     await new Promise((r) => setTimeout(r, 2000));
     idle = await sumMemory(await chromiumPids());
     // analyze is timed against the studio's statistics, and serves the CLI's RAM+ as --stats-in.
-    if (o.methods.some((m) => m === 'ramplus' || m === 'ramplus_soft'))
-      cliStats = await cli(['analyze', ...base, ...modelArgs, '--json', statsPath]);
+    analyze = await cliStats(set, o.methods, statsPath);
     for (const method of o.methods) {
       process.stderr.write(`${method}: studio…\n`);
       const browser = await browserMerge(page, method, chromiumPids);
       process.stderr.write(`${method}: CLI…\n`);
-      const out = join(o.workDir, `cli-${method}`);
-      await rm(out, { recursive: true, force: true });
-      // The studio's RAM+ takes ρ from the statistics it already computed; the CLI's from analyze's.
-      const statsIn = method === 'ramplus' || method === 'ramplus_soft' ? ['--stats-in', statsPath] : [];
-      const cliSide = await cli([
-        'merge',
-        ...base,
-        ...modelArgs,
-        '--method',
-        method,
-        ...statsIn,
-        '--out',
-        out,
-      ]);
-      await rm(out, { recursive: true, force: true });
+      const cliSide = await cliMerge(set, method, o.workDir, statsPath);
       results.push({ method, browser, cli: cliSide });
     }
     browserRead = await browserRawRead(await context.newPage(), files);
@@ -265,15 +210,16 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
     if (o.clean) await rm(dir, { recursive: true, force: true });
   }
 
-  const inputBytes = modelBytes * (o.agents + 1);
+  const inputBytes = set.modelBytes * (o.agents + 1);
   const gbps = (ms: number): number => inputBytes / 1e9 / (ms / 1000);
   const rawGbps = raw.bytes / 1e9 / (raw.ms / 1000);
-  const s = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
+  const s = seconds;
   const lines = [
     `Set: ${dir}, ${formatBytes(raw.bytes)} over base + ${o.agents} agents (bf16, Qwen2 widths, ${o.layers} layers, vocab ${o.vocab}); raw read ${s(raw.ms)} = ${rawGbps.toFixed(3)} GB/s.`,
     `Chromium's File.slice reads of the same files (16 MiB pieces, every file's at once): ${s(browserRead.ms)} = ${(browserRead.bytes / 1e9 / (browserRead.ms / 1000)).toFixed(3)} GB/s.`,
-    `Statistics: studio ${s(statsMs)} (loading included), CLI analyze ${cliStats ? s(cliStats.ms) : '— (not run)'}.`,
+    `Statistics: studio ${s(statsMs)} (loading included), CLI analyze ${analyze ? s(analyze.ms) : '— (not run)'}.`,
     `Chromium idle with the set loaded: PSS ${formatBytes(idle.pss)}, RSS ${formatBytes(idle.rss)} (${idle.processes} processes).`,
+    `CLI engine: ${results[0] ? engineLine(results[0].cli.stderr) : '—'}.`,
     `Studio shard hashes: ${[...new Set(results.map((r) => r.browser.record.stages.hash))].join(', ')}.`,
     '',
     '| method | studio | CLI | studio ÷ CLI | ÷ RAM (studio / CLI) | studio GB/s | ÷ raw read | read | upload | compute | readback | write | Chromium peak PSS (Δ idle) | Chromium peak RSS | CLI peak PSS / RSS |',

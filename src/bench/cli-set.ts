@@ -1,0 +1,158 @@
+// The generated Llama-shaped set that the studio bench merges, and the CLI run on it as a person runs
+// it. `npm run bench -- --cli-only` uses these alone, where no Chromium is (a GPU server): per method,
+// the CLI's merge time, ÷ a RAM merge of the same run, GB/s, ÷ raw read and the process tree's peak
+// memory; studio.ts adds the studio's side.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { formatBytes } from '../format/inspect.ts';
+import { nodeFolder } from '../io/node.ts';
+import type { MethodName } from '../methods/types.ts';
+import { llamaSpecs, writeLlamaSet, type LlamaSetOptions } from './llama-set.ts';
+import { sampleMemory, treeOf, type Memory } from './memory.ts';
+import { rawRead } from './raw-read.ts';
+
+export interface SetOptions {
+  /** Layers of the generated set (hidden 896 and Qwen2's other widths; vocab below). */
+  layers: number;
+  vocab: number;
+  agents: number;
+  /** Where sets go; they are kept for the next run unless `clean`. */
+  workDir: string;
+}
+
+export interface BenchSet {
+  dir: string;
+  /** Bytes of one model's tensors. */
+  modelBytes: number;
+  models: string[];
+  files: string[];
+  raw: { bytes: number; ms: number };
+  /** `--base DIR --model DIR …` for the CLI. */
+  modelArgs: string[];
+}
+
+/** Generates the set once (kept under workDir) and reads it raw, which also warms the page cache. */
+export async function benchSet(o: SetOptions): Promise<BenchSet> {
+  const set: LlamaSetOptions = {
+    layers: o.layers,
+    hidden: 896,
+    vocab: o.vocab,
+    agents: o.agents,
+    seed: 1,
+    shardBytes: 400_000_000,
+  };
+  const modelBytes = llamaSpecs(set).reduce((sum, s) => sum + s.shape.reduce((a, b) => a * b, 1) * 2, 0);
+  const dir = join(o.workDir, `llama-${o.layers}l-${o.vocab}v-${o.agents}a`);
+  if (!existsSync(join(dir, `agent-${o.agents - 1}`, 'config.json'))) {
+    process.stderr.write(`Generating ${o.agents + 1} models of ${formatBytes(modelBytes)} in ${dir}…\n`);
+    await writeLlamaSet(set, (name) => nodeFolder(join(dir, name)));
+  }
+  const models = ['base', ...Array.from({ length: o.agents }, (_, t) => `agent-${t}`)];
+  const files = models.flatMap((m) => {
+    const listing = spawnSync('ls', [join(dir, m)], { encoding: 'utf8' }).stdout.split('\n');
+    return listing.filter((f) => f.endsWith('.safetensors')).map((f) => join(dir, m, f));
+  });
+  const raw = await rawRead(files);
+  const modelArgs = [
+    '--base',
+    join(dir, 'base'),
+    ...models.slice(1).flatMap((m) => ['--model', join(dir, m)]),
+  ];
+  return { dir, modelBytes, models, files, raw, modelArgs };
+}
+
+export interface CliRun {
+  ms: number;
+  peak: Memory;
+  stderr: string;
+}
+
+/** Runs the CLI as a person would; its time is the merge time it prints, its memory the tree's peak. */
+export async function cli(args: string[]): Promise<CliRun> {
+  const child = spawn(process.execPath, [resolve('bin/merge-studio.mjs'), ...args], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const pid = child.pid;
+  if (pid === undefined) throw new Error('the CLI did not start');
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const sampler = sampleMemory(() => treeOf(pid));
+  const started = performance.now();
+  const code = await new Promise<number | null>((r) => child.on('exit', r));
+  const wall = performance.now() - started;
+  const peak = await sampler.stop();
+  if (code !== 0) throw new Error(`merge-studio ${args[0]} exited ${code}: ${stderr.slice(-2000)}`);
+  const printed = / in ([\d.]+) s;/.exec(stderr);
+  return { ms: printed ? Number(printed[1]) * 1000 : wall, peak, stderr };
+}
+
+/** RAM+ takes ρ from statistics already computed (the studio's own; for the CLI, analyze's JSON). */
+export const usesStatsIn = (method: MethodName): boolean => method === 'ramplus' || method === 'ramplus_soft';
+
+/** `analyze --json` of the set, where a method of `methods` will take it as --stats-in. */
+export async function cliStats(
+  set: BenchSet,
+  methods: MethodName[],
+  statsPath: string,
+): Promise<CliRun | null> {
+  if (!methods.some(usesStatsIn)) return null;
+  return cli(['analyze', ...set.modelArgs, '--json', statsPath]);
+}
+
+/** One CLI merge of the set into a scratch folder, removed again (disk is limited). */
+export async function cliMerge(
+  set: BenchSet,
+  method: MethodName,
+  workDir: string,
+  statsPath: string,
+): Promise<CliRun> {
+  const out = join(workDir, `cli-${method}`);
+  await rm(out, { recursive: true, force: true });
+  const statsIn = usesStatsIn(method) ? ['--stats-in', statsPath] : [];
+  const run = await cli(['merge', ...set.modelArgs, '--method', method, ...statsIn, '--out', out]);
+  await rm(out, { recursive: true, force: true });
+  return run;
+}
+
+export const seconds = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
+
+/** The engine line the CLI printed ("Engine: nvidia … (…)"), for the table's heading. */
+export const engineLine = (stderr: string): string => /^Engine: (.+)$/m.exec(stderr)?.[1] ?? 'unknown';
+
+/** `npm run bench -- --cli-only`: the CLI side of the studio bench, for machines without Chromium. */
+export async function runCliBench(
+  o: SetOptions & { methods: MethodName[]; clean: boolean },
+): Promise<string> {
+  const set = await benchSet(o);
+  const statsPath = join(o.workDir, 'stats.json');
+  const results: { method: MethodName; run: CliRun }[] = [];
+  let stats: CliRun | null;
+  try {
+    stats = await cliStats(set, o.methods, statsPath);
+    for (const method of o.methods) {
+      process.stderr.write(`${method}: CLI…\n`);
+      results.push({ method, run: await cliMerge(set, method, o.workDir, statsPath) });
+    }
+  } finally {
+    if (o.clean) await rm(set.dir, { recursive: true, force: true });
+  }
+  const inputBytes = set.modelBytes * (o.agents + 1);
+  const gbps = (ms: number): number => inputBytes / 1e9 / (ms / 1000);
+  const rawGbps = gbps(set.raw.ms);
+  const ram = results.find((r) => r.method === 'ram');
+  const lines = [
+    `Set: ${set.dir}, ${formatBytes(set.raw.bytes)} over base + ${o.agents} agents (bf16, Qwen2 widths, ${o.layers} layers, vocab ${o.vocab}); raw read ${seconds(set.raw.ms)} = ${rawGbps.toFixed(3)} GB/s.`,
+    `Engine: ${results[0] ? engineLine(results[0].run.stderr) : '—'}.`,
+    `Statistics: CLI analyze ${stats ? seconds(stats.ms) : '— (not run)'}.`,
+    '',
+    '| method | CLI | ÷ RAM | GB/s | ÷ raw read | CLI peak PSS / RSS |',
+    '|---|---|---|---|---|---|',
+  ];
+  for (const { method, run } of results)
+    lines.push(
+      `| ${method} | ${seconds(run.ms)} | ${ram ? (run.ms / ram.run.ms).toFixed(2) : '—'} | ${gbps(run.ms).toFixed(3)} | ${(gbps(run.ms) / rawGbps).toFixed(3)} | ${formatBytes(run.peak.pss)} / ${formatBytes(run.peak.rss)} |`,
+    );
+  return lines.join('\n');
+}
