@@ -18,7 +18,7 @@ fn merged_pair(p: u32) -> Merged {
     weights += w;
   }
   if (params.normalize != 0u && weights != 0.0) {
-    sum = sum / weights;
+    sum = exact_quotient(sum, vec2<f32>(weights));
   }
   return Merged(bitcast<vec2<u32>>(sum), scan);
 }

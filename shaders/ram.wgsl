@@ -56,7 +56,7 @@ fn merged_pair(p: u32) -> Merged {
       a = add_agent(a, t, p, base);
     }
   }
-  let mean = base + a.sum / vec2<f32>(max(a.contributors, vec2<u32>(1u)));
+  let mean = base + exact_quotient(a.sum, vec2<f32>(max(a.contributors, vec2<u32>(1u))));
   let merged = select(mean, base + a.single, a.contributors == vec2<u32>(1u));
   return Merged(select(bitcast<vec2<u32>>(merged), base_bits, a.contributors == vec2<u32>(0u)), a.scan);
 }

@@ -148,7 +148,7 @@ fn tally_merged(a: Tally) -> Merged {
   var sum = a.sum_pos;
   if (!CONSENSUS) {
     if (params.normalize != 0u && abs(a.weights_pos.x) >= 1e-8) {
-      sum = sum / a.weights_pos;
+      sum = exact_quotient(sum, a.weights_pos);
     }
     return Merged(bitcast<vec2<u32>>(base + unfused_product(vec2<f32>(params.scale), sum)), a.scan);
   }
@@ -156,7 +156,7 @@ fn tally_merged(a: Tally) -> Merged {
   sum = select(a.sum_neg, a.sum_pos, positive);
   let weights = select(a.weights_neg, a.weights_pos, positive);
   if (params.normalize != 0u) {
-    sum = select(sum, sum / weights, weights != vec2<f32>(0.0));
+    sum = select(sum, exact_quotient(sum, weights), weights != vec2<f32>(0.0));
   }
   return Merged(bitcast<vec2<u32>>(base + unfused_product(vec2<f32>(params.scale), sum)), a.scan);
 }

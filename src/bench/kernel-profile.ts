@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util';
 import { bf16ToF32 } from '../format/dtype.ts';
 import { floatStream } from '../demo/rng.ts';
 import { acquireNodeGpu } from '../cli/node-gpu.ts';
+import { divisionIsExact } from '../engine/division.ts';
 import { requestEngineDevice } from '../engine/device.ts';
 import {
   createKernel,
@@ -223,7 +224,12 @@ function bracketRows(around: boolean): Uint32Array {
 // In order: the tie marks of one repeat are scanned into cutoffs, which the merge that follows uses.
 const tiesIo = { ...io, tie_cutoffs: carry };
 const tiesDispatch = tiesMergeDispatch(splitDispatch(mergeGroups(numel), max), max);
-const variant = { inDtype: 'BF16', outDtype: 'BF16', agents: AGENTS } as const;
+const variant = {
+  inDtype: 'BF16',
+  outDtype: 'BF16',
+  agents: AGENTS,
+  correctDivision: !(await divisionIsExact(device)),
+} as const;
 const steps: Step[] = [
   {
     name: 'ram merge',

@@ -11,6 +11,7 @@ import { dareScalePlan, emptyDareNorms, l1Scales } from '../methods/dare-norms.t
 import { addDareNorms, createDareNormsKernel, dareNormsBytes, NORM_GROUPS } from './kernels/dare_norms.ts';
 import { checkMergeOptions, forTensor, NonFiniteTally, throwIfAborted } from '../methods/errors.ts';
 import type { Kernel, KernelIo } from './kernels/kernel.ts';
+import { divisionIsExact } from './division.ts';
 import { createLinearKernel } from './kernels/linear.ts';
 import {
   FLAG_MODELS,
@@ -83,6 +84,11 @@ export interface GpuEngineOptions {
   poisonOutput?: boolean;
   /** Benchmark aid: 'radix' skips the sampled select (topk-select.ts), to time the two in one run. */
   topKSelect?: 'sampled' | 'radix';
+  /**
+   * Test aid: correct every f32 quotient of the merge kernels (true) or none (false), where the
+   * default asks divisionIsExact (division.ts) whether this device needs it.
+   */
+  correctDivision?: boolean;
   /** Test aid: keys the sampled select may collect between its brackets' ends (default MAX_COLLECTED). */
   maxCollected?: number;
   /** Test and benchmark aid: how each top-k of a tensor's TIES-family select was settled. */
@@ -296,7 +302,12 @@ class GpuEngine implements MergeEngine {
     const outBytes = dtypeBits(outDtype) / 8;
     const { plan } = methodOf(params.method);
     const job = this.job(tensor, options.signal, outBytes, tieRowsPerAgent(plan));
-    const variant: MergeVariant = { inDtype: tensor.dtype, outDtype, agents: this.agents };
+    const variant: MergeVariant = {
+      inDtype: tensor.dtype,
+      outDtype,
+      agents: this.agents,
+      correctDivision: this.options.correctDivision ?? !(await divisionIsExact(this.device)),
+    };
     const dare = plan.sparsify === 'dare';
     const dareScales = dare ? await this.dareScales(job, params) : undefined;
     const agents: AgentParams[] = params.weights.map((weight, t) => ({

@@ -9,7 +9,7 @@ export const LINEAR_KERNEL: KernelSpec = {
   name: 'linear',
   sources: [...MERGE_SOURCES, source],
   bindings: MERGE_BINDINGS,
-  constants: ['IN_DTYPE', 'OUT_DTYPE', 'AGENTS'],
+  constants: ['IN_DTYPE', 'OUT_DTYPE', 'AGENTS', 'CORRECT_DIVISION'],
 };
 
 export function createLinearKernel(device: GPUDevice, variant: MergeVariant): Promise<Kernel> {

@@ -25,8 +25,15 @@ export interface MergeVariant {
   inDtype: FloatDtype;
   outDtype: FloatDtype;
   agents: number;
+  /** Correct the GPU's f32 quotients (shaders/common/quotient.wgsl): where its division is not exact. */
+  correctDivision: boolean;
 }
 
 export function mergeConstants(v: MergeVariant): Record<string, number> {
-  return { IN_DTYPE: DTYPE_CODE[v.inDtype], OUT_DTYPE: DTYPE_CODE[v.outDtype], AGENTS: v.agents };
+  return {
+    IN_DTYPE: DTYPE_CODE[v.inDtype],
+    OUT_DTYPE: DTYPE_CODE[v.outDtype],
+    AGENTS: v.agents,
+    CORRECT_DIVISION: v.correctDivision ? 1 : 0,
+  };
 }

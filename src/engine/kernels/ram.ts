@@ -10,7 +10,7 @@ export const RAM_KERNEL: KernelSpec = {
   name: 'ram',
   sources: [...MERGE_SOURCES, source],
   bindings: MERGE_BINDINGS,
-  constants: ['IN_DTYPE', 'OUT_DTYPE', 'AGENTS'],
+  constants: ['IN_DTYPE', 'OUT_DTYPE', 'AGENTS', 'CORRECT_DIVISION'],
 };
 
 export function createRamKernel(device: GPUDevice, variant: MergeVariant): Promise<Kernel> {

@@ -8,11 +8,11 @@ import { BRANCH_ROUNDS, BRANCHES_BINDING, BRANCHES_SOURCE } from './branches.ts'
 import { splitDispatch, type Dispatch } from '../plumbing.ts';
 import { createKernel, type Kernel, type KernelSpec } from './kernel.ts';
 import { MERGE_BINDINGS, mergeConstants, type MergeVariant } from './merge-bindings.ts';
-import { FINITE_SOURCE, RNG_SOURCE, WINDOW_SOURCES } from './sources.ts';
+import { FINITE_SOURCE, QUOTIENT_SOURCE, RNG_SOURCE, WINDOW_SOURCES } from './sources.ts';
 
 export const TIES_KERNEL: KernelSpec = {
   name: 'ties',
-  sources: [...WINDOW_SOURCES, FINITE_SOURCE, RNG_SOURCE, BRANCHES_SOURCE, source],
+  sources: [...WINDOW_SOURCES, QUOTIENT_SOURCE, FINITE_SOURCE, RNG_SOURCE, BRANCHES_SOURCE, source],
   bindings: [
     ...MERGE_BINDINGS.filter((b) => b.binding < 4),
     { binding: 4, name: 'tie_cutoffs', type: 'read-only-storage' },
@@ -23,6 +23,7 @@ export const TIES_KERNEL: KernelSpec = {
     'IN_DTYPE',
     'OUT_DTYPE',
     'AGENTS',
+    'CORRECT_DIVISION',
     'DARE',
     'TOP_K',
     'TIE_BREAK',
