@@ -1,11 +1,14 @@
 // The Node file source and folder against a temporary directory: positional reads, atomic
-// `.partial` renames, abort leaving nothing, and model folders with symlinks.
+// `.partial` renames, abort leaving nothing, model folders with symlinks, and files hashed off the
+// main thread.
+import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { at } from './checked.ts';
-import { nodeFileSource, nodeFolder, nodeModelFiles } from './node.ts';
+import { SafetensorsError } from './errors.ts';
+import { nodeFileSource, nodeFolder, nodeModelFiles, sha256File } from './node.ts';
 
 let dir: string;
 beforeEach(async () => {
@@ -146,5 +149,29 @@ describe('nodeModelFiles', () => {
 
   it('fails with ReadFailed for a missing path', async () => {
     await expect(nodeModelFiles(join(dir, 'nothing'))).rejects.toMatchObject({ code: 'ReadFailed' });
+  });
+});
+
+describe('sha256File', () => {
+  it.each([true, false])(
+    'hashes a whole file as a one-shot digest does, chunk edges included (on a thread: %s)',
+    async (onThread) => {
+      // Three 8 MiB read chunks and a part, of random bytes.
+      const bytes = new Uint8Array((3 << 23) + 12_345);
+      for (let i = 0; i < bytes.length; i += 65_536) crypto.getRandomValues(bytes.subarray(i, i + 65_536));
+      const path = join(dir, 'hashed.bin');
+      await writeFile(path, bytes);
+      expect(await sha256File(path, onThread)).toBe(createHash('sha256').update(bytes).digest('hex'));
+      await writeFile(join(dir, 'empty.bin'), new Uint8Array(0));
+      expect(await sha256File(join(dir, 'empty.bin'), onThread)).toBe(createHash('sha256').digest('hex'));
+    },
+  );
+
+  it.each([true, false])('names the file it could not read (on a thread: %s)', async (onThread) => {
+    const missing = join(dir, 'gone.safetensors');
+    const error = await sha256File(missing, onThread).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SafetensorsError);
+    expect(String(error)).toContain('gone.safetensors');
+    expect(String(error)).toMatch(/could not read the file/);
   });
 });
