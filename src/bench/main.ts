@@ -42,31 +42,19 @@ const { values } = parseArgs({
   },
 });
 
-if (values['cli-only']) {
-  const { runCliBench } = await import('./cli-set.ts');
-  const table = await runCliBench({
+if (values['cli-only'] || values.studio) {
+  // The generated Llama-shaped set, through the CLI alone (cli-set.ts) or the studio and the CLI.
+  const options = {
     layers: Number(values.layers),
     vocab: Number(values.vocab),
     agents: Number(values.agents),
     methods: values.methods.split(',') as MethodName[],
     workDir: '.bench',
     clean: values.clean,
-  });
-  process.stdout.write(`${table}\n`);
-  process.exit(0);
-}
-
-if (values.studio) {
-  const { runStudioBench } = await import('./studio.ts');
-  const table = await runStudioBench({
-    layers: Number(values.layers),
-    vocab: Number(values.vocab),
-    agents: Number(values.agents),
-    methods: values.methods.split(',') as MethodName[],
-    port: Number(values.port),
-    workDir: '.bench',
-    clean: values.clean,
-  });
+  };
+  const table = values['cli-only']
+    ? await (await import('./cli-set.ts')).runCliBench(options)
+    : await (await import('./studio.ts')).runStudioBench({ ...options, port: Number(values.port) });
   process.stdout.write(`${table}\n`);
   process.exit(0);
 }
