@@ -92,9 +92,13 @@ function probeCases(): Uint32Array {
   const normal = (e: number): number => ((((random() * 2 ** 32) >>> 0) & 0x807fffff) | (e << 23)) >>> 0;
   const divisors = [1.8, 3, 5, 6, 7, 0.3 + 0.5 + 1, 2.6].map((d) => f32Bits(Math.fround(d)));
   for (let i = 0; i < PROBE_PAIRS; i++) {
-    const e = 64 + Math.floor(random() * 128);
+    // Over the whole normal range (a divisor above 2^126 has a subnormal reciprocal, which a GPU may
+    // flush: an H200 did), with quotients that stay normal.
+    const e = 8 + Math.floor(random() * 239);
     const b =
-      i % 4 === 0 ? divisors[(i >> 2) % divisors.length]! : normal(e + Math.floor(random() * 20) - 10);
+      i % 4 === 0
+        ? divisors[(i >> 2) % divisors.length]!
+        : normal(Math.min(254, Math.max(1, e + Math.floor(random() * 121) - 60)));
     cases.set([normal(e), b, 0, 0], i * 4);
   }
   return cases;
