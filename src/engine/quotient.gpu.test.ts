@@ -4,7 +4,7 @@
 // the GPU's own a / b. Its first guess (the GPU's division of the mantissas) is also pushed 1–3 units
 // off either way, so the correction steps run on SwiftShader too, whose division is already exact.
 import { afterAll, describe, expect, it } from 'vitest';
-import { f32Bits } from '../methods/float32.ts';
+import { f32Bits, f32FromBits as f32 } from '../methods/float32.ts';
 import { mergeBytes, randomTensor, seededRandom, testParams } from '../methods/test-tensors.ts';
 import type { MethodName } from '../methods/types.ts';
 import { openGpuHarness, withGpuEngine } from '../test/gpu-harness.ts';
@@ -27,7 +27,6 @@ fn quotient_of(c: vec4<u32>) -> u32 {
   return bitcast<u32>(corrected_quotient(a, b, a / b, bitcast<i32>(c.z)));
 }`;
 
-const f32 = (bits: number): number => new Float32Array(new Uint32Array([bits]).buffer)[0]!;
 const exponent = (bits: number): number => (bits >>> 23) & 0xff;
 
 /** Whether quotient.wgsl hands back the GPU's quotient: an operand not normal, or no normal quotient. */
