@@ -172,6 +172,34 @@ describe('mergeModels', () => {
     expect(analysis.totals.counts.reduce((a, b) => a + b, 0)).toBe(analysis.totals.numel);
   });
 
+  it('writes the same model with the next tensor read ahead, at any share of the budget', async () => {
+    const { base, agents } = await setup(8);
+    const outputs: Map<string, Uint8Array>[] = [];
+    for (const method of ['ramplus', 'ties'] as const) {
+      for (const readAheadBytes of [0, 40, 1 << 20]) {
+        const out = memoryFolder('out');
+        const result = await mergeModels({
+          base,
+          agents,
+          // Windows of 7 elements: tensors of one window and of several.
+          engine: { ...createCpuEngine({ agents: 3, maxWindowElements: 7 }), readAheadBytes },
+          params: defaultParams(method, agents.length),
+          out,
+          shardBytes: 256,
+          ...labels(agents),
+        });
+        if (readAheadBytes === 0) {
+          outputs.push(out.files);
+          expect(result.readAheadTensors).toBe(0);
+        } else {
+          expect(out.files).toEqual(outputs.at(-1));
+          // Every merged tensor after the first came (in part) from memory.
+          expect(result.readAheadTensors).toBe(result.mergedTensors - 1);
+        }
+      }
+    }
+  });
+
   it('leaves nothing behind when cancelled', async () => {
     const { base, agents } = await setup(4);
     const out = memoryFolder('out');

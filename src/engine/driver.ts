@@ -24,6 +24,8 @@ import {
   type TensorStats,
 } from '../methods/merge-types.ts';
 import { BRANCHES_FILE, keptBranches, mergeBranches, type MergeBranches } from './merge-branches.ts';
+import { ReadAhead, type TensorBytes, type TensorReader } from './read-ahead.ts';
+import { must } from '../io/checked.ts';
 
 export { TOOL_NAME, TOOL_VERSION, isCompanionFile } from './model-card.ts';
 export const DEFAULT_SHARD_BYTES = 5_000_000_000;
@@ -115,13 +117,19 @@ function numel(tensor: ModelTensor): number {
   return tensor.shape.reduce((a, b) => a * b, 1);
 }
 
-export function tensorInput(models: Model[], name: string): TensorInput {
-  const parts = models.map((model) => {
+/** Where tensor `name`'s bytes lie in each model (0 = base, t + 1 = agent t). */
+function tensorBytes(models: readonly Model[], name: string): TensorBytes[] {
+  return models.map((model) => {
     const tensor = model.tensors.get(name);
     if (!tensor) throw new MergeError(`${model.name} has no tensor ${name}`, name);
-    return { source: model.source(tensor.file), tensor };
+    return { source: model.source(tensor.file), offset: tensor.offset, length: tensor.end - tensor.begin };
   });
-  const first = parts[0]!.tensor;
+}
+
+/** The engine's view of tensor `name`: its reads go through `reader` (a ReadAhead's) where given. */
+export function tensorInput(models: readonly Model[], name: string, reader?: TensorReader): TensorInput {
+  const parts = tensorBytes(models, name);
+  const first = must(models[0]?.tensors.get(name), `tensor ${name} of the base`);
   const dtype = first.dtype as FloatDtype;
   const size = elementBytes(dtype);
   return {
@@ -131,8 +139,26 @@ export function tensorInput(models: Model[], name: string): TensorInput {
     async read(index, start, count, into) {
       const part = parts[index];
       if (!part) throw new MergeError(`input ${index} out of range for ${name}`, name);
-      await part.source.read(part.tensor.offset + start * size, count * size, into);
+      if (reader) await reader(index, start * size, count * size, into);
+      else await part.source.read(part.offset + start * size, count * size, into);
     },
+  };
+}
+
+/**
+ * A ReadAhead over `order`, the merged tensors in the order the engine is given them, with the
+ * engine's share of the memory budget for it (none where the engine names none).
+ */
+function readAheadOf(
+  models: readonly Model[],
+  engine: MergeEngine,
+  order: readonly string[],
+): { ahead: ReadAhead; input: (name: string) => TensorInput } {
+  const ahead = new ReadAhead((name) => tensorBytes(models, name), engine.readAheadBytes ?? 0);
+  const next = new Map(order.map((name, i) => [name, order[i + 1]]));
+  return {
+    ahead,
+    input: (name) => tensorInput(models, name, ahead.reader(name, next.get(name))),
   };
 }
 
@@ -194,16 +220,23 @@ export async function analyzeModels(input: ModelsInput & { epsilon: number }): P
   const totalBytes = tensors.reduce((sum, t) => sum + (t.end - t.begin) * models.length, 0);
   const meter = new ProgressMeter('analyze', tensors.length, totalBytes, input.onProgress);
   const stats: TensorStats[] = [];
-  for (const tensor of tensors) {
-    throwIfAborted(signal);
-    meter.report(tensor.name);
-    stats.push(
-      await withTensorName(tensor.name, () =>
-        engine.analyze(tensorInput(models, tensor.name), epsilon, signal),
-      ),
-    );
-    meter.bytesDone += (tensor.end - tensor.begin) * models.length;
-    meter.tensorsDone += 1;
+  const reads = readAheadOf(
+    models,
+    engine,
+    tensors.map((t) => t.name),
+  );
+  try {
+    for (const tensor of tensors) {
+      throwIfAborted(signal);
+      meter.report(tensor.name);
+      stats.push(
+        await withTensorName(tensor.name, () => engine.analyze(reads.input(tensor.name), epsilon, signal)),
+      );
+      meter.bytesDone += (tensor.end - tensor.begin) * models.length;
+      meter.tensorsDone += 1;
+    }
+  } finally {
+    await reads.ahead.settled();
   }
   meter.report(undefined, true);
   return { epsilon, tensors: stats, totals: sumStats(stats, agents.length) };
@@ -279,6 +312,8 @@ export interface MergeResult {
    */
   branches: MergeBranches | null;
   mergedTensors: number;
+  /** Merged tensors whose first bytes the driver had read ahead while the one before merged (ReadAhead). */
+  readAheadTensors: number;
   copiedTensors: number;
   outputBytes: number;
 }
@@ -358,6 +393,7 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
   const outDtype = job.outDtype ?? dominantDtype(merged);
   const used = new Map<string, MethodParams>();
   let branches: MergeBranches | null;
+  let reads: ReturnType<typeof readAheadOf> | undefined;
 
   try {
     // Companion files first: a folder whose weights (or index) are missing never looks complete.
@@ -374,8 +410,14 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
     await writeText(out, 'mergekit_config.yml', toMergekitYaml(recipeOf(job, outDtype)), written);
 
     const shardFiles: WrittenFile[] = [];
-    for (const shard of plan.shards) {
-      const layout = layoutSafetensors(shard.tensors, { format: 'pt' });
+    const layouts = plan.shards.map((shard) => layoutSafetensors(shard.tensors, { format: 'pt' }));
+    reads = readAheadOf(
+      models,
+      engine,
+      layouts.flatMap((l) => l.tensors.map((t) => t.name).filter((name) => mergedNames.has(name))),
+    );
+    for (const [s, shard] of plan.shards.entries()) {
+      const layout = must(layouts[s], `layout of ${shard.file}`);
       const hash = new Sha256();
       const raw = await out.create(shard.file);
       const sink = {
@@ -400,7 +442,7 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
               async () => {
                 const tensorParams = paramsForTensor(params, job.perTensor, spec.name);
                 used.set(spec.name, tensorParams);
-                await engine.merge(tensorInput(models, spec.name), {
+                await engine.merge(must(reads, 'read-ahead').input(spec.name), {
                   params: tensorParams,
                   lambdas,
                   outDtype: spec.dtype as FloatDtype,
@@ -463,7 +505,8 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
     // After the card: a folder without it is still a complete model, its branches just unknown.
     if (branches) await writeText(out, BRANCHES_FILE, `${JSON.stringify(branches, null, 2)}\n`, written);
   } catch (error) {
-    // Nothing half-written may stay behind looking like a model.
+    // Nothing half-written may stay behind looking like a model, nor a read still running.
+    await reads?.ahead.settled();
     for (const file of written) await out.remove(file.file).catch(() => undefined);
     throw error;
   }
@@ -473,6 +516,7 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
     analysis,
     branches,
     mergedTensors: merged.length,
+    readAheadTensors: reads?.ahead.hits ?? 0,
     copiedTensors: specs.length - merged.length,
     outputBytes,
   };

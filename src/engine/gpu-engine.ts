@@ -39,6 +39,7 @@ import {
   statsGroups,
   mergeGroups,
   pad4,
+  readAheadBytes,
   slotBytesFor,
   splitDispatch,
   tensorWindows,
@@ -183,6 +184,7 @@ class GpuEngine implements MergeEngine {
   readonly kind = 'gpu';
   readonly description: string;
   readonly agents: number;
+  readonly readAheadBytes: number;
   private readonly scheduler: Scheduler;
   private readonly maxWindow: number;
   private readonly memoryBudget: number;
@@ -211,6 +213,8 @@ class GpuEngine implements MergeEngine {
     this.description = options.adapterDescription;
     this.maxWindow = options.maxWindowElements ?? DEFAULT_WINDOW_ELEMENTS;
     this.memoryBudget = options.memoryBudget ?? DEFAULT_MEMORY_BUDGET;
+    // Windows are sized to the rest (windowElements).
+    this.readAheadBytes = readAheadBytes(this.memoryBudget, this.agents, this.maxWindow);
     this.scheduler = new Scheduler(device, 'MergeEngine');
     this.agentBuffer = this.buffer(
       'agents',

@@ -13,6 +13,7 @@ import {
   tensorWindows,
   tieRowsPerAgent,
   windowCapacity,
+  readAheadBytes,
   windowElements,
   windowMemory,
   wordsFor,
@@ -143,19 +144,37 @@ describe('windows sized by a memory budget', () => {
     return 2 * perSet;
   }
 
+  /**
+   * heldBytes and the driver's read-ahead beside them (an eighth of the budget, at most 64 MiB and
+   * one window of 16-bit elements per model): what one budget holds in all.
+   */
+  function budgeted(elements: number, l: WindowLimits): number {
+    const budget = l.memoryBudget ?? 0;
+    const ahead = Math.min(64 * 2 ** 20, Math.floor(budget / 8), (l.agents + 1) * l.maxWindowElements * 2);
+    return heldBytes(elements, l) + ahead;
+  }
+
+  it('leaves the read-ahead an eighth of the budget, at most 64 MiB and one 16-bit window per model', () => {
+    // The default budget, 3 agents, the default window: 4 windows of 16 MiB.
+    expect(readAheadBytes(DEFAULT_MEMORY_BUDGET, 3, 2 ** 23)).toBe(64 * 2 ** 20);
+    expect(readAheadBytes(DEFAULT_MEMORY_BUDGET, 3, 2 ** 20)).toBe(4 * 2 ** 21);
+    expect(readAheadBytes(2 ** 20, 3, 2 ** 23)).toBe(2 ** 17);
+    expect(readAheadBytes(8 * 2 ** 30, 31, 2 ** 23)).toBe(64 * 2 ** 20);
+  });
+
   it('keeps 16 f32 agents inside the default budget, where the element cap alone took over 2 GiB', () => {
     expect(heldBytes(windowElements(wide), wide)).toBeGreaterThan(2 * 2 ** 30);
     const limits = { ...wide, memoryBudget: DEFAULT_MEMORY_BUDGET };
     const w = windowElements(limits);
-    expect(heldBytes(w, limits)).toBeLessThanOrEqual(DEFAULT_MEMORY_BUDGET);
+    expect(budgeted(w, limits)).toBeLessThanOrEqual(DEFAULT_MEMORY_BUDGET);
     // The largest such window: one more element would not fit.
-    expect(heldBytes(w + 1, limits)).toBeGreaterThan(DEFAULT_MEMORY_BUDGET);
+    expect(budgeted(w + 1, limits)).toBeGreaterThan(DEFAULT_MEMORY_BUDGET);
   });
 
   it('costs bf16 merges of 3 agents nothing: the element cap is reached first', () => {
     const limits = { ...wide, agents: 3, inBytes: 2, outBytes: 2, memoryBudget: DEFAULT_MEMORY_BUDGET };
     expect(windowElements(limits)).toBe(2 ** 23);
-    expect(heldBytes(2 ** 23, limits)).toBeLessThanOrEqual(DEFAULT_MEMORY_BUDGET);
+    expect(budgeted(2 ** 23, limits)).toBeLessThanOrEqual(DEFAULT_MEMORY_BUDGET);
   });
 
   // Tie rows per agent, by what each method's merge ranks: TIES one threshold, Model Breadcrumbs two
@@ -210,8 +229,8 @@ describe('windows sized by a memory budget', () => {
     expect(window(1)).toBeGreaterThan(window(2));
     for (const tieRows of [0, 1, 2]) {
       const w = window(tieRows);
-      expect(heldBytes(w, limits(tieRows))).toBeLessThanOrEqual(DEFAULT_MEMORY_BUDGET);
-      expect(heldBytes(w + 1, limits(tieRows))).toBeGreaterThan(DEFAULT_MEMORY_BUDGET);
+      expect(budgeted(w, limits(tieRows))).toBeLessThanOrEqual(DEFAULT_MEMORY_BUDGET);
+      expect(budgeted(w + 1, limits(tieRows))).toBeGreaterThan(DEFAULT_MEMORY_BUDGET);
     }
   });
 
@@ -225,13 +244,13 @@ describe('windows sized by a memory budget', () => {
         fc.integer({ min: 0, max: 2 }),
         (agents, inBytes, outBytes, memoryBudget, tieRows) => {
           const l = { ...wide, agents, inBytes, outBytes, memoryBudget, tieRows };
-          if (heldBytes(1, l) > memoryBudget) {
+          if (budgeted(1, l) > memoryBudget) {
             expect(() => windowElements(l)).toThrow(/memory budget/);
             return;
           }
           const w = windowElements(l);
-          expect(heldBytes(w, l)).toBeLessThanOrEqual(memoryBudget);
-          if (w < 2 ** 23) expect(heldBytes(w + 1, l)).toBeGreaterThan(memoryBudget);
+          expect(budgeted(w, l)).toBeLessThanOrEqual(memoryBudget);
+          if (w < 2 ** 23) expect(budgeted(w + 1, l)).toBeGreaterThan(memoryBudget);
         },
       ),
     );

@@ -178,12 +178,35 @@ export function windowElements(limits: WindowLimits): number {
   return fitBudget(elements, limits);
 }
 
-/** The largest window of at most `elements` whose buffers (windowMemory) fit the memory budget. */
+/** The most bytes of the read-ahead, whatever the budget (ReadAhead, src/engine/read-ahead.ts). */
+export const MAX_READ_AHEAD_BYTES = 64 * 2 ** 20;
+
+/**
+ * The part of a memory budget that the driver may hold read ahead (the next tensor's first bytes of
+ * every model, read while the engine merges this one): an eighth of the budget, at most
+ * MAX_READ_AHEAD_BYTES, and no more than one window of 16-bit elements per model (`agents` + 1 of
+ * them), since the engine reads a tensor's later windows ahead itself. The windows get the rest
+ * (fitBudget).
+ */
+export function readAheadBytes(budget: number, agents: number, maxWindowElements: number): number {
+  return Math.min(
+    MAX_READ_AHEAD_BYTES,
+    Math.floor(budget / 8),
+    (agents + 1) * Math.floor(maxWindowElements) * 2,
+  );
+}
+
+/**
+ * The largest window of at most `elements` whose buffers (windowMemory) fit the memory budget beside
+ * the read-ahead (readAheadBytes).
+ */
 function fitBudget(elements: number, limits: WindowLimits): number {
   const budget = limits.memoryBudget;
   if (budget === undefined) return elements;
   const { agents, inBytes, outBytes, tieRows } = limits;
-  const cost = (n: number): number => windowMemory(windowCapacity(n, agents, inBytes, outBytes, tieRows));
+  const ahead = readAheadBytes(budget, agents, limits.maxWindowElements);
+  const cost = (n: number): number =>
+    windowMemory(windowCapacity(n, agents, inBytes, outBytes, tieRows)) + ahead;
   if (cost(elements) <= budget) return elements;
   // cost grows with n, by at most a few words of padding over its linear part: bisect.
   let low = 0;

@@ -90,6 +90,11 @@ export interface MergeEngine {
   readonly description: string;
   /** Number of agents N this engine was created for. */
   readonly agents: number;
+  /**
+   * Bytes of its memory budget the engine leaves to the driver's read-ahead (src/engine/read-ahead.ts):
+   * the next tensor's first bytes, read while this one merges. Absent: nothing is read ahead.
+   */
+  readonly readAheadBytes?: number;
   /** Cumulative stage times, where the engine measures them (the GPU engine). */
   readonly timings?: StageTimings;
   analyze(tensor: TensorInput, epsilon: number, signal?: AbortSignal): Promise<TensorStats>;
