@@ -80,6 +80,8 @@ export interface ModelsInput {
   engine: MergeEngine;
   signal?: AbortSignal;
   onProgress?: (progress: Progress) => void;
+  /** false: read no tensor ahead of the engine (ReadAhead), for benchmarks to compare. Default true. */
+  readAhead?: boolean;
 }
 
 export interface AnalysisResult {
@@ -151,10 +153,11 @@ export function tensorInput(models: readonly Model[], name: string, reader?: Ten
  */
 function readAheadOf(
   models: readonly Model[],
-  engine: MergeEngine,
+  job: Pick<ModelsInput, 'engine' | 'readAhead'>,
   order: readonly string[],
 ): { ahead: ReadAhead; input: (name: string) => TensorInput } {
-  const ahead = new ReadAhead((name) => tensorBytes(models, name), engine.readAheadBytes ?? 0);
+  const budget = job.readAhead === false ? 0 : (job.engine.readAheadBytes ?? 0);
+  const ahead = new ReadAhead((name) => tensorBytes(models, name), budget);
   const next = new Map(order.map((name, i) => [name, order[i + 1]]));
   return {
     ahead,
@@ -222,7 +225,7 @@ export async function analyzeModels(input: ModelsInput & { epsilon: number }): P
   const stats: TensorStats[] = [];
   const reads = readAheadOf(
     models,
-    engine,
+    input,
     tensors.map((t) => t.name),
   );
   try {
@@ -413,7 +416,7 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
     const layouts = plan.shards.map((shard) => layoutSafetensors(shard.tensors, { format: 'pt' }));
     reads = readAheadOf(
       models,
-      engine,
+      job,
       layouts.flatMap((l) => l.tensors.map((t) => t.name).filter((name) => mergedNames.has(name))),
     );
     for (const [s, shard] of plan.shards.entries()) {
