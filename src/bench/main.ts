@@ -39,12 +39,15 @@ const { values } = parseArgs({
     clean: { type: 'boolean', default: false },
     /** The TIES-family top-k select: 'sampled' (the engine's default) or 'radix' alone, to compare. */
     select: { type: 'string', default: 'sampled' },
-    /** 'on' (the driver's default), 'off', or 'both': each method without, then with, in one run. */
-    'read-ahead': { type: 'string', default: 'on' },
+    /**
+     * The driver's read-ahead and write-behind: 'on' (its default), 'off', or 'both', each method
+     * without, then with, in one run.
+     */
+    overlap: { type: 'string', default: 'on' },
   },
 });
-const readAheads = { on: [true], off: [false], both: [false, true] }[values['read-ahead']];
-if (!readAheads) throw new Error(`--read-ahead takes on, off or both, not ${values['read-ahead']}`);
+const overlaps = { on: [true], off: [false], both: [false, true] }[values.overlap];
+if (!overlaps) throw new Error(`--overlap takes on, off or both, not ${values.overlap}`);
 
 if (values['cli-only'] || values.studio) {
   // The generated Llama-shaped set, through the CLI alone (cli-set.ts) or the studio and the CLI.
@@ -79,7 +82,7 @@ async function loadTimed(path: string, clock: StageClock): Promise<Model> {
 
 interface Row {
   engine: string;
-  readAhead: boolean;
+  overlap: boolean;
   method: MethodName;
   inputBytes: number;
   ms: number;
@@ -90,12 +93,7 @@ interface Row {
   readback?: number;
 }
 
-async function runOne(
-  engine: MergeEngine,
-  method: MethodName,
-  share: number,
-  readAhead = true,
-): Promise<Row> {
+async function runOne(engine: MergeEngine, method: MethodName, share: number, overlap = true): Promise<Row> {
   const readClock = new StageClock();
   const writeClock = new StageClock();
   const base = await loadTimed(join(dir, 'base'), readClock);
@@ -116,7 +114,7 @@ async function runOne(
     base,
     agents: models,
     engine,
-    readAhead,
+    overlap,
     params: defaultParams(method, agents),
     out: timedFolder(nodeFolder(outDir), writeClock),
     baseLabel: 'base',
@@ -128,7 +126,7 @@ async function runOne(
   const after = engine.timings;
   return {
     engine: engine.description,
-    readAhead,
+    overlap,
     method,
     inputBytes,
     ms,
@@ -173,7 +171,7 @@ for (const method of methods) {
       for (const r of taken) counted.set(r, (counted.get(r) ?? 0) + 1);
     },
   });
-  for (const readAhead of readAheads) gpuRows.push(await runOne(engine, method, 1, readAhead));
+  for (const overlap of overlaps) gpuRows.push(await runOne(engine, method, 1, overlap));
   engine.destroy();
   if (counted.size) routes.set(method, counted);
 }
@@ -196,7 +194,7 @@ for (const row of [...gpuRows, ...cpuRows]) {
   const s = (ms: number | undefined) => (ms === undefined ? '—' : `${(ms / 1000).toFixed(2)} s`);
   const rate = gbps(row.inputBytes, row.ms);
   lines.push(
-    `| ${row.engine.startsWith('CPU') ? 'CPU reference' : row.readAhead ? 'WebGPU' : 'WebGPU, no read-ahead'} | ${row.method} | ${formatBytes(row.inputBytes)} | ${s(row.ms)} | ${rate.toFixed(3)} | ${(rate / rawGbps).toFixed(3)} | ${s(row.readMs)} | ${s(row.upload)} | ${s(row.compute)} | ${s(row.readback)} | ${s(row.writeMs)} |`,
+    `| ${row.engine.startsWith('CPU') ? 'CPU reference' : row.overlap ? 'WebGPU' : 'WebGPU, no overlap'} | ${row.method} | ${formatBytes(row.inputBytes)} | ${s(row.ms)} | ${rate.toFixed(3)} | ${(rate / rawGbps).toFixed(3)} | ${s(row.readMs)} | ${s(row.upload)} | ${s(row.compute)} | ${s(row.readback)} | ${s(row.writeMs)} |`,
   );
 }
 for (const [method, counted] of routes) {

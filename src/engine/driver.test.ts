@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeFloats, encodeFloats, type FloatDtype } from '../format/dtype.ts';
 import { openModel, type Model } from '../format/model.ts';
-import { memoryFolder } from '../io/sink.ts';
+import { memoryFolder, type FolderSink } from '../io/sink.ts';
 import { memorySource } from '../io/source.ts';
 import { createCpuEngine } from './cpu-engine.ts';
 import { defaultParams } from '../methods/defaults.ts';
@@ -176,19 +176,22 @@ describe('mergeModels', () => {
     const { base, agents } = await setup(8);
     const outputs: Map<string, Uint8Array>[] = [];
     for (const method of ['ramplus', 'ties'] as const) {
-      for (const readAheadBytes of [0, 40, 1 << 20]) {
+      for (const readAhead of [0, 40, 1 << 20]) {
         const out = memoryFolder('out');
         const result = await mergeModels({
           base,
           agents,
           // Windows of 7 elements: tensors of one window and of several.
-          engine: { ...createCpuEngine({ agents: 3, maxWindowElements: 7 }), readAheadBytes },
+          engine: {
+            ...createCpuEngine({ agents: 3, maxWindowElements: 7 }),
+            driverMemory: { readAhead, writeBehind: readAhead / 4 },
+          },
           params: defaultParams(method, agents.length),
           out,
           shardBytes: 256,
           ...labels(agents),
         });
-        if (readAheadBytes === 0) {
+        if (readAhead === 0) {
           outputs.push(out.files);
           expect(result.readAheadTensors).toBe(0);
         } else {
@@ -198,6 +201,42 @@ describe('mergeModels', () => {
         }
       }
     }
+  });
+
+  it('fails with a write that failed behind the merge, and leaves nothing behind', async () => {
+    const { base, agents } = await setup(9);
+    const out = memoryFolder('out');
+    let writes = 0;
+    const failing: FolderSink = {
+      ...out,
+      async create(file) {
+        const sink = await out.create(file);
+        return {
+          ...sink,
+          write: async (chunk) => {
+            // The fourth write of a shard: behind the merge, while later tensors are merged.
+            if (file.endsWith('.safetensors') && ++writes === 4) throw new Error('ENOSPC: no space left');
+            await new Promise((resolve) => setTimeout(resolve, 1));
+            return sink.write(chunk);
+          },
+        };
+      },
+    };
+    const error = await mergeModels({
+      base,
+      agents,
+      engine: {
+        ...createCpuEngine({ agents: 3, maxWindowElements: 7 }),
+        driverMemory: { readAhead: 1 << 20, writeBehind: 1 << 20 },
+      },
+      params: defaultParams('ties', 3),
+      out: failing,
+      shardBytes: 256,
+      ...labels(agents),
+    }).catch((e: unknown) => e);
+    expect(String(error)).toContain('ENOSPC: no space left');
+    expect(writes).toBeGreaterThanOrEqual(4);
+    expect([...out.files.keys()]).toEqual([]);
   });
 
   it('leaves nothing behind when cancelled', async () => {

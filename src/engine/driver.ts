@@ -8,7 +8,7 @@ import type { Model, ModelTensor } from '../format/model.ts';
 import { readSafetensorsHeader } from '../format/safetensors.ts';
 import { indexJson, planShards, type ShardPlan } from '../format/sharded.ts';
 import { layoutSafetensors, SafetensorsStreamWriter, type TensorSpec } from '../format/write.ts';
-import type { FolderSink } from '../io/sink.ts';
+import { writeBehind, type FolderSink } from '../io/sink.ts';
 import { ramLambdas, sumStats, type ModelStats } from '../methods/stats.ts';
 import { toMergekitYaml, type Recipe } from '../methods/recipe.ts';
 import { methodOf } from '../methods/registry/index.ts';
@@ -80,8 +80,11 @@ export interface ModelsInput {
   engine: MergeEngine;
   signal?: AbortSignal;
   onProgress?: (progress: Progress) => void;
-  /** false: read no tensor ahead of the engine (ReadAhead), for benchmarks to compare. Default true. */
-  readAhead?: boolean;
+  /**
+   * false: the driver neither reads the next tensor ahead (ReadAhead) nor writes output behind the
+   * merge (writeBehind), for benchmarks to compare. Default true, within the engine's driverMemory.
+   */
+  overlap?: boolean;
 }
 
 export interface AnalysisResult {
@@ -153,10 +156,10 @@ export function tensorInput(models: readonly Model[], name: string, reader?: Ten
  */
 function readAheadOf(
   models: readonly Model[],
-  job: Pick<ModelsInput, 'engine' | 'readAhead'>,
+  job: Pick<ModelsInput, 'engine' | 'overlap'>,
   order: readonly string[],
 ): { ahead: ReadAhead; input: (name: string) => TensorInput } {
-  const budget = job.readAhead === false ? 0 : (job.engine.readAheadBytes ?? 0);
+  const budget = job.overlap === false ? 0 : (job.engine.driverMemory?.readAhead ?? 0);
   const ahead = new ReadAhead((name) => tensorBytes(models, name), budget);
   const next = new Map(order.map((name, i) => [name, order[i + 1]]));
   return {
@@ -414,6 +417,8 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
 
     const shardFiles: WrittenFile[] = [];
     const layouts = plan.shards.map((shard) => layoutSafetensors(shard.tensors, { format: 'pt' }));
+    // Output waits for the file system only beyond this many bytes queued (engines hand emitted bytes over).
+    const behind = job.overlap === false ? 0 : (engine.driverMemory?.writeBehind ?? 0);
     reads = readAheadOf(
       models,
       job,
@@ -422,7 +427,7 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
     for (const [s, shard] of plan.shards.entries()) {
       const layout = must(layouts[s], `layout of ${shard.file}`);
       const hash = new Sha256();
-      const raw = await out.create(shard.file);
+      const raw = writeBehind(await out.create(shard.file), behind);
       const sink = {
         write: async (chunk: Uint8Array) => {
           hash.update(chunk);

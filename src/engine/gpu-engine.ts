@@ -39,7 +39,7 @@ import {
   statsGroups,
   mergeGroups,
   pad4,
-  readAheadBytes,
+  driverMemory,
   slotBytesFor,
   splitDispatch,
   tensorWindows,
@@ -48,6 +48,7 @@ import {
   windowElements,
   DEFAULT_MEMORY_BUDGET,
   type Dispatch,
+  type DriverMemory,
   type Window,
   TIE_BLOCK_PAIRS,
   TIE_BLOCK_WORDS,
@@ -184,7 +185,7 @@ class GpuEngine implements MergeEngine {
   readonly kind = 'gpu';
   readonly description: string;
   readonly agents: number;
-  readonly readAheadBytes: number;
+  readonly driverMemory: DriverMemory;
   private readonly scheduler: Scheduler;
   private readonly maxWindow: number;
   private readonly memoryBudget: number;
@@ -214,7 +215,7 @@ class GpuEngine implements MergeEngine {
     this.maxWindow = options.maxWindowElements ?? DEFAULT_WINDOW_ELEMENTS;
     this.memoryBudget = options.memoryBudget ?? DEFAULT_MEMORY_BUDGET;
     // Windows are sized to the rest (windowElements).
-    this.readAheadBytes = readAheadBytes(this.memoryBudget, this.agents, this.maxWindow);
+    this.driverMemory = driverMemory(this.memoryBudget, this.agents, this.maxWindow);
     this.scheduler = new Scheduler(device, 'MergeEngine');
     this.agentBuffer = this.buffer(
       'agents',

@@ -13,7 +13,7 @@ import {
   tensorWindows,
   tieRowsPerAgent,
   windowCapacity,
-  readAheadBytes,
+  driverMemory,
   windowElements,
   windowMemory,
   wordsFor,
@@ -145,21 +145,27 @@ describe('windows sized by a memory budget', () => {
   }
 
   /**
-   * heldBytes and the driver's read-ahead beside them (an eighth of the budget, at most 64 MiB and
-   * one window of 16-bit elements per model): what one budget holds in all.
+   * heldBytes and what the driver holds beside them (read-ahead: an eighth of the budget, at most
+   * 64 MiB and one window of 16-bit elements per model; write-behind: one model's share of that).
    */
   function budgeted(elements: number, l: WindowLimits): number {
     const budget = l.memoryBudget ?? 0;
     const ahead = Math.min(64 * 2 ** 20, Math.floor(budget / 8), (l.agents + 1) * l.maxWindowElements * 2);
-    return heldBytes(elements, l) + ahead;
+    return heldBytes(elements, l) + ahead + Math.floor(ahead / (l.agents + 1));
   }
 
-  it('leaves the read-ahead an eighth of the budget, at most 64 MiB and one 16-bit window per model', () => {
-    // The default budget, 3 agents, the default window: 4 windows of 16 MiB.
-    expect(readAheadBytes(DEFAULT_MEMORY_BUDGET, 3, 2 ** 23)).toBe(64 * 2 ** 20);
-    expect(readAheadBytes(DEFAULT_MEMORY_BUDGET, 3, 2 ** 20)).toBe(4 * 2 ** 21);
-    expect(readAheadBytes(2 ** 20, 3, 2 ** 23)).toBe(2 ** 17);
-    expect(readAheadBytes(8 * 2 ** 30, 31, 2 ** 23)).toBe(64 * 2 ** 20);
+  it('leaves the driver an eighth of the budget to read ahead (at most 64 MiB, a 16-bit window per model) and a window to write behind', () => {
+    // The default budget, 3 agents, the default window: 4 windows of 16 MiB ahead, one behind.
+    expect(driverMemory(DEFAULT_MEMORY_BUDGET, 3, 2 ** 23)).toEqual({
+      readAhead: 2 ** 26,
+      writeBehind: 2 ** 24,
+    });
+    expect(driverMemory(DEFAULT_MEMORY_BUDGET, 3, 2 ** 20)).toEqual({
+      readAhead: 2 ** 23,
+      writeBehind: 2 ** 21,
+    });
+    expect(driverMemory(2 ** 20, 3, 2 ** 23)).toEqual({ readAhead: 2 ** 17, writeBehind: 2 ** 15 });
+    expect(driverMemory(8 * 2 ** 30, 31, 2 ** 23)).toEqual({ readAhead: 2 ** 26, writeBehind: 2 ** 21 });
   });
 
   it('keeps 16 f32 agents inside the default budget, where the element cap alone took over 2 GiB', () => {

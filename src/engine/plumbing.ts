@@ -181,30 +181,39 @@ export function windowElements(limits: WindowLimits): number {
 /** The most bytes of the read-ahead, whatever the budget (ReadAhead, src/engine/read-ahead.ts). */
 export const MAX_READ_AHEAD_BYTES = 64 * 2 ** 20;
 
+/** What the model-level driver holds of a memory budget besides the engine's windows. */
+export interface DriverMemory {
+  /** The next tensor's first bytes of every model, read while the engine merges this one (ReadAhead). */
+  readAhead: number;
+  /** Output bytes queued for the file system while the merge goes on (writeBehind, src/io/sink.ts). */
+  writeBehind: number;
+}
+
 /**
- * The part of a memory budget that the driver may hold read ahead (the next tensor's first bytes of
- * every model, read while the engine merges this one): an eighth of the budget, at most
+ * The driver's part of a memory budget. Read-ahead: an eighth of the budget, at most
  * MAX_READ_AHEAD_BYTES, and no more than one window of 16-bit elements per model (`agents` + 1 of
- * them), since the engine reads a tensor's later windows ahead itself. The windows get the rest
- * (fitBudget).
+ * them), since the engine reads a tensor's later windows ahead itself. Write-behind: one model's share
+ * of that, one window of 16-bit output. The windows get the rest (fitBudget).
  */
-export function readAheadBytes(budget: number, agents: number, maxWindowElements: number): number {
-  return Math.min(
+export function driverMemory(budget: number, agents: number, maxWindowElements: number): DriverMemory {
+  const readAhead = Math.min(
     MAX_READ_AHEAD_BYTES,
     Math.floor(budget / 8),
     (agents + 1) * Math.floor(maxWindowElements) * 2,
   );
+  return { readAhead, writeBehind: Math.floor(readAhead / (agents + 1)) };
 }
 
 /**
  * The largest window of at most `elements` whose buffers (windowMemory) fit the memory budget beside
- * the read-ahead (readAheadBytes).
+ * what the driver holds (driverMemory).
  */
 function fitBudget(elements: number, limits: WindowLimits): number {
   const budget = limits.memoryBudget;
   if (budget === undefined) return elements;
   const { agents, inBytes, outBytes, tieRows } = limits;
-  const ahead = readAheadBytes(budget, agents, limits.maxWindowElements);
+  const driver = driverMemory(budget, agents, limits.maxWindowElements);
+  const ahead = driver.readAhead + driver.writeBehind;
   const cost = (n: number): number =>
     windowMemory(windowCapacity(n, agents, inBytes, outBytes, tieRows)) + ahead;
   if (cost(elements) <= budget) return elements;

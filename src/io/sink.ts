@@ -55,6 +55,55 @@ export function sinkClosed(file: string): SafetensorsError {
   );
 }
 
+/**
+ * A sink that writes behind its caller: write() returns once the chunk is queued, and waits only
+ * while more than `limit` bytes are queued, so the caller's next work (reading and merging the next
+ * tensor) runs while the file system writes. Chunks reach `sink` in call order, one write at a time.
+ * The caller hands each chunk over: it must not change it afterwards. A failed write fails the next
+ * write() or close() with its error, and nothing queued after it is written; close() and abort() wait
+ * for the queue, so no write lands after either.
+ */
+export function writeBehind(sink: ByteSink, limit: number): ByteSink {
+  let tail: Promise<void> = Promise.resolve();
+  let queued = 0;
+  let failure: { error: unknown } | null = null;
+  const pending: Promise<void>[] = [];
+  const check = (): void => {
+    if (failure) throw failure.error;
+  };
+  return {
+    async write(chunk) {
+      check();
+      queued += chunk.length;
+      const done = tail
+        .then(() => (failure ? undefined : sink.write(chunk)))
+        .then(
+          () => {
+            queued -= chunk.length;
+          },
+          (error: unknown) => {
+            queued -= chunk.length;
+            failure ??= { error };
+          },
+        );
+      tail = done;
+      pending.push(done);
+      void done.then(() => pending.splice(pending.indexOf(done), 1));
+      while (queued > limit && !failure && pending.length > 0) await pending[0];
+      check();
+    },
+    async close() {
+      await tail;
+      check();
+      await sink.close();
+    },
+    async abort() {
+      await tail;
+      await sink.abort();
+    },
+  };
+}
+
 /** An in-memory folder for tests and the demo; `files` holds the committed files. */
 export function memoryFolder(name: string): FolderSink & { files: Map<string, Uint8Array> } {
   const files = new Map<string, Uint8Array>();

@@ -73,7 +73,11 @@ export interface MergeOptions {
   lambdas: number[];
   outDtype: FloatDtype;
   signal?: AbortSignal;
-  /** Output bytes in order, exactly numel × out element bytes in total. Awaited before more are sent. */
+  /**
+   * Output bytes in order, exactly numel × out element bytes in total. Awaited before more are sent.
+   * The engine hands the bytes over: it never changes them afterwards (they may still be queued for
+   * the file system).
+   */
   emit(bytes: Uint8Array): Promise<void>;
   /** Input bytes consumed so far for this tensor (for progress). */
   onProgress?(inputBytesDone: number): void;
@@ -91,10 +95,11 @@ export interface MergeEngine {
   /** Number of agents N this engine was created for. */
   readonly agents: number;
   /**
-   * Bytes of its memory budget the engine leaves to the driver's read-ahead (src/engine/read-ahead.ts):
-   * the next tensor's first bytes, read while this one merges. Absent: nothing is read ahead.
+   * Bytes of its memory budget the engine leaves to the driver: `readAhead` for the next tensor's
+   * first bytes, read while this one merges (src/engine/read-ahead.ts), `writeBehind` for output
+   * queued to the file system (writeBehind, src/io/sink.ts). Absent: the driver does neither.
    */
-  readonly readAheadBytes?: number;
+  readonly driverMemory?: { readAhead: number; writeBehind: number };
   /** Cumulative stage times, where the engine measures them (the GPU engine). */
   readonly timings?: StageTimings;
   analyze(tensor: TensorInput, epsilon: number, signal?: AbortSignal): Promise<TensorStats>;
