@@ -24,7 +24,7 @@ import {
   type TensorStats,
 } from '../methods/merge-types.ts';
 import { BRANCHES_FILE, keptBranches, mergeBranches, type MergeBranches } from './merge-branches.ts';
-import { ReadAhead, type TensorBytes, type TensorReader } from './read-ahead.ts';
+import { ReadAhead, type TensorBytes, type TensorReaders } from './read-ahead.ts';
 import { must } from '../io/checked.ts';
 
 export { TOOL_NAME, TOOL_VERSION, isCompanionFile } from './model-card.ts';
@@ -131,23 +131,36 @@ function tensorBytes(models: readonly Model[], name: string): TensorBytes[] {
   });
 }
 
-/** The engine's view of tensor `name`: its reads go through `reader` (a ReadAhead's) where given. */
-export function tensorInput(models: readonly Model[], name: string, reader?: TensorReader): TensorInput {
+/** The engine's view of tensor `name`: its reads go through `readers` (a ReadAhead's) where given. */
+export function tensorInput(models: readonly Model[], name: string, readers?: TensorReaders): TensorInput {
   const parts = tensorBytes(models, name);
   const first = must(models[0]?.tensors.get(name), `tensor ${name} of the base`);
   const dtype = first.dtype as FloatDtype;
   const size = elementBytes(dtype);
-  return {
+  const part = (index: number): TensorBytes => {
+    const found = parts[index];
+    if (!found) throw new MergeError(`input ${index} out of range for ${name}`, name);
+    return found;
+  };
+  const input: TensorInput = {
     name,
     numel: numel(first),
     dtype,
     async read(index, start, count, into) {
-      const part = parts[index];
-      if (!part) throw new MergeError(`input ${index} out of range for ${name}`, name);
-      if (reader) await reader(index, start * size, count * size, into);
-      else await part.source.read(part.offset + start * size, count * size, into);
+      const { source, offset } = part(index);
+      if (readers) await readers.read(index, start * size, count * size, into);
+      else await source.read(offset + start * size, count * size, into);
     },
   };
+  // Sources that make a buffer per read (browser Files) hand it to the engine instead of copying it.
+  if (parts.every((p) => p.source.allocates))
+    input.readOwn = async (index, start, count) => {
+      const { source, offset } = part(index);
+      return readers
+        ? readers.own(index, start * size, count * size)
+        : source.read(offset + start * size, count * size);
+    };
+  return input;
 }
 
 /**

@@ -3,7 +3,7 @@
 // method needs (statistics before tensor-local RAM+, radix-select passes before TIES).
 
 import { dtypeBits, type FloatDtype } from '../format/dtype.ts';
-import { at } from '../io/checked.ts';
+import { at, must } from '../io/checked.ts';
 import { dareKeepBelow, dareScale, fnv1a32 } from '../methods/rng.ts';
 import { topKCount } from '../methods/select.ts';
 import { deriveTensorStats, emptyTensorStats, localLambdas } from '../methods/stats.ts';
@@ -688,6 +688,27 @@ class GpuEngine implements MergeEngine {
     const used = w.count * job.inBytes;
     const padded = pad4(used);
     const slots = Array.from({ length: this.agents + 1 }, (_, k) => k).filter((k) => withBase || k > 0);
+    const readOwn = job.tensor.readOwn?.bind(job.tensor);
+    if (readOwn) {
+      // Buffers the sources made anyway (browser Files): uploaded from where they are, each slot's
+      // whole words at once and its last partial word, zero-padded, through the staging buffer.
+      const reads = await Promise.allSettled(slots.map((k) => readOwn(k, w.start, w.count)));
+      this.scheduler.addUploadTime(performance.now() - started);
+      for (const [i, k] of slots.entries()) {
+        const read = must(reads[i], 'slot read');
+        if (read.status === 'rejected') throw read.reason;
+        const at = k * job.slotBytes;
+        const whole = used - (used % 4);
+        if (whole > 0) this.scheduler.write(set.inputs, at, read.value, whole);
+        if (padded > whole) {
+          const tail = set.staging.subarray(at + whole, at + padded).fill(0);
+          tail.set(read.value.subarray(whole, used));
+          this.scheduler.write(set.inputs, at + whole, tail);
+        }
+      }
+      set.resident = tag;
+      return;
+    }
     // allSettled: no read may still be writing into the staging buffer when this returns.
     const reads = await Promise.allSettled(
       slots.map((k) =>

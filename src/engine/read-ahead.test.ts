@@ -13,6 +13,8 @@ interface Logged {
   length: number;
   /** Whether the read was the engine's (into one of its buffers), not ReadAhead's. */
   into: boolean;
+  /** Whether it came with a buffer at all. */
+  given?: boolean;
 }
 
 /** The buffers the simulated engines below read into. */
@@ -24,14 +26,25 @@ function engineBuffer(length: number): Uint8Array {
   return buffer;
 }
 
-/** A source that logs every read, and whose reads can be held until released. */
-function loggedSource(name: string, bytes: Uint8Array, log: Logged[], gate?: Promise<void>): ByteSource {
+/**
+ * A source that logs every read, and whose reads can be held until released; `allocates`: it says it
+ * makes a buffer per read, as a browser File does (memorySource does make one for a read without `into`).
+ */
+function loggedSource(
+  name: string,
+  bytes: Uint8Array,
+  log: Logged[],
+  gate?: Promise<void>,
+  allocates = false,
+): ByteSource {
   const inner = memorySource(name, bytes);
   return {
     name,
     size: bytes.length,
+    allocates,
     async read(offset, length, into) {
-      log.push({ source: name, offset, length, into: into !== undefined && engineBuffers.has(into.buffer) });
+      const engine = into !== undefined && engineBuffers.has(into.buffer);
+      log.push({ source: name, offset, length, into: engine, ...(into && !engine ? { given: true } : {}) });
       if (gate) await gate;
       return inner.read(offset, length, into);
     },
@@ -72,15 +85,19 @@ describe('ReadAhead', () => {
         fc.integer({ min: 1, max: 3 }),
         fc.boolean(),
         fc.integer(),
-        async (models, lengths, budget, window, passes, backwards, seed) => {
+        fc.boolean(),
+        fc.boolean(),
+        async (models, lengths, budget, window, passes, backwards, seed, allocates, owning) => {
           const data = files(models, lengths, seed);
           const log: Logged[] = [];
-          const sources = data.map((bytes, k) => loggedSource(`m${k}`, bytes, log));
+          const sources = data.map((bytes, k) => loggedSource(`m${k}`, bytes, log, undefined, allocates));
+          // What own() handed out, checked again at the end: a pool buffer read into again would show.
+          const owned: [Uint8Array, Uint8Array][] = [];
           const locate = locator(sources, lengths);
           const ahead = new ReadAhead(locate, budget);
           const names = lengths.map((_, i) => `t${i}`);
           for (const [i, name] of names.entries()) {
-            const read = ahead.reader(name, names[i + 1]);
+            const readers = ahead.reader(name, names[i + 1]);
             const where = locate(name);
             for (let pass = 0; pass < passes; pass += 1) {
               const starts: number[] = [];
@@ -90,20 +107,32 @@ describe('ReadAhead', () => {
                 // The first pass of every other tensor skips the base, as some GPU passes do.
                 for (let k = pass === 0 && i % 2 === 1 ? 1 : 0; k < models; k += 1) {
                   const length = Math.min(window, lengths[i]! - at);
-                  const into = engineBuffer(length + 3).fill(0xee);
-                  await read(k, at, length, into);
                   const offset = where[k]!.offset + at;
-                  expect(into.subarray(0, length)).toEqual(data[k]!.subarray(offset, offset + length));
+                  const want = data[k]!.subarray(offset, offset + length);
+                  if (owning && (k + at / window) % 2 === 1) {
+                    const bytes = await readers.own(k, at, length);
+                    expect(bytes).toEqual(want);
+                    owned.push([bytes, want]);
+                    continue;
+                  }
+                  const into = engineBuffer(length + 3).fill(0xee);
+                  await readers.read(k, at, length, into);
+                  expect(into.subarray(0, length)).toEqual(want);
                   expect(into.subarray(length)).toEqual(new Uint8Array(3).fill(0xee));
                 }
               }
             }
           }
           await ahead.settled();
+          for (const [bytes, want] of owned) expect(bytes).toEqual(want);
+          if (owning) return;
           // ReadAhead's own reads: never more than its share of the budget per model, never past a tensor.
           const each = Math.floor(budget / models);
           for (const r of log.filter((l) => !l.into)) expect(r.length).toBeLessThanOrEqual(each);
           if (budget < models) expect(log.filter((l) => !l.into)).toEqual([]);
+          // A source that makes a buffer per read is held in it, not copied into the pool.
+          if (allocates) expect(log.filter((l) => l.given)).toEqual([]);
+          else expect(log.filter((l) => !l.into && !l.given)).toEqual([]);
         },
       ),
       { numRuns: 300 },
@@ -117,18 +146,18 @@ describe('ReadAhead', () => {
     const sources = data.map((bytes, k) => loggedSource(`m${k}`, bytes, log));
     const ahead = new ReadAhead(locator(sources, lengths), 1024);
 
-    const first = ahead.reader('t0', 't1');
+    const first = ahead.reader('t0', 't1').read;
     await tick();
     // Nothing was held for t0, so t1 is read ahead at once, before the engine asks for anything.
     expect(log).toEqual([
-      { source: 'm0', offset: 72, length: 64, into: false },
-      { source: 'm1', offset: 72, length: 64, into: false },
+      { source: 'm0', offset: 72, length: 64, into: false, given: true },
+      { source: 'm1', offset: 72, length: 64, into: false, given: true },
     ]);
     for (const k of [0, 1]) await first(k, 0, 64, engineBuffer(64));
     expect(log.filter((l) => l.into)).toHaveLength(2);
 
     log.length = 0;
-    const second = ahead.reader('t1', 't2');
+    const second = ahead.reader('t1', 't2').read;
     await tick();
     // t1's bytes are held: t2 waits until they are handed over (the budget holds one tensor).
     expect(log).toEqual([]);
@@ -142,8 +171,8 @@ describe('ReadAhead', () => {
     await tick();
     // Every held byte of t1 handed over: t2 is read ahead now, and no engine read reached a file.
     expect(log).toEqual([
-      { source: 'm0', offset: 136, length: 64, into: false },
-      { source: 'm1', offset: 136, length: 64, into: false },
+      { source: 'm0', offset: 136, length: 64, into: false, given: true },
+      { source: 'm1', offset: 136, length: 64, into: false, given: true },
     ]);
     expect(ahead.hits).toBe(1);
     await ahead.settled();
@@ -167,7 +196,7 @@ describe('ReadAhead', () => {
       [18, 30],
     ]);
     log.length = 0;
-    const read = ahead.reader('t1', undefined);
+    const read = ahead.reader('t1', undefined).read;
     const into = engineBuffer(50);
     await read(1, 10, 50, into);
     expect(into).toEqual(data[1]!.subarray(28, 78));
@@ -194,7 +223,7 @@ describe('ReadAhead', () => {
       new ReadAhead(locate, 64).reader('t0', 't1');
       const ahead = new ReadAhead(locate, 64);
       ahead.reader('t0', 't1');
-      const read = ahead.reader('t1', undefined);
+      const read = ahead.reader('t1', undefined).read;
       const into = new Uint8Array(16);
       await read(0, 0, 16, into);
       expect(into).toEqual(data[0]!.subarray(24, 40));
@@ -231,7 +260,7 @@ describe('ReadAhead', () => {
     const ahead = new ReadAhead(locator([source], lengths), 64);
     ahead.reader('t0', 't1');
     // t1's read ahead is still running when the engine skips to t2: t3's must wait for it.
-    const read = ahead.reader('t2', 't3');
+    const read = ahead.reader('t2', 't3').read;
     await tick();
     expect(log.map((l) => l.offset)).toEqual([16]);
     gate = undefined;
@@ -243,7 +272,7 @@ describe('ReadAhead', () => {
     expect(into).toEqual(data[0]!.subarray(24, 32));
 
     // Two engine reads of t3's held bytes at once, the first one ending the part: both get them.
-    const t3 = ahead.reader('t3', undefined);
+    const t3 = ahead.reader('t3', undefined).read;
     const [a, b] = [engineBuffer(8), engineBuffer(4)];
     await Promise.all([t3(0, 0, 8, a), t3(0, 4, 4, b)]);
     expect(a).toEqual(data[0]!.subarray(32, 40));

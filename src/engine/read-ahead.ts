@@ -6,7 +6,8 @@
 // that tensor then take them from memory. It holds one tensor's bytes at a time, at most `budget` in
 // all: the next tensor is read ahead only once every byte held of this one has been handed over. The
 // bytes go into one buffer per model, kept and reused: a fresh buffer per tensor left the garbage
-// collector behind (a 1 GB CLI merge peaked at 411 MiB instead of 269 MiB).
+// collector behind (a 1 GB CLI merge peaked at 411 MiB instead of 269 MiB). A source that makes a
+// buffer per read anyway (a browser File) is held in that buffer, which the engine can upload from.
 import { must } from '../io/checked.ts';
 import type { ByteSource } from '../io/source.ts';
 
@@ -20,6 +21,15 @@ export interface TensorBytes {
 /** Reads `length` bytes at byte `at` of the tensor in model `index` into `into` (at least that long). */
 export type TensorReader = (index: number, at: number, length: number, into: Uint8Array) => Promise<void>;
 
+export interface TensorReaders {
+  read: TensorReader;
+  /**
+   * The same bytes in a buffer the caller may keep: held bytes where they lie (a copy where they lie
+   * in the pool), else the source's read without a buffer (its own, where it allocates anyway).
+   */
+  own(index: number, at: number, length: number): Promise<Uint8Array>;
+}
+
 interface Held {
   bytes: Promise<Uint8Array>;
   length: number;
@@ -27,6 +37,8 @@ interface Held {
   served: number;
   /** Reads of the engine copying from it now. */
   users: number;
+  /** Whether the bytes lie in a buffer of the pool, which is read into again once they are let go. */
+  pooled: boolean;
 }
 
 export class ReadAhead {
@@ -50,10 +62,10 @@ export class ReadAhead {
   ) {}
 
   /**
-   * The reader of tensor `name`, serving what was read ahead of it; `next`, the tensor that will be
+   * The readers of tensor `name`, serving what was read ahead of it; `next`, the tensor that will be
    * asked for after it, is read ahead once those bytes are handed over (at once if none were).
    */
-  reader(name: string, next: string | undefined): TensorReader {
+  reader(name: string, next: string | undefined): TensorReaders {
     const located = this.locate(name);
     const parts = this.ahead?.name === name ? this.ahead.parts : [];
     this.ahead = null;
@@ -61,28 +73,52 @@ export class ReadAhead {
     let left = parts.filter((p) => p !== undefined).length;
     if (left > 0) this.hits += 1;
     else this.start(next);
-    return async (index, at, length, into) => {
-      const where = must(located[index], `model ${index} of tensor ${name}`);
+    const where = (index: number): TensorBytes => must(located[index], `model ${index} of tensor ${name}`);
+    /**
+     * Hands `use` the held bytes of model `index` from byte `at` (at most `length`), synchronously
+     * after they arrive, and lets the part go once all of it was handed over. Returns how many.
+     */
+    const serve = async (index: number, at: number, length: number, use: (held: Uint8Array) => void) => {
       const part = parts[index];
-      let done = 0;
-      if (part && at < part.length) {
-        part.users += 1;
-        try {
-          const bytes = await part.bytes;
-          done = Math.min(length, part.length - at);
-          into.set(bytes.subarray(at, at + done));
-          part.served += done;
-        } finally {
-          part.users -= 1;
-        }
-        if (part.served >= part.length && part.users === 0 && parts[index] === part) {
-          parts[index] = undefined;
-          left -= 1;
-          if (left === 0 && this.current === name) this.start(next);
-        }
+      if (!part || at >= part.length) return 0;
+      const done = Math.min(length, part.length - at);
+      part.users += 1;
+      try {
+        use((await part.bytes).subarray(at, at + done));
+        part.served += done;
+      } finally {
+        part.users -= 1;
       }
-      if (done < length)
-        await where.source.read(where.offset + at + done, length - done, into.subarray(done, length));
+      if (part.served >= part.length && part.users === 0 && parts[index] === part) {
+        parts[index] = undefined;
+        left -= 1;
+        if (left === 0 && this.current === name) this.start(next);
+      }
+      return done;
+    };
+    const read: TensorReader = async (index, at, length, into) => {
+      const done = await serve(index, at, length, (held) => into.set(held));
+      const { source, offset } = where(index);
+      if (done < length) await source.read(offset + at + done, length - done, into.subarray(done, length));
+    };
+    return {
+      read,
+      async own(index, at, length) {
+        const part = parts[index];
+        if (part && at < part.length && at + length <= part.length) {
+          let bytes: Uint8Array | undefined;
+          // A buffer of the pool is read into again: the caller gets a copy of it.
+          await serve(index, at, length, (held) => (bytes = part.pooled ? held.slice() : held));
+          return must(bytes, `held bytes of model ${index} of tensor ${name}`);
+        }
+        if (part && at < part.length) {
+          const into = new Uint8Array(length);
+          await read(index, at, length, into);
+          return into;
+        }
+        const { source, offset } = where(index);
+        return source.read(offset + at, length);
+      },
     };
   }
 
@@ -99,15 +135,19 @@ export class ReadAhead {
     const parts = located.map((where, k): Held | undefined => {
       const length = Math.min(each, where.length);
       if (length === 0) return undefined;
-      const bytes = (this.filling[k] ?? Promise.resolve()).then(() =>
-        where.source.read(where.offset, length, this.buffer(k, length)),
-      );
+      // A source that makes a buffer per read anyway is read without one: its buffer is held as it is.
+      const pooled = !where.source.allocates;
+      const bytes = pooled
+        ? (this.filling[k] ?? Promise.resolve()).then(() =>
+            where.source.read(where.offset, length, this.buffer(k, length)),
+          )
+        : where.source.read(where.offset, length);
       // A failed read is reported by the engine's read of those bytes, if it comes.
       const settled = bytes.then(noop, noop);
-      this.filling[k] = settled;
+      if (pooled) this.filling[k] = settled;
       this.reads.add(settled);
       void settled.then(() => this.reads.delete(settled));
-      return { bytes, length, served: 0, users: 0 };
+      return { bytes, length, served: 0, users: 0, pooled };
     });
     this.ahead = { name, parts };
   }

@@ -14,6 +14,7 @@ export function blobSource(blob: Blob, name?: string): ByteSource {
   return {
     name: label,
     size,
+    allocates: true,
     async read(offset, length, into) {
       checkRead(label, size, offset, length, into);
       let buffer: ArrayBuffer;

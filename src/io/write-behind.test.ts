@@ -3,6 +3,7 @@
 // wait for the queue.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { at } from './checked.ts';
 import { concatBytes, writeBehind, type ByteSink } from './sink.ts';
 
 /** A sink whose writes each take `delay(i)` milliseconds and whose calls are logged. */
@@ -48,7 +49,7 @@ describe('writeBehind', () => {
         fc.integer({ min: 0, max: 100 }),
         fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 12, maxLength: 12 }),
         async (input, limit, delays) => {
-          const target = slowSink((i) => delays[i % delays.length]!);
+          const target = slowSink((i) => at(delays, i % delays.length, 'delay'));
           const sink = writeBehind(target.sink, limit);
           let handed = 0;
           for (const chunk of input) {

@@ -1,0 +1,104 @@
+// TensorInput.readOwn (browser Files): the GPU engine uploads each slot from the buffer the source
+// made, whole words directly and the last partial word zero-padded through its staging buffer. Merges
+// through it equal merges through read() and the CPU engine, byte for byte, for every dtype, tensors
+// of one window and of many with odd element counts, and methods that read a tensor in several passes
+// with and without the base (f32 outputs within the conformance table's bound of the CPU's f64).
+import { afterAll, describe, expect, it } from 'vitest';
+import { encodeFloats, type FloatDtype } from '../format/dtype.ts';
+import { defaultParams } from '../methods/defaults.ts';
+import { seededRandom, tensorInput } from '../methods/test-tensors.ts';
+import type { MethodName } from '../methods/types.ts';
+import type { MergeEngine, TensorInput } from '../methods/merge-types.ts';
+import { concatBytes } from '../io/sink.ts';
+import { ulpOf } from '../methods/float32.ts';
+import { createCpuEngine } from './cpu-engine.ts';
+import { createGpuEngine } from './gpu-engine.ts';
+import { openGpuHarness } from '../test/gpu-harness.ts';
+
+const opened = await openGpuHarness();
+const harness = opened.harness;
+afterAll(() => harness?.close());
+
+const AGENTS = 3;
+
+function input(dtype: FloatDtype, numel: number, seed: number): TensorInput {
+  const random = seededRandom(seed);
+  const base = Float64Array.from({ length: numel }, () => random() * 2 - 1);
+  const models = [base];
+  for (let t = 0; t < AGENTS; t++)
+    models.push(base.map((b) => (random() < 0.3 * (t + 1) ? b + (random() - 0.5) * 0.05 : b)));
+  return tensorInput(
+    'model.layers.0.mlp.up_proj.weight',
+    dtype,
+    models.map((m) => encodeFloats(dtype, m)),
+  );
+}
+
+/** The same tensor through readOwn alone: read() throws, every readOwn returns a buffer of its own. */
+function owning(tensor: TensorInput, calls: { own: number }): TensorInput {
+  const size = tensor.dtype === 'F32' ? 4 : 2;
+  return {
+    ...tensor,
+    read: () => Promise.reject(new Error('read() called although readOwn is there')),
+    readOwn: async (index, start, count) => {
+      calls.own += 1;
+      // Inside a larger buffer, at an odd offset, as a held read-ahead part's subarray would be.
+      const into = new Uint8Array(count * size + 3).fill(0xa5);
+      await tensor.read(index, start, count, into.subarray(1, 1 + count * size));
+      return into.subarray(1, 1 + count * size);
+    },
+  };
+}
+
+async function merged(engine: MergeEngine, tensor: TensorInput, method: MethodName): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  try {
+    await engine.merge(tensor, {
+      params: defaultParams(method, AGENTS),
+      lambdas: [1.1, 1, 1.2],
+      outDtype: tensor.dtype,
+      emit: async (bytes) => void chunks.push(bytes.slice()),
+    });
+  } finally {
+    engine.destroy();
+  }
+  return concatBytes(chunks);
+}
+
+describe.skipIf(!harness)('the GPU engine with readOwn', () => {
+  const cases: [FloatDtype, number, number][] = [
+    ['BF16', 3 * 4_096 - 3, 1_024],
+    ['BF16', 777, 1_024],
+    ['F16', 2 * 4_096 + 1, 4_096],
+    ['F32', 5_001, 2_048],
+  ];
+  for (const [dtype, numel, window] of cases)
+    for (const method of ['ram', 'ties', 'ramplus_tl', 'dare_ties'] as MethodName[])
+      it(`${method}, ${dtype}, ${numel} elements in windows of ${window}: equal to read() and the CPU engine`, async () => {
+        const tensor = input(dtype, numel, numel + method.length);
+        const gpu = () =>
+          createGpuEngine(harness!.device, {
+            agents: AGENTS,
+            adapterDescription: harness!.adapterDescription,
+            maxWindowElements: window,
+            poisonOutput: true,
+          });
+        const calls = { own: 0 };
+        const own = await harness!.run(() => merged(gpu(), owning(tensor, calls), method));
+        const plain = await harness!.run(() => merged(gpu(), tensor, method));
+        const cpu = await merged(createCpuEngine({ agents: AGENTS }), tensor, method);
+        expect(own.length).toBe(numel * (dtype === 'F32' ? 4 : 2));
+        expect(calls.own).toBeGreaterThanOrEqual(Math.ceil(numel / window) * (AGENTS + 1));
+        expect(own).toEqual(plain);
+        if (dtype !== 'F32') expect(own).toEqual(cpu);
+        else {
+          // The CPU engine computes in f64, the GPU in f32: within an ulp of the output and a few f32
+          // ulps of the inputs' magnitude (|x| < 1), as the conformance table bounds it.
+          const [a, b] = [new Float32Array(own.buffer), new Float32Array(cpu.buffer)];
+          let far = 0;
+          for (let i = 0; i < a.length; i++)
+            if (Math.abs(a[i]! - b[i]!) > ulpOf(b[i]!, 'F32') + 4 * ulpOf(1, 'F32')) far++;
+          expect(far).toBe(0);
+        }
+      });
+});
