@@ -57,6 +57,11 @@ test('opens on the demo set and shows exactly the CPU reference statistics', asy
   expect(memory).toMatchObject({ windowElements: largest, gpuBytes: 2 * perSet, budgetBytes: 512 * 2 ** 20 });
   await expect(page.getByTestId('memory-gpu')).toContainText(`${count(largest)} elements per window`);
   await expect(page.getByTestId('memory-budget')).toContainText('512 MiB for GPU buffers');
+  // Beside them the driver's read-ahead (the default window of 2^23 bf16 elements for each of the four
+  // models, 64 MiB, an eighth of the budget) and write-behind (one such window): within the budget too.
+  expect(memory?.driverBytes).toBe(80 * 2 ** 20);
+  expect(2 * perSet + 80 * 2 ** 20).toBeLessThanOrEqual(512 * 2 ** 20);
+  await expect(page.getByTestId('memory-driver')).toContainText('80 MiB');
 
   // What the page shows is the reference's integers, and the per-layer rows sum to them.
   const totals = expected.totals;

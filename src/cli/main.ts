@@ -33,8 +33,9 @@ ${METHOD_LIST.map((d) => `  ${d.name.padEnd(17)}${d.help}\n${' '.repeat(19)}${d.
   several documents runs them in order, each named stage written to DIR.stages/NAME.
 --cpu merges with the CPU reference instead of WebGPU (slow; for machines without any adapter).
 --window-elements N caps the elements per GPU window (default 2^23; smaller uses less memory).
---memory-budget BYTES bounds all GPU window buffers and their staging copies together (default
-  536870912, 512 MiB); windows shrink to fit it.`;
+--memory-budget BYTES bounds all GPU window buffers, their staging copies, the next tensor read
+  ahead and the output queued for the disk together (default 536870912, 512 MiB); windows shrink to
+  fit it.`;
 
 async function inspect(positionals: string[], values: Values): Promise<void> {
   const path = positionals[0];

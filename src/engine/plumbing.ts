@@ -189,6 +189,11 @@ export interface DriverMemory {
   writeBehind: number;
 }
 
+/** All the driver holds of a budget. */
+export function driverTotal(memory: DriverMemory): number {
+  return memory.readAhead + memory.writeBehind;
+}
+
 /**
  * The driver's part of a memory budget. Read-ahead: an eighth of the budget, at most
  * MAX_READ_AHEAD_BYTES, and no more than one window of 16-bit elements per model (`agents` + 1 of
@@ -212,8 +217,7 @@ function fitBudget(elements: number, limits: WindowLimits): number {
   const budget = limits.memoryBudget;
   if (budget === undefined) return elements;
   const { agents, inBytes, outBytes, tieRows } = limits;
-  const driver = driverMemory(budget, agents, limits.maxWindowElements);
-  const ahead = driver.readAhead + driver.writeBehind;
+  const ahead = driverTotal(driverMemory(budget, agents, limits.maxWindowElements));
   const cost = (n: number): number =>
     windowMemory(windowCapacity(n, agents, inBytes, outBytes, tieRows)) + ahead;
   if (cost(elements) <= budget) return elements;

@@ -11,6 +11,8 @@ import { createGpuEngine, DEFAULT_WINDOW_ELEMENTS } from './gpu-engine.ts';
 import { METHOD_LIST } from '../methods/registry/index.ts';
 import {
   DEFAULT_MEMORY_BUDGET,
+  driverMemory,
+  driverTotal,
   tieRowsPerAgent,
   windowCapacity,
   windowElements,
@@ -106,6 +108,7 @@ export function estimateMemory(
     outputBytes,
     windowElements: window,
     gpuBytes: windowMemory(windowCapacity(window, agents, widest, widest, tieRows)),
+    driverBytes: driverTotal(driverMemory(DEFAULT_MEMORY_BUDGET, agents, DEFAULT_WINDOW_ELEMENTS)),
     budgetBytes: DEFAULT_MEMORY_BUDGET,
   };
 }

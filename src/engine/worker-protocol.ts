@@ -43,7 +43,12 @@ export interface MemoryEstimate {
   windowElements: number;
   /** Bytes of the two in-flight window sets: GPU buffers and their staging copies (windowMemory). */
   gpuBytes: number;
-  /** The memory budget those window buffers are sized to stay within. */
+  /**
+   * What the driver holds beside them (driverMemory): the next tensor's first window of every model,
+   * read while this one merges, and output queued for storage.
+   */
+  driverBytes: number;
+  /** The memory budget the window buffers and the driver's bytes are sized to stay within together. */
   budgetBytes: number;
 }
 

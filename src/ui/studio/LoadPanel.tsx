@@ -622,10 +622,17 @@ function CompatReportView() {
             </dd>
           </div>
           <div className="facts__row">
+            <dt>Read ahead, written behind</dt>
+            <dd data-testid="memory-driver">
+              {formatBytes(memory.driverBytes)}: the next tensor's first window of every model, read while
+              this one merges, and one output window queued for storage
+            </dd>
+          </div>
+          <div className="facts__row">
             <dt>Memory budget</dt>
             <dd data-testid="memory-budget">
-              {formatBytes(memory.budgetBytes)} for GPU buffers and their copies in the worker, at any model
-              size
+              {formatBytes(memory.budgetBytes)} for GPU buffers, their copies in the worker, the read-ahead
+              and the write-behind together, at any model size
             </dd>
           </div>
         </dl>
