@@ -61,7 +61,13 @@ if (values['cli-only'] || values.studio) {
   };
   const table = values['cli-only']
     ? await (await import('./cli-set.ts')).runCliBench(options)
-    : await (await import('./studio.ts')).runStudioBench({ ...options, port: Number(values.port) });
+    : await (
+        await import('./studio.ts')
+      ).runStudioBench({
+        ...options,
+        port: Number(values.port),
+        overlap: values.overlap as 'on' | 'off' | 'both',
+      });
   process.stdout.write(`${table}\n`);
   process.exit(0);
 }

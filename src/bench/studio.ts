@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { chromium, type Page } from '@playwright/test';
 import { DEFAULT_WINDOW_ELEMENTS } from '../engine/gpu-engine.ts';
 import { formatBytes } from '../format/inspect.ts';
+import { must } from '../io/checked.ts';
 import type { MethodName } from '../methods/types.ts';
 import type { MergeRecord } from '../state/studio-slice.ts';
 // For its global declaration of window.__mergeStudio, which the page calls run against.
@@ -28,6 +29,11 @@ export interface StudioBenchOptions extends SetOptions {
   methods: MethodName[];
   port: number;
   clean: boolean;
+  /**
+   * The studio's read-ahead and write-behind: on (its default), off, or both: each method merged
+   * without and then with them, side by side in the same page.
+   */
+  overlap: 'on' | 'off' | 'both';
 }
 
 interface Side {
@@ -38,7 +44,19 @@ interface Side {
 interface Result {
   method: MethodName;
   browser: Side & { record: MergeRecord };
+  /** The same merge without the read-ahead and write-behind, where --overlap both asked for it. */
+  withoutOverlap?: Side & { record: MergeRecord };
   cli: CliRun;
+}
+
+async function setOverlap(page: Page, on: boolean): Promise<void> {
+  await page.evaluate(
+    async ([value, missing]) => {
+      if (!window.__mergeStudio) throw new Error(missing);
+      await window.__mergeStudio.setOverlap(value);
+    },
+    [on, API_MISSING] as const,
+  );
 }
 
 const CHROMIUM_ARGS = [
@@ -196,11 +214,21 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
     // analyze is timed against the studio's statistics, and serves the CLI's RAM+ as --stats-in.
     analyze = await cliStats(set, o.methods, statsPath);
     for (const method of o.methods) {
+      let withoutOverlap: Result['withoutOverlap'];
+      if (o.overlap !== 'on') {
+        process.stderr.write(`${method}: studio without overlap…\n`);
+        await setOverlap(page, false);
+        withoutOverlap = await browserMerge(page, method, chromiumPids);
+        await setOverlap(page, true);
+      }
       process.stderr.write(`${method}: studio…\n`);
-      const browser = await browserMerge(page, method, chromiumPids);
+      const browser =
+        o.overlap === 'off'
+          ? must(withoutOverlap, 'the merge without overlap')
+          : await browserMerge(page, method, chromiumPids);
       process.stderr.write(`${method}: CLI…\n`);
       const cliSide = await cliMerge(set, method, o.workDir, statsPath);
-      results.push({ method, browser, cli: cliSide });
+      results.push({ method, browser, cli: cliSide, ...(o.overlap === 'both' ? { withoutOverlap } : {}) });
     }
     browserRead = await browserRawRead(await context.newPage(), files);
   } finally {
@@ -221,9 +249,12 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
     `Chromium idle with the set loaded: PSS ${formatBytes(idle.pss)}, RSS ${formatBytes(idle.rss)} (${idle.processes} processes).`,
     `CLI engine: ${results[0] ? engineLine(results[0].cli.stderr) : '—'}.`,
     `Studio shard hashes: ${[...new Set(results.map((r) => r.browser.record.stages.hash))].join(', ')}.`,
+    ...(o.overlap === 'off'
+      ? ['The studio merged without read-ahead and write-behind (--overlap off).']
+      : []),
     '',
-    '| method | studio | CLI | studio ÷ CLI | ÷ RAM (studio / CLI) | studio GB/s | ÷ raw read | read | upload | compute | readback | write | Chromium peak PSS (Δ idle) | Chromium peak RSS | CLI peak PSS / RSS |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| method | studio | CLI | studio ÷ CLI | ÷ RAM (studio / CLI) | studio GB/s | ÷ raw read | read | upload | compute | readback | write | Chromium peak PSS (Δ idle) | Chromium peak RSS | CLI peak PSS / RSS | studio without overlap (÷ with) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   // Each method beside a RAM merge of the same run, where one ran.
   const ram = results.find((r) => r.method === 'ram');
@@ -235,7 +266,8 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
       `| ${r.method} | ${s(r.browser.ms)} | ${s(r.cli.ms)} | ${(r.browser.ms / r.cli.ms).toFixed(2)} | ${perRam(r)} | ${gbps(r.browser.ms).toFixed(3)} | ${(gbps(r.browser.ms) / rawGbps).toFixed(3)} | ` +
         `${s(st.readMs)} | ${s(st.uploadMs)} | ${s(st.computeMs)} | ${s(st.readbackMs)} | ${s(st.writeMs)} | ` +
         `${formatBytes(r.browser.peak.pss)} (+${formatBytes(r.browser.peak.pss - idle.pss)}) | ${formatBytes(r.browser.peak.rss)} | ` +
-        `${formatBytes(r.cli.peak.pss)} / ${formatBytes(r.cli.peak.rss)} |`,
+        `${formatBytes(r.cli.peak.pss)} / ${formatBytes(r.cli.peak.rss)} | ` +
+        `${r.withoutOverlap ? `${s(r.withoutOverlap.ms)} (${(r.withoutOverlap.ms / r.browser.ms).toFixed(2)})` : '—'} |`,
     );
   }
   return lines.join('\n');

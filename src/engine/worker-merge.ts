@@ -10,6 +10,13 @@ import { model, readTotals, recalledAnalysis, snapshot } from './worker-models.t
 import type { MergeStages, ReadBackFile, WorkerCalls } from './worker-protocol.ts';
 import { checkStorage, checkTarget, claimFolder, mergesRoot, writing } from './worker-storage.ts';
 
+/** Whether merges read ahead and write behind (WorkerSettings.overlap): benchmarks compare. */
+let overlap = true;
+
+export function setOverlap(on: boolean): void {
+  overlap = on;
+}
+
 /** What every worker job gets besides its request: its cancel signal and its progress channel. */
 export interface JobContext {
   signal: AbortSignal;
@@ -69,6 +76,7 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
       },
       signal,
       onProgress: progress,
+      overlap,
     });
     const readsAfter = readTotals();
     const timings = engine.timings;

@@ -105,6 +105,14 @@ export interface MergeSummary {
  * A merge's stage times in milliseconds. Reads and writes are summed over calls (parallel reads of
  * the N+1 inputs overlap); upload includes the reads the engine awaits, as in the CLI's benchmark.
  */
+/** Test and benchmark settings of the engine worker; each one left out stays as it is. */
+export interface WorkerSettings {
+  /** Every read of the worker waits this long first (0: none), so a job runs long enough to cancel. */
+  readDelayMs?: number;
+  /** false: merges neither read ahead nor write behind (ModelsInput.overlap), for benchmarks. */
+  overlap?: boolean;
+}
+
 export interface MergeStages {
   /** Where the shards' sha256 were computed (WebAssembly unless the page's policy forbids it). */
   hash: Sha256Backend;
@@ -160,7 +168,7 @@ export interface WorkerCalls {
   copy: { request: { folder: string; target: FileSystemDirectoryHandle }; result: string[] };
   readBack: { request: { target: FileSystemDirectoryHandle; files: WrittenFile[] }; result: ReadBackReport };
   arena: { request: { target: ArenaTarget; episodes?: number }; result: ArenaScores };
-  configure: { request: { readDelayMs: number }; result: null };
+  configure: { request: WorkerSettings; result: null };
   /** The GPU self-test on the engine's device, through its kernels and scheduler (src/engine/self-test.ts). */
   selfTest: { request: Record<string, never>; result: ProbeResult };
   maskCanvas: { request: { canvas: OffscreenCanvas }; result: null };

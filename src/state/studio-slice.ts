@@ -14,6 +14,7 @@ import type {
   MergeSummary,
   ReadBackReport,
   WorkerErrorInfo,
+  WorkerSettings,
 } from '../engine/worker-protocol.ts';
 import type { ModelSummary } from '../engine/model-transfer.ts';
 import { at } from '../io/checked.ts';
@@ -173,8 +174,8 @@ export interface StudioSlice {
   refreshLibrary(): Promise<void>;
   /** Removes a merge folder from OPFS (and the session's merge record for it). */
   deleteMerge(folder: string): Promise<void>;
-  /** Test aid: makes every read of the worker wait, so a job runs long enough to cancel. */
-  setReadDelay(ms: number): Promise<void>;
+  /** Test and benchmark aid: the engine worker's settings (a read delay, merges without overlap). */
+  configureWorker(settings: WorkerSettings): Promise<void>;
 }
 
 export const idleTask = <T>(): TaskState<T> => ({
@@ -874,8 +875,8 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
         await get().refreshLibrary();
       },
 
-      async setReadDelay(ms) {
-        await services.engine.call('configure', { readDelayMs: ms }).promise;
+      async configureWorker(settings) {
+        await services.engine.call('configure', settings).promise;
       },
     };
   };

@@ -23,6 +23,8 @@ export interface MergeStudioTestApi {
   inspect(): InspectData;
   /** Makes every read in the engine worker wait `ms` first (0 turns it off). */
   setReadDelay(ms: number): Promise<void>;
+  /** false: merges neither read ahead nor write behind, for the studio benchmark to compare. */
+  setOverlap(on: boolean): Promise<void>;
   /** A merged file in OPFS, base64-encoded, for byte-for-byte checks. */
   mergedFileBase64(folder: string, name: string): Promise<string>;
 }
@@ -67,7 +69,8 @@ export function createTestApi(store: StoreApi<StudioState>): MergeStudioTestApi 
         });
       }),
     inspect: () => store.getState().inspect,
-    setReadDelay: (ms) => store.getState().setReadDelay(ms),
+    setReadDelay: (ms) => store.getState().configureWorker({ readDelayMs: ms }),
+    setOverlap: (on) => store.getState().configureWorker({ overlap: on }),
     mergedFileBase64: async (folder, name) => {
       const bytes = new Uint8Array(await (await mergedFile(folder, name)).arrayBuffer());
       let text = '';
