@@ -12,7 +12,6 @@ import { METHOD_LIST } from '../methods/registry/index.ts';
 import {
   DEFAULT_MEMORY_BUDGET,
   driverMemory,
-  driverTotal,
   tieRowsPerAgent,
   windowCapacity,
   windowElements,
@@ -61,6 +60,16 @@ export async function createEngine(agents: number): Promise<MergeEngine> {
 /** WebGPU's default maxStorageBufferBindingSize, for the estimate without a device. */
 const SPEC_BINDING = 128 << 20;
 
+/**
+ * The most the driver holds for these models (driverMemory): its read-ahead share of every model, or
+ * the largest tensor where that is smaller, and the write-behind, or the whole output where smaller.
+ */
+function driverBytes(agents: number, largestBytes: number, outputBytes: number): number {
+  const share = driverMemory(DEFAULT_MEMORY_BUDGET, agents, DEFAULT_WINDOW_ELEMENTS);
+  const each = Math.floor(share.readAhead / (agents + 1));
+  return (agents + 1) * Math.min(each, largestBytes) + Math.min(share.writeBehind, outputBytes);
+}
+
 /** What a merge of these models will hold: its window buffers, sized as the GPU engine sizes them. */
 export function estimateMemory(
   base: Model,
@@ -108,7 +117,7 @@ export function estimateMemory(
     outputBytes,
     windowElements: window,
     gpuBytes: windowMemory(windowCapacity(window, agents, widest, widest, tieRows)),
-    driverBytes: driverTotal(driverMemory(DEFAULT_MEMORY_BUDGET, agents, DEFAULT_WINDOW_ELEMENTS)),
+    driverBytes: driverBytes(agents, largest * widest, outputBytes),
     budgetBytes: DEFAULT_MEMORY_BUDGET,
   };
 }

@@ -44,8 +44,9 @@ export interface MemoryEstimate {
   /** Bytes of the two in-flight window sets: GPU buffers and their staging copies (windowMemory). */
   gpuBytes: number;
   /**
-   * What the driver holds beside them (driverMemory): the next tensor's first window of every model,
-   * read while this one merges, and output queued for storage.
+   * The most the driver holds beside them (driverMemory): the next tensor's first window of every
+   * model, read while this one merges, and output queued for storage; for these models, so no more
+   * than their largest tensor and their output.
    */
   driverBytes: number;
   /** The memory budget the window buffers and the driver's bytes are sized to stay within together. */

@@ -624,8 +624,8 @@ function CompatReportView() {
           <div className="facts__row">
             <dt>Read ahead, written behind</dt>
             <dd data-testid="memory-driver">
-              {formatBytes(memory.driverBytes)}: the next tensor's first window of every model, read while
-              this one merges, and one output window queued for storage
+              up to {formatBytes(memory.driverBytes)}: the next tensor's first window of every model, read
+              while this one merges, and output queued for storage
             </dd>
           </div>
           <div className="facts__row">
