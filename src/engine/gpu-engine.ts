@@ -689,41 +689,40 @@ class GpuEngine implements MergeEngine {
     const padded = pad4(used);
     const slots = Array.from({ length: this.agents + 1 }, (_, k) => k).filter((k) => withBase || k > 0);
     const readOwn = job.tensor.readOwn?.bind(job.tensor);
+    // Buffers the sources made anyway (browser Files, readOwn) are uploaded from where they are;
+    // other reads fill the set's staging slots. allSettled: no read may still be writing into the
+    // staging buffer when this returns.
+    const reads = await Promise.allSettled(
+      slots.map((k) =>
+        readOwn
+          ? readOwn(k, w.start, w.count)
+          : job.tensor
+              .read(k, w.start, w.count, set.staging.subarray(k * job.slotBytes, k * job.slotBytes + used))
+              .then(() => undefined),
+      ),
+    );
+    const owned = reads.map((r) => {
+      if (r.status === 'rejected') throw r.reason;
+      return r.value;
+    });
+    this.scheduler.addUploadTime(performance.now() - started);
     if (readOwn) {
-      // Buffers the sources made anyway (browser Files): uploaded from where they are, each slot's
-      // whole words at once and its last partial word, zero-padded, through the staging buffer.
-      const reads = await Promise.allSettled(slots.map((k) => readOwn(k, w.start, w.count)));
-      this.scheduler.addUploadTime(performance.now() - started);
+      // Each slot's whole words at once, its last partial word zero-padded through the staging buffer.
+      const whole = used - (used % 4);
       for (const [i, k] of slots.entries()) {
-        const read = must(reads[i], 'slot read');
-        if (read.status === 'rejected') throw read.reason;
+        const bytes = must(owned[i], 'slot bytes');
         const at = k * job.slotBytes;
-        const whole = used - (used % 4);
-        if (whole > 0) this.scheduler.write(set.inputs, at, read.value, whole);
+        if (whole > 0) this.scheduler.write(set.inputs, at, bytes, whole);
         if (padded > whole) {
           const tail = set.staging.subarray(at + whole, at + padded).fill(0);
-          tail.set(read.value.subarray(whole, used));
+          tail.set(bytes.subarray(whole, used));
           this.scheduler.write(set.inputs, at + whole, tail);
         }
       }
-      set.resident = tag;
-      return;
+    } else {
+      for (const k of slots) set.staging.fill(0, k * job.slotBytes + used, k * job.slotBytes + padded);
+      this.scheduler.write(set.inputs, 0, set.staging, this.agents * job.slotBytes + padded);
     }
-    // allSettled: no read may still be writing into the staging buffer when this returns.
-    const reads = await Promise.allSettled(
-      slots.map((k) =>
-        job.tensor.read(
-          k,
-          w.start,
-          w.count,
-          set.staging.subarray(k * job.slotBytes, k * job.slotBytes + used),
-        ),
-      ),
-    );
-    for (const r of reads) if (r.status === 'rejected') throw r.reason;
-    for (const k of slots) set.staging.fill(0, k * job.slotBytes + used, k * job.slotBytes + padded);
-    this.scheduler.addUploadTime(performance.now() - started);
-    this.scheduler.write(set.inputs, 0, set.staging, this.agents * job.slotBytes + padded);
     set.resident = tag;
   }
 

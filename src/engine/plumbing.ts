@@ -179,7 +179,7 @@ export function windowElements(limits: WindowLimits): number {
 }
 
 /** The most bytes of the read-ahead, whatever the budget (ReadAhead, src/engine/read-ahead.ts). */
-export const MAX_READ_AHEAD_BYTES = 64 * 2 ** 20;
+const MAX_READ_AHEAD_BYTES = 64 * 2 ** 20;
 
 /** What the model-level driver holds of a memory budget besides the engine's windows. */
 export interface DriverMemory {
@@ -187,11 +187,6 @@ export interface DriverMemory {
   readAhead: number;
   /** Output bytes queued for the file system while the merge goes on (writeBehind, src/io/sink.ts). */
   writeBehind: number;
-}
-
-/** All the driver holds of a budget. */
-export function driverTotal(memory: DriverMemory): number {
-  return memory.readAhead + memory.writeBehind;
 }
 
 /**
@@ -217,7 +212,8 @@ function fitBudget(elements: number, limits: WindowLimits): number {
   const budget = limits.memoryBudget;
   if (budget === undefined) return elements;
   const { agents, inBytes, outBytes, tieRows } = limits;
-  const ahead = driverTotal(driverMemory(budget, agents, limits.maxWindowElements));
+  const { readAhead, writeBehind } = driverMemory(budget, agents, limits.maxWindowElements);
+  const ahead = readAhead + writeBehind;
   const cost = (n: number): number =>
     windowMemory(windowCapacity(n, agents, inBytes, outBytes, tieRows)) + ahead;
   if (cost(elements) <= budget) return elements;

@@ -102,10 +102,6 @@ export interface MergeSummary {
   stages: MergeStages;
 }
 
-/**
- * A merge's stage times in milliseconds. Reads and writes are summed over calls (parallel reads of
- * the N+1 inputs overlap); upload includes the reads the engine awaits, as in the CLI's benchmark.
- */
 /** Test and benchmark settings of the engine worker; each one left out stays as it is. */
 export interface WorkerSettings {
   /** Every read of the worker waits this long first (0: none), so a job runs long enough to cancel. */
@@ -114,6 +110,10 @@ export interface WorkerSettings {
   overlap?: boolean;
 }
 
+/**
+ * A merge's stage times in milliseconds. Reads and writes are summed over calls (parallel reads of
+ * the N+1 inputs overlap); upload includes the reads the engine awaits, as in the CLI's benchmark.
+ */
 export interface MergeStages {
   /** Where the shards' sha256 were computed (WebAssembly unless the page's policy forbids it). */
   hash: Sha256Backend;
