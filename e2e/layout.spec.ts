@@ -149,6 +149,14 @@ test('a 24-layer set at 1920×1080: every agent ready, statistics and Merge on t
     await workflow.shoot(page, 'studio-1920-l24', testInfo);
     expect(await inView(page, 'headline-stats')).toBe(true);
     expect(await inView(page, 'merge-run')).toBe(true);
+    // The engine card at this size: the window buffers and what the driver holds fit the budget.
+    const memory = await page.evaluate(() => window.__mergeStudio?.studio().check.result?.memory);
+    expect(memory && memory.gpuBytes + memory.driverBytes).toBeLessThanOrEqual(memory?.budgetBytes ?? 0);
+    const card = page.getByTestId('engine-card');
+    await card.locator('summary').click();
+    await expect(page.getByTestId('memory-driver')).toBeVisible();
+    await expect(page.getByTestId('memory-driver')).toContainText('up to');
+    await workflow.shoot(card, 'engine-card-l24', testInfo);
   } finally {
     await rm(root, { recursive: true, force: true });
   }
