@@ -10,7 +10,7 @@ import { formatBytes } from '../format/inspect.ts';
 import { nodeFolder } from '../io/node.ts';
 import type { MethodName } from '../methods/types.ts';
 import { llamaSpecs, writeLlamaSet, type LlamaSetOptions } from './llama-set.ts';
-import { sampleMemory, treeOf, type Memory } from './memory.ts';
+import { childrenCpuSeconds, sampleMemory, treeOf, type Memory } from './memory.ts';
 import { rawRead } from './raw-read.ts';
 
 export interface SetOptions {
@@ -66,6 +66,8 @@ export async function benchSet(o: SetOptions): Promise<BenchSet> {
 export interface CliRun {
   ms: number;
   peak: Memory;
+  /** CPU seconds of the CLI's whole run (user and system, every thread), from its exit. */
+  cpuS: number;
   stderr: string;
 }
 
@@ -79,13 +81,15 @@ export async function cli(args: string[]): Promise<CliRun> {
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const sampler = sampleMemory(() => treeOf(pid));
+  const cpuBefore = await childrenCpuSeconds();
   const started = performance.now();
   const code = await new Promise<number | null>((r) => child.on('exit', r));
   const wall = performance.now() - started;
+  const cpuS = (await childrenCpuSeconds()) - cpuBefore;
   const peak = await sampler.stop();
   if (code !== 0) throw new Error(`merge-studio ${args[0]} exited ${code}: ${stderr.slice(-2000)}`);
   const printed = / in ([\d.]+) s;/.exec(stderr);
-  return { ms: printed ? Number(printed[1]) * 1000 : wall, peak, stderr };
+  return { ms: printed ? Number(printed[1]) * 1000 : wall, peak, cpuS, stderr };
 }
 
 /** RAM+ takes ρ from statistics already computed (the studio's own; for the CLI, analyze's JSON). */

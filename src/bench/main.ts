@@ -44,6 +44,8 @@ const { values } = parseArgs({
      * without, then with, in one run.
      */
     overlap: { type: 'string', default: 'on' },
+    /** Studio runs per method and setting (--studio), alternating where --overlap both. */
+    repeat: { type: 'string', default: '1' },
   },
 });
 const overlaps = { on: [true], off: [false], both: [false, true] }[values.overlap];
@@ -67,6 +69,7 @@ if (values['cli-only'] || values.studio) {
         ...options,
         port: Number(values.port),
         overlap: values.overlap as 'on' | 'off' | 'both',
+        repeat: Math.max(1, Number(values.repeat)),
       });
   process.stdout.write(`${table}\n`);
   process.exit(0);

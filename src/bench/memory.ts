@@ -91,3 +91,64 @@ export function sampleMemory(pids: () => Promise<number[]>, everyMs = 250): { st
     },
   };
 }
+
+/** Clock ticks per second of /proc's CPU times (USER_HZ, 100 on Linux's usual builds). */
+const TICKS_PER_SECOND = 100;
+
+/** CPU seconds per thread group ("role: thread name"), user and system time together. */
+export type CpuTimes = Map<string, number>;
+
+/** A Chromium process's role from its command line (its --type, or the browser process itself). */
+function roleOf(cmdline: string): string {
+  const type = /--type=([\w-]+)/.exec(cmdline)?.[1];
+  if (!type) return 'browser';
+  const sub = /--utility-sub-type=([\w.]+)/.exec(cmdline)?.[1];
+  return sub ? `utility ${sub.split('.').at(-1)}` : type;
+}
+
+/** utime + stime of a /proc stat line, in seconds. */
+function statSeconds(stat: string): number {
+  // Fields after the parenthesised name: state is the first, utime the 12th, stime the 13th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+}
+
+/**
+ * CPU time of every thread of `pids`, summed by process role and thread name (thread names with
+ * their numbers dropped, so a pool's threads add up): what a bench subtracts before from after.
+ */
+export async function cpuTimes(pids: readonly number[]): Promise<CpuTimes> {
+  const times: CpuTimes = new Map();
+  for (const pid of pids) {
+    try {
+      const role = roleOf((await readFile(`/proc/${pid}/cmdline`, 'utf8')).replaceAll('\0', ' '));
+      for (const tid of await readdir(`/proc/${pid}/task`)) {
+        const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8').catch(() => null);
+        if (!stat) continue;
+        const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[\d/]+$/, '');
+        const key = `${role}: ${name}`;
+        times.set(key, (times.get(key) ?? 0) + statSeconds(stat));
+      }
+    } catch {
+      // The process ended between the listing and the read.
+    }
+  }
+  return times;
+}
+
+/** after − before per key (threads that ended in between are lost; keys that only appear count whole). */
+export function cpuSince(before: CpuTimes, after: CpuTimes): CpuTimes {
+  const since: CpuTimes = new Map();
+  for (const [key, s] of after) {
+    const d = s - (before.get(key) ?? 0);
+    if (d > 0) since.set(key, d);
+  }
+  return since;
+}
+
+/** CPU seconds of this process's waited-for children (cutime + cstime), e.g. a CLI run that exited. */
+export async function childrenCpuSeconds(): Promise<number> {
+  const stat = await readFile('/proc/self/stat', 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[13]) + Number(fields[14])) / TICKS_PER_SECOND;
+}

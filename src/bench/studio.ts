@@ -23,7 +23,15 @@ import {
   type CliRun,
   type SetOptions,
 } from './cli-set.ts';
-import { processesWith, sampleMemory, sumMemory, type Memory } from './memory.ts';
+import {
+  cpuSince,
+  cpuTimes,
+  processesWith,
+  sampleMemory,
+  sumMemory,
+  type CpuTimes,
+  type Memory,
+} from './memory.ts';
 
 export interface StudioBenchOptions extends SetOptions {
   methods: MethodName[];
@@ -34,11 +42,18 @@ export interface StudioBenchOptions extends SetOptions {
    * without and then with them, side by side in the same page.
    */
   overlap: 'on' | 'off' | 'both';
+  /**
+   * Studio merges per method and setting, alternating (without, with, without, …) where both were
+   * asked for: the table shows each side's median run, and every pair's ratio.
+   */
+  repeat: number;
 }
 
 interface Side {
   ms: number;
   peak: Memory;
+  /** CPU seconds of Chromium's threads from the click to the record, by role and thread name. */
+  cpu: CpuTimes;
 }
 
 interface Result {
@@ -46,6 +61,8 @@ interface Result {
   browser: Side & { record: MergeRecord };
   /** The same merge without the read-ahead and write-behind, where --overlap both asked for it. */
   withoutOverlap?: Side & { record: MergeRecord };
+  /** Every repeat's with ÷ without, in order, where both ran. */
+  pairs: number[];
   cli: CliRun;
 }
 
@@ -141,6 +158,7 @@ async function browserMerge(
   await page.getByTestId('method-select').selectOption(method);
   const count = await page.evaluate(() => window.__mergeStudio?.studio().merges.length ?? 0);
   const sampler = sampleMemory(pids);
+  const cpuBefore = await cpuTimes(await pids());
   await page.getByTestId('merge-run').click();
   for (;;) {
     const state = await page.evaluate(() => {
@@ -151,6 +169,7 @@ async function browserMerge(
     if (state.status === 'error') throw new Error(`the studio's ${method} merge failed: ${state.error}`);
     await new Promise((r) => setTimeout(r, 250));
   }
+  const cpu = cpuSince(cpuBefore, await cpuTimes(await pids()));
   const peak = await sampler.stop();
   const record = await page.evaluate(() => window.__mergeStudio?.studio().merges.at(-1));
   if (!record) throw new Error(`the studio's ${method} merge left no record`);
@@ -159,7 +178,7 @@ async function browserMerge(
     const root = await navigator.storage.getDirectory();
     await (await root.getDirectoryHandle('merges')).removeEntry(folder, { recursive: true });
   }, record.folder);
-  return { ms: record.elapsedMs, peak, record };
+  return { ms: record.elapsedMs, peak, cpu, record };
 }
 
 /** Bytes per File.slice read in browserRawRead: one model's slot of a default bf16 window. */
@@ -214,21 +233,31 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
     // analyze is timed against the studio's statistics, and serves the CLI's RAM+ as --stats-in.
     analyze = await cliStats(set, o.methods, statsPath);
     for (const method of o.methods) {
-      let withoutOverlap: Result['withoutOverlap'];
-      if (o.overlap !== 'on') {
-        process.stderr.write(`${method}: studio without overlap…\n`);
-        await setOverlap(page, false);
-        withoutOverlap = await browserMerge(page, method, chromiumPids);
-        await setOverlap(page, true);
+      const withRuns: Result['browser'][] = [];
+      const withoutRuns: Result['browser'][] = [];
+      for (let r = 0; r < o.repeat; r++) {
+        const round = o.repeat > 1 ? ` (${r + 1} of ${o.repeat})` : '';
+        if (o.overlap !== 'on') {
+          process.stderr.write(`${method}: studio without overlap${round}…\n`);
+          await setOverlap(page, false);
+          withoutRuns.push(await browserMerge(page, method, chromiumPids));
+          await setOverlap(page, true);
+        }
+        if (o.overlap !== 'off') {
+          process.stderr.write(`${method}: studio${round}…\n`);
+          withRuns.push(await browserMerge(page, method, chromiumPids));
+        }
       }
-      process.stderr.write(`${method}: studio…\n`);
-      const browser =
-        o.overlap === 'off'
-          ? must(withoutOverlap, 'the merge without overlap')
-          : await browserMerge(page, method, chromiumPids);
       process.stderr.write(`${method}: CLI…\n`);
       const cliSide = await cliMerge(set, method, o.workDir, statsPath);
-      results.push({ method, browser, cli: cliSide, ...(o.overlap === 'both' ? { withoutOverlap } : {}) });
+      const browser = median(o.overlap === 'off' ? withoutRuns : withRuns);
+      results.push({
+        method,
+        browser,
+        cli: cliSide,
+        pairs: o.overlap === 'both' ? withRuns.map((w, r) => w.ms / must(withoutRuns[r], 'pair').ms) : [],
+        ...(o.overlap === 'both' ? { withoutOverlap: median(withoutRuns) } : {}),
+      });
     }
     browserRead = await browserRawRead(await context.newPage(), files);
   } finally {
@@ -270,5 +299,51 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
         `${r.withoutOverlap ? `${s(r.withoutOverlap.ms)} (${(r.withoutOverlap.ms / r.browser.ms).toFixed(2)})` : '—'} |`,
     );
   }
+  if (results.some((r) => r.pairs.length > 1)) {
+    lines.push(
+      '',
+      'Each pair of studio runs (with ÷ without overlap, in the order they ran; the table shows the medians):',
+      '',
+    );
+    for (const r of results) lines.push(`- ${r.method}: ${r.pairs.map((p) => p.toFixed(2)).join(', ')}`);
+  }
+  lines.push(
+    '',
+    "CPU seconds during each merge (user + system, every thread; Chromium's processes from the click to the record, the CLI's whole run):",
+    '',
+    '| method | studio CPU (÷ wall) | by process | busiest threads | CLI CPU (÷ wall) |',
+    '|---|---|---|---|---|',
+  );
+  for (const r of results) {
+    const c = cpuSummary(r.browser.cpu);
+    lines.push(
+      `| ${r.method} | ${c.total.toFixed(1)} s (${(c.total / (r.browser.ms / 1000)).toFixed(2)}) | ${c.roles} | ${c.threads} | ` +
+        `${r.cli.cpuS.toFixed(1)} s (${(r.cli.cpuS / (r.cli.ms / 1000)).toFixed(2)}) |`,
+    );
+  }
   return lines.join('\n');
+}
+
+/** The run of median time (the later of the two middle ones, for an even count). */
+function median<T extends { ms: number }>(runs: readonly T[]): T {
+  const sorted = [...runs].sort((a, b) => a.ms - b.ms);
+  return must(sorted[Math.floor(sorted.length / 2)], 'a studio run');
+}
+
+/** CPU seconds in all, by process role, and the five busiest thread names. */
+function cpuSummary(cpu: CpuTimes): { total: number; roles: string; threads: string } {
+  const byRole = new Map<string, number>();
+  let total = 0;
+  for (const [key, s] of cpu) {
+    const role = key.slice(0, key.indexOf(':'));
+    byRole.set(role, (byRole.get(role) ?? 0) + s);
+    total += s;
+  }
+  const listed = (m: Map<string, number>, n: number): string =>
+    [...m]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([k, v]) => `${k} ${v.toFixed(1)}`)
+      .join(', ');
+  return { total, roles: listed(byRole, 4), threads: listed(cpu, 5) };
 }
