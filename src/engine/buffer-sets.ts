@@ -8,6 +8,8 @@ import { PARAMS_BYTES } from './layout.ts';
 import { pad4, TIE_BLOCK_WORDS, windowMemory, type WindowCapacity } from './plumbing.ts';
 
 export interface BufferSet {
+  /** 0 or 1: the set's place in BufferSets.sets. */
+  index: number;
   inputs: GPUBuffer;
   output: GPUBuffer;
   counters: GPUBuffer;
@@ -22,7 +24,10 @@ export interface BufferSet {
   io: KernelIo;
   /** Which job's window (and whether with the base) the inputs buffer holds. */
   resident: string | null;
-  /** Settles when this set's previous window has been read back and consumed. */
+  /**
+   * Resolves when this set's previous window has been read back and consumed, whether or not that
+   * succeeded (its pass reports the failure): never rejects, so the next job's wait cannot fail.
+   */
   busy: Promise<void>;
 }
 
@@ -54,17 +59,26 @@ export class BufferSets {
 
   constructor(private readonly options: BufferSetsOptions) {}
 
-  /** Grows both sets when a tensor needs more room than the largest so far. */
-  ensure(need: WindowCapacity): void {
+  /** Whether a window of `need` fits the sets as they are. */
+  fits(need: WindowCapacity): boolean {
     const have = this.capacity;
-    if (
-      this.sets.length &&
+    return (
+      this.sets.length > 0 &&
       need.inputBytes <= have.inputBytes &&
       need.outputBytes <= have.outputBytes &&
       need.tieBytes <= have.tieBytes
-    ) {
-      return;
-    }
+    );
+  }
+
+  /**
+   * Grows both sets when a tensor needs more room than the largest so far, once every window still
+   * in them has been read back (the engine pipelines tensors: the last one may still be reading back).
+   */
+  async ensure(need: WindowCapacity): Promise<void> {
+    if (this.fits(need)) return;
+    await Promise.all(this.sets.map((s) => s.busy));
+    if (this.fits(need)) return;
+    const have = this.capacity;
     const grown: WindowCapacity = {
       inputBytes: Math.max(need.inputBytes, have.inputBytes),
       outputBytes: Math.max(need.outputBytes, have.outputBytes),
@@ -132,6 +146,7 @@ export class BufferSets {
       GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
     );
     return {
+      index,
       inputs,
       output,
       counters,

@@ -10,9 +10,9 @@ import { defaultParams } from '../methods/defaults.ts';
 import { referenceMerge } from '../methods/reference.ts';
 import { ramLambdas } from '../methods/stats.ts';
 import { floatTensor, memoryModel, rawTensor, rng, type FixtureTensor } from '../test/fixtures.ts';
-import { analyzeModels, CompatibilityError, mergeModels, MergeError } from './driver.ts';
+import { analyzeModels, CompatibilityError, mergeModels, MergeError, type Progress } from './driver.ts';
 import { Sha256 } from '../io/sha256.ts';
-import type { MergeEngine } from '../methods/merge-types.ts';
+import type { MergeEngine, MergeOptions, TensorInput } from '../methods/merge-types.ts';
 
 const SHAPES: [string, FloatDtype, number[]][] = [
   ['model.embed_tokens.weight', 'BF16', [17, 8]],
@@ -239,6 +239,100 @@ describe('mergeModels', () => {
     expect([...out.files.keys()]).toEqual([]);
   });
 
+  it('pipelines tensors where the engine can: the same model, two merges in flight at most', async () => {
+    // An I32 tensor, copied from the base, sorts between the F32 tensors, which are merged.
+    const set = randomSet(10, 3);
+    const ids = rawTensor(
+      'model.layers.1.mask',
+      'I32',
+      [3],
+      Uint8Array.from({ length: 12 }, (_, i) => i * 7),
+    );
+    const base = await memoryModel('base', [...set.base, ids], { shardBytes: 200 });
+    const agents = await Promise.all(
+      set.agents.map((tensors, t) => memoryModel(`agent-${t}`, [...tensors, ids], { shardBytes: 300 })),
+    );
+    // Small shards (a tensor or two each) and one shard (copied tensors between merged ones).
+    for (const [method, shardBytes] of [
+      ['ramplus', 256],
+      ['ties', 256],
+      ['ties', 100_000],
+    ] as const) {
+      const plainOut = memoryFolder('plain');
+      await mergeModels({
+        base,
+        agents,
+        engine: createCpuEngine({ agents: 3 }),
+        params: defaultParams(method, 3),
+        out: plainOut,
+        shardBytes,
+        ...labels(agents),
+      });
+      for (const overlap of [true, false]) {
+        const engine = pipelining(createCpuEngine({ agents: 3 }));
+        const out = memoryFolder('out');
+        const progress: Progress[] = [];
+        const result = await mergeModels({
+          base,
+          agents,
+          engine,
+          params: defaultParams(method, 3),
+          out,
+          shardBytes,
+          overlap,
+          onProgress: (p) => p.stage === 'merge' && progress.push(p),
+          ...labels(agents),
+        });
+        expect(out.files).toEqual(plainOut.files);
+        // Pipelined: the next merge starts before the last has emitted; never a third.
+        expect(engine.mostInFlight).toBe(overlap ? 2 : 1);
+        expect(engine.told).toBe(overlap ? result.mergedTensors : 0);
+        // Progress never goes back, and ends at every byte and tensor.
+        for (let i = 1; i < progress.length; i++)
+          expect(progress[i]!.bytesDone).toBeGreaterThanOrEqual(progress[i - 1]!.bytesDone);
+        expect(progress.at(-1)).toMatchObject({ tensorsDone: SHAPES.length + 2 });
+        expect(progress.at(-1)!.bytesDone).toBe(progress.at(-1)!.bytesTotal);
+      }
+    }
+  });
+
+  it('stops the merge in flight when a pipelined write fails, and leaves nothing behind', async () => {
+    const { base, agents } = await setup(11);
+    for (const failAt of [1, 3, 6]) {
+      const out = memoryFolder('out');
+      let writes = 0;
+      const failing: FolderSink = {
+        ...out,
+        async create(file) {
+          const sink = await out.create(file);
+          return {
+            ...sink,
+            write: async (chunk) => {
+              if (file.endsWith('.safetensors') && ++writes === failAt)
+                throw new Error('ENOSPC: no space left');
+              await new Promise((resolve) => setTimeout(resolve, 1));
+              return sink.write(chunk);
+            },
+          };
+        },
+      };
+      const engine = pipelining(createCpuEngine({ agents: 3 }));
+      const error = await mergeModels({
+        base,
+        agents,
+        engine,
+        params: defaultParams('ram', 3),
+        out: failing,
+        shardBytes: 100_000,
+        ...labels(agents),
+      }).catch((e: unknown) => e);
+      expect(String(error)).toContain('ENOSPC: no space left');
+      expect([...out.files.keys()]).toEqual([]);
+      // Every merge has ended when the merge fails.
+      expect(engine.running).toBe(0);
+    }
+  });
+
   it('leaves nothing behind when cancelled', async () => {
     const { base, agents } = await setup(4);
     const out = memoryFolder('out');
@@ -316,3 +410,54 @@ describe('mergeModels', () => {
     expect([...out.files.keys()]).toEqual([]);
   });
 });
+
+/**
+ * A CPU engine that pipelines as the GPU engine does (MergeOptions.onSubmitted): each tensor is
+ * computed, then said to be submitted, and emitted after the tensors called before it.
+ */
+function pipelining(engine: MergeEngine): MergeEngine & {
+  mostInFlight: number;
+  running: number;
+  told: number;
+} {
+  let computing: Promise<unknown> = Promise.resolve();
+  let emitted: Promise<unknown> = Promise.resolve();
+  const wrapper = {
+    ...engine,
+    mostInFlight: 0,
+    running: 0,
+    told: 0,
+    merge: async (tensor: TensorInput, options: MergeOptions) => {
+      wrapper.running++;
+      wrapper.mostInFlight = Math.max(wrapper.mostInFlight, wrapper.running);
+      try {
+        const chunks: Uint8Array[] = [];
+        const compute = computing.then(() =>
+          engine.merge(tensor, { ...options, emit: async (b) => void chunks.push(b.slice()) }),
+        );
+        computing = compute.catch(() => undefined);
+        await compute;
+        if (options.onSubmitted) {
+          wrapper.told++;
+          options.onSubmitted();
+        }
+        const emit = emitted.then(async () => {
+          for (const chunk of chunks) {
+            await new Promise((resolve) => setTimeout(resolve, 1));
+            if (options.signal?.aborted) {
+              const error = new Error('cancelled');
+              error.name = 'AbortError';
+              throw error;
+            }
+            await options.emit(chunk);
+          }
+        });
+        emitted = emit.catch(() => undefined);
+        await emit;
+      } finally {
+        wrapper.running--;
+      }
+    },
+  };
+  return wrapper;
+}

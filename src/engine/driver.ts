@@ -181,6 +181,65 @@ function readAheadOf(
   };
 }
 
+function noop(): void {}
+
+/**
+ * Tensors through an engine that may pipeline them (MergeOptions.onSubmitted): once tensor i says
+ * its work is submitted, tensor i + 1 starts while i reads back and emits. At most two are in flight:
+ * add() returns once the new one is submitted and the one before it has finished. Where disabled,
+ * or the engine never says, each tensor finishes before the next starts.
+ */
+class TensorPipeline {
+  private readonly inner = new AbortController();
+  private readonly cancel = (): void => this.inner.abort();
+  private readonly running = new Set<Promise<void>>();
+  private last: Promise<void> | null = null;
+
+  constructor(
+    private readonly enabled: boolean,
+    private readonly signal: AbortSignal | undefined,
+  ) {
+    if (signal?.aborted) this.inner.abort();
+    signal?.addEventListener('abort', this.cancel);
+  }
+
+  /**
+   * Starts one tensor's work: `start` gets the signal to pass on (the caller's, or stop()'s) and the
+   * onSubmitted to pass on (undefined where disabled).
+   */
+  async add(
+    start: (signal: AbortSignal, onSubmitted: (() => void) | undefined) => Promise<void>,
+  ): Promise<void> {
+    let submitted = noop;
+    const started = new Promise<void>((resolve) => (submitted = resolve));
+    const work = start(this.inner.signal, this.enabled ? submitted : undefined);
+    // Held here until awaited: its failure is thrown there, never unhandled.
+    this.running.add(work);
+    const done = (): void => void this.running.delete(work);
+    work.then(done, done);
+    await Promise.race([started, work]);
+    await this.finishLast();
+    this.last = work;
+  }
+
+  /** Waits for the last tensor added to finish (its emits done); throws its failure. */
+  async finishLast(): Promise<void> {
+    const last = this.last;
+    this.last = null;
+    await last;
+  }
+
+  /** After a failure: stops the work still running and waits for it to end. */
+  async stop(): Promise<void> {
+    this.inner.abort();
+    await Promise.allSettled(this.running);
+  }
+
+  dispose(): void {
+    this.signal?.removeEventListener('abort', this.cancel);
+  }
+}
+
 function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) {
     const error = new Error('The merge was cancelled.');
@@ -244,17 +303,27 @@ export async function analyzeModels(input: ModelsInput & { epsilon: number }): P
     input,
     tensors.map((t) => t.name),
   );
+  const pipeline = new TensorPipeline(input.overlap !== false, signal);
   try {
-    for (const tensor of tensors) {
+    for (const [i, tensor] of tensors.entries()) {
       throwIfAborted(signal);
       meter.report(tensor.name);
-      stats.push(
-        await withTensorName(tensor.name, () => engine.analyze(reads.input(tensor.name), epsilon, signal)),
+      await pipeline.add((signal, onSubmitted) =>
+        withTensorName(tensor.name, () =>
+          engine.analyze(reads.input(tensor.name), epsilon, signal, onSubmitted),
+        ).then((s) => {
+          stats[i] = s;
+          meter.bytesDone += (tensor.end - tensor.begin) * models.length;
+          meter.tensorsDone += 1;
+        }),
       );
-      meter.bytesDone += (tensor.end - tensor.begin) * models.length;
-      meter.tensorsDone += 1;
     }
+    await pipeline.finishLast();
+  } catch (error) {
+    await pipeline.stop();
+    throw error;
   } finally {
+    pipeline.dispose();
     await reads.ahead.settled();
   }
   meter.report(undefined, true);
@@ -437,62 +506,81 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
       job,
       layouts.flatMap((l) => l.tensors.map((t) => t.name).filter((name) => mergedNames.has(name))),
     );
-    for (const [s, shard] of plan.shards.entries()) {
-      const layout = must(layouts[s], `layout of ${shard.file}`);
-      const hash = new Sha256();
-      const raw = writeBehind(await out.create(shard.file), behind);
-      const sink = {
-        write: async (chunk: Uint8Array) => {
-          hash.update(chunk);
-          await raw.write(chunk);
-        },
-        close: () => raw.close(),
-        abort: () => raw.abort(),
-      };
-      const writer = new SafetensorsStreamWriter(sink, layout, shard.file);
-      try {
-        for (const spec of layout.tensors) {
-          throwIfAborted(signal);
-          meter.report(spec.name);
-          const source = base.tensors.get(spec.name)!;
-          const emit = (bytes: Uint8Array) => writer.writeTensorBytes(spec.name, bytes);
-          if (mergedNames.has(spec.name)) {
-            const before = meter.bytesDone;
-            await withTensorName(
-              spec.name,
-              async () => {
-                const tensorParams = paramsForTensor(params, job.perTensor, spec.name);
-                used.set(spec.name, tensorParams);
-                await engine.merge(must(reads, 'read-ahead').input(spec.name), {
-                  params: tensorParams,
-                  lambdas,
-                  outDtype: spec.dtype as FloatDtype,
-                  signal,
-                  emit,
-                  branches: kept,
-                  onProgress: (done) => {
-                    meter.bytesDone = before + done;
-                    meter.report(spec.name);
-                  },
-                });
-              },
-              [job.baseLabel, ...job.agentLabels],
+    // Tensors are pipelined where the engine can: tensor i + 1 starts while i reads back and emits.
+    const pipeline = new TensorPipeline(job.overlap !== false, signal);
+    // Input bytes of the tensors before this one, for progress, whether or not they have finished.
+    let bytesBefore = 0;
+    try {
+      for (const [s, shard] of plan.shards.entries()) {
+        const layout = must(layouts[s], `layout of ${shard.file}`);
+        const hash = new Sha256();
+        const raw = writeBehind(await out.create(shard.file), behind);
+        const sink = {
+          write: async (chunk: Uint8Array) => {
+            hash.update(chunk);
+            await raw.write(chunk);
+          },
+          close: () => raw.close(),
+          abort: () => raw.abort(),
+        };
+        const writer = new SafetensorsStreamWriter(sink, layout, shard.file);
+        try {
+          for (const spec of layout.tensors) {
+            throwIfAborted(signal);
+            meter.report(spec.name);
+            const source = base.tensors.get(spec.name)!;
+            const emit = (bytes: Uint8Array) => writer.writeTensorBytes(spec.name, bytes);
+            if (!mergedNames.has(spec.name)) {
+              await pipeline.finishLast();
+              await copyTensorBytes(base, source, emit, signal);
+              bytesBefore += source.end - source.begin;
+              meter.bytesDone = bytesBefore;
+              meter.tensorsDone += 1;
+              continue;
+            }
+            const before = bytesBefore;
+            const size = (source.end - source.begin) * models.length;
+            bytesBefore += size;
+            const tensorParams = paramsForTensor(params, job.perTensor, spec.name);
+            used.set(spec.name, tensorParams);
+            await pipeline.add((signal, onSubmitted) =>
+              withTensorName(
+                spec.name,
+                () =>
+                  engine.merge(must(reads, 'read-ahead').input(spec.name), {
+                    params: tensorParams,
+                    lambdas,
+                    outDtype: spec.dtype as FloatDtype,
+                    signal,
+                    emit,
+                    branches: kept,
+                    onProgress: (done) => {
+                      meter.bytesDone = Math.max(meter.bytesDone, before + done);
+                      meter.report(spec.name);
+                    },
+                    ...(onSubmitted ? { onSubmitted } : {}),
+                  }),
+                [job.baseLabel, ...job.agentLabels],
+              ).then(() => {
+                meter.bytesDone = Math.max(meter.bytesDone, before + size);
+                meter.tensorsDone += 1;
+              }),
             );
-            meter.bytesDone = before + (source.end - source.begin) * models.length;
-          } else {
-            await copyTensorBytes(base, source, emit, signal);
-            meter.bytesDone += source.end - source.begin;
           }
-          meter.tensorsDone += 1;
+          await pipeline.finishLast();
+          await writer.close();
+        } catch (error) {
+          // The merges still running stop, and end before their shard's writer does.
+          await pipeline.stop();
+          await writer.abort();
+          throw error;
         }
-        await writer.close();
-      } catch (error) {
-        await writer.abort();
-        throw error;
+        const entry = { file: shard.file, bytes: layout.fileSize, sha256: hash.hex() };
+        written.push(entry);
+        shardFiles.push(entry);
       }
-      const entry = { file: shard.file, bytes: layout.fileSize, sha256: hash.hex() };
-      written.push(entry);
-      shardFiles.push(entry);
+    } finally {
+      pipeline.dispose();
     }
     meter.report(undefined, true);
     await verifyShards(

@@ -129,6 +129,11 @@ function tieMarks(
 
 const noop = (): void => undefined;
 
+/** What a buffer set's inputs hold: which job's window, with or without the base. */
+function residentTag(job: Job, w: Window, withBase: boolean): string {
+  return `${job.serial}/${w.index}/${withBase}`;
+}
+
 /** A merge pass's kernel and its dispatch for the window's merge dispatch (one invocation per pair). */
 interface MergeKernel {
   kernel: Kernel;
@@ -166,6 +171,11 @@ interface PassSpec {
   groups(w: Window): number;
   params(w: Window, d: Dispatch): WindowParams;
   encode(encoder: GPUCommandEncoder, set: BufferSet, w: Window, d: Dispatch): void;
+  /**
+   * Called once the last window is submitted, before its read-back: the engine's next call may
+   * start (a merge's last pass passes it on, see merge()).
+   */
+  submitted?: () => void;
   result?: {
     source: 'output' | 'counters' | 'norms';
     /** Also read back the flags, at byte bytes(w) of the data consumed. */
@@ -199,8 +209,16 @@ class GpuEngine implements MergeEngine {
   private readonly mergeIos = new WeakMap<BufferSet, KernelIo>();
   private serial = 0;
   private destroyed = false;
-  /** Calls share the buffer sets, so they run one after another in call order. */
-  private tail: Promise<unknown> = Promise.resolve();
+  /**
+   * Calls share the buffer sets and the queue, so they start one after another in call order: a merge
+   * once the one before has submitted its last window (its read-back and emits go on meanwhile),
+   * anything else once the call before has settled. Never rejects.
+   */
+  private tail: Promise<void> = Promise.resolve();
+  /** The last window's consume of any pass (never rejects): every consume waits for the one before. */
+  private consumed: Promise<void> = Promise.resolve();
+  /** The set the next window goes to when neither holds it already: sets alternate across tensors. */
+  private nextSet = 0;
 
   constructor(
     private readonly device: GPUDevice,
@@ -274,19 +292,34 @@ class GpuEngine implements MergeEngine {
     return this.scheduler.timings;
   }
 
-  analyze(tensor: TensorInput, epsilon: number, signal?: AbortSignal): Promise<TensorStats> {
-    return this.serialized(() =>
+  analyze(
+    tensor: TensorInput,
+    epsilon: number,
+    signal?: AbortSignal,
+    onSubmitted?: () => void,
+  ): Promise<TensorStats> {
+    return this.serialized((submitted) =>
       forTensor(tensor.name, async () => {
-        const job = this.job(tensor, signal, 4, 0);
+        const job = await this.job(tensor, signal, 4, 0);
         const stats = emptyTensorStats(tensor.name, tensor.dtype, tensor.numel, this.agents);
-        await this.statsPass(job, epsilon, stats);
+        await this.statsPass(job, epsilon, stats, () => {
+          submitted();
+          onSubmitted?.();
+        });
         return deriveTensorStats(stats);
       }),
     );
   }
 
   merge(tensor: TensorInput, options: MergeOptions): Promise<void> {
-    return this.serialized(() => forTensor(tensor.name, () => this.mergeTensor(tensor, options)));
+    return this.serialized((submitted) =>
+      forTensor(tensor.name, () =>
+        this.mergeTensor(tensor, options, () => {
+          submitted();
+          options.onSubmitted?.();
+        }),
+      ),
+    );
   }
 
   destroy(): void {
@@ -301,12 +334,17 @@ class GpuEngine implements MergeEngine {
     this.scheduler.destroy();
   }
 
-  private async mergeTensor(tensor: TensorInput, options: MergeOptions): Promise<void> {
+  /** `submitted`: called once the merge pass has submitted its last window (runPass). */
+  private async mergeTensor(
+    tensor: TensorInput,
+    options: MergeOptions,
+    submitted: () => void,
+  ): Promise<void> {
     const { params, outDtype } = options;
     const lambdas = checkMergeOptions(options, this.agents);
     const outBytes = dtypeBits(outDtype) / 8;
     const { plan } = methodOf(params.method);
-    const job = this.job(tensor, options.signal, outBytes, tieRowsPerAgent(plan));
+    const job = await this.job(tensor, options.signal, outBytes, tieRowsPerAgent(plan));
     const variant: MergeVariant = {
       inDtype: tensor.dtype,
       outDtype,
@@ -388,8 +426,8 @@ class GpuEngine implements MergeEngine {
           tieBreak.scan.encode(encoder, set.io, { x: 1, y: 1, groups: 1 });
         }
         encoder.clearBuffer(set.flags);
-        if (branches) encoder.clearBuffer(this.branchSet(w).counters);
-        merge.kernel.encode(encoder, this.mergeIo(set, w), merge.dispatch(d));
+        if (branches) encoder.clearBuffer(this.branchSet(set).counters);
+        merge.kernel.encode(encoder, this.mergeIo(set), merge.dispatch(d));
       },
       result: {
         source: 'output',
@@ -405,6 +443,7 @@ class GpuEngine implements MergeEngine {
           options.onProgress?.((w.start + w.count) * progressBytes);
         },
       },
+      submitted,
     });
     tally.throwIfBad();
   }
@@ -454,16 +493,16 @@ class GpuEngine implements MergeEngine {
     return { whole, spans, scan };
   }
 
-  /** The branch counters of window w's buffer set (sets alternate by window parity, as in runPass). */
-  private branchSet(w: Window): BranchBuffers {
-    return at(this.branchBuffers, w.index % 2, 'branch buffers');
+  /** The branch counters that go with a buffer set. */
+  private branchSet(set: BufferSet): BranchBuffers {
+    return at(this.branchBuffers, set.index, 'branch buffers');
   }
 
-  /** The set's buffers and the branch counters of its window parity, which the merge kernels bind. */
-  private mergeIo(set: BufferSet, w: Window): KernelIo {
+  /** The set's buffers and its branch counters, which the merge kernels bind. */
+  private mergeIo(set: BufferSet): KernelIo {
     let io = this.mergeIos.get(set);
     if (!io) {
-      io = { ...set.io, branches: this.branchSet(w).counters };
+      io = { ...set.io, branches: this.branchSet(set).counters };
       this.mergeIos.set(set, io);
     }
     return io;
@@ -526,7 +565,13 @@ class GpuEngine implements MergeEngine {
     return this.selectTopK(job, [...bands.map((b) => b.outliers + b.kept), ...bands.map((b) => b.outliers)]);
   }
 
-  private async statsPass(job: Job, epsilon: number, stats: TensorStats): Promise<void> {
+  /** `submitted`: called once its last window is submitted (runPass). */
+  private async statsPass(
+    job: Job,
+    epsilon: number,
+    stats: TensorStats,
+    submitted?: () => void,
+  ): Promise<void> {
     const dtype = job.tensor.dtype;
     const kernel = await this.kernel(`stats:${dtype}`, () =>
       createStatsKernel(this.device, dtype, this.agents),
@@ -537,6 +582,7 @@ class GpuEngine implements MergeEngine {
       words: statsLayout(this.agents).count,
       groups: statsGroups,
       consume: (w, counters) => addStatsCounters(stats, counters, w.count),
+      ...(submitted ? { submitted } : {}),
     });
   }
 
@@ -573,6 +619,7 @@ class GpuEngine implements MergeEngine {
       groups: (count: number) => number;
       order?: readonly Window[];
       consume: (w: Window, counters: Uint32Array) => void;
+      submitted?: () => void;
     },
   ): Promise<void> {
     const bytes = pass.words * 4;
@@ -580,6 +627,7 @@ class GpuEngine implements MergeEngine {
       label: pass.label,
       withBase: true,
       ...(pass.order ? { order: pass.order } : {}),
+      ...(pass.submitted ? { submitted: pass.submitted } : {}),
       groups: (w) => pass.groups(w.count),
       params: (w, d) => ({ ...this.windowParams(job, w, d), epsilon }),
       encode: (encoder, set, _w, d) => {
@@ -628,22 +676,28 @@ class GpuEngine implements MergeEngine {
     return this.topK.select(job, counts);
   }
 
-  /** Runs one pass over the job's windows, two buffer sets in flight, results consumed in order. */
+  /**
+   * Runs one pass over the job's windows, two buffer sets in flight, results consumed in order: after
+   * the windows before, and after every consume of the calls before (a merge emits after the last).
+   */
   private async runPass(job: Job, pass: PassSpec): Promise<void> {
-    const sets = this.sets.sets;
-    let chain: Promise<void> = Promise.resolve();
+    let failure = null as { error: unknown } | null;
+    const mine: Promise<void>[] = [];
+    // Rejects once a window of this pass has failed; starts from the consumes before, which never do.
+    let chain: Promise<void> = this.consumed;
     try {
       for (const w of pass.order ?? job.windows) {
         throwIfAborted(job.signal);
-        const set = sets[w.index % 2]!;
+        const set = this.setFor(job, w, pass.withBase);
         await set.busy;
+        if (failure) throw failure.error;
         await this.upload(job, set, w, pass.withBase);
         const d = splitDispatch(pass.groups(w), this.device.limits.maxComputeWorkgroupsPerDimension);
         this.scheduler.write(set.params, 0, encodeParams(pass.params(w, d)));
         const result = pass.result;
         const bytes = result ? result.bytes(w) : 0;
         const flagBytes = result?.flags ? set.flags.size : 0;
-        const branches = result?.branches ? this.branchSet(w) : undefined;
+        const branches = result?.branches ? this.branchSet(set) : undefined;
         this.scheduler.submit(`${pass.label}[${w.index}]`, (encoder) => {
           pass.encode(encoder, set, w, d);
           if (result) encoder.copyBufferToBuffer(set[result.source], 0, set.readback, 0, bytes);
@@ -668,20 +722,38 @@ class GpuEngine implements MergeEngine {
             counters && new Uint32Array(counters.buffer, counters.byteOffset, counters.byteLength / 4),
           );
         })();
-        chain.catch(noop);
-        set.busy = chain;
+        const settled = chain.then(noop, (error: unknown) => {
+          failure ??= { error };
+        });
+        set.busy = settled;
+        this.consumed = settled;
+        mine.push(settled);
       }
+      pass.submitted?.();
       await chain;
     } finally {
       // Nothing of this pass may still be mapping or emitting when the call returns.
-      await Promise.allSettled(sets.map((s) => s.busy));
-      for (const set of sets) set.busy = Promise.resolve();
+      await Promise.all(mine);
     }
+  }
+
+  /**
+   * The set window w goes to: the one that still holds it from the last pass (so it is not read
+   * again), else the one after the last window's, across passes and tensors: the set a tensor's
+   * first window goes to is the one the tensor before may have finished with.
+   */
+  private setFor(job: Job, w: Window, withBase: boolean): BufferSet {
+    const sets = this.sets.sets;
+    const tag = residentTag(job, w, withBase);
+    let index = sets.findIndex((s) => s.resident === tag);
+    if (index < 0) index = this.nextSet;
+    this.nextSet = 1 - index;
+    return at(sets, index, 'buffer set');
   }
 
   /** Reads window w of every input into the set's staging slots and uploads it, unless already there. */
   private async upload(job: Job, set: BufferSet, w: Window, withBase: boolean): Promise<void> {
-    const tag = `${job.serial}/${w.index}/${withBase}`;
+    const tag = residentTag(job, w, withBase);
     if (set.resident === tag) return;
     set.resident = null;
     const started = performance.now();
@@ -731,7 +803,12 @@ class GpuEngine implements MergeEngine {
   }
 
   /** `tieRows`: tie-count rows per agent the job's merge ranks ties in (tieRowsPerAgent). */
-  private job(tensor: TensorInput, signal: AbortSignal | undefined, outBytes: number, tieRows: number): Job {
+  private async job(
+    tensor: TensorInput,
+    signal: AbortSignal | undefined,
+    outBytes: number,
+    tieRows: number,
+  ): Promise<Job> {
     if (this.destroyed) throw new Error('this GPU engine has been destroyed');
     this.scheduler.check();
     if (!Number.isSafeInteger(tensor.numel) || tensor.numel < 0)
@@ -756,7 +833,7 @@ class GpuEngine implements MergeEngine {
       ),
     );
     const slotBytes = slotBytesFor(size, inBytes);
-    this.sets.ensure(windowCapacity(size, this.agents, inBytes, outBytes, tieRows));
+    await this.sets.ensure(windowCapacity(size, this.agents, inBytes, outBytes, tieRows));
     return {
       serial: ++this.serial,
       tensor,
@@ -773,9 +850,16 @@ class GpuEngine implements MergeEngine {
     return engineBuffer(this.device, name, size, usage);
   }
 
-  private serialized<T>(run: () => Promise<T>): Promise<T> {
-    const result = this.tail.then(run, run);
-    this.tail = result.catch(noop);
+  /**
+   * Runs `run` after the calls before it have let go: when it calls `release`, or when it settles,
+   * whichever comes first.
+   */
+  private serialized<T>(run: (release: () => void) => Promise<T>): Promise<T> {
+    let release = noop;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const result = this.tail.then(() => run(release));
+    result.then(release, release);
+    this.tail = released;
     return result;
   }
 

@@ -92,6 +92,13 @@ export interface MergeOptions {
    * into it; other merges leave it as it is (and cost nothing more).
    */
   branches?: BranchCounts;
+  /**
+   * Where given, an engine that pipelines tensors calls it once it has read, uploaded and submitted
+   * all of this tensor's work, before its results are read back and emitted: the caller may then
+   * call merge() for the next tensor, which the engine starts at once and whose output it emits after
+   * this one's. An engine that does not pipeline never calls it (the caller waits for the merge).
+   */
+  onSubmitted?(): void;
 }
 
 export interface MergeEngine {
@@ -108,7 +115,13 @@ export interface MergeEngine {
   readonly driverMemory?: { readAhead: number; writeBehind: number };
   /** Cumulative stage times, where the engine measures them (the GPU engine). */
   readonly timings?: StageTimings;
-  analyze(tensor: TensorInput, epsilon: number, signal?: AbortSignal): Promise<TensorStats>;
+  /** `onSubmitted`: as MergeOptions.onSubmitted, for the statistics of the next tensor. */
+  analyze(
+    tensor: TensorInput,
+    epsilon: number,
+    signal?: AbortSignal,
+    onSubmitted?: () => void,
+  ): Promise<TensorStats>;
   merge(tensor: TensorInput, options: MergeOptions): Promise<void>;
   destroy(): void;
 }
