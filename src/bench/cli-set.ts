@@ -122,6 +122,14 @@ export async function cliMerge(
 
 export const seconds = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
 
+/** The run of median time (the later of the two middle ones, for an even count). */
+export function median<T extends { ms: number }>(runs: readonly T[]): T {
+  const sorted = [...runs].sort((a, b) => a.ms - b.ms);
+  const middle = sorted[Math.floor(sorted.length / 2)];
+  if (!middle) throw new Error('no run to take the median of');
+  return middle;
+}
+
 /** The engine line the CLI printed ("Engine: nvidia … (…)"), for the table's heading. */
 export const engineLine = (stderr: string): string => /^Engine: (.+)$/m.exec(stderr)?.[1] ?? 'unknown';
 

@@ -23,6 +23,7 @@ import { acquireNodeGpu } from '../cli/node-gpu.ts';
 import { formatBytes } from '../format/inspect.ts';
 import { rawRead } from './raw-read.ts';
 import { writeSyntheticSet } from './synthetic.ts';
+import { median } from './cli-set.ts';
 
 const { values } = parseArgs({
   options: {
@@ -44,7 +45,7 @@ const { values } = parseArgs({
      * without, then with, in one run.
      */
     overlap: { type: 'string', default: 'on' },
-    /** Studio runs per method and setting (--studio), alternating where --overlap both. */
+    /** Merges per method and setting, alternating where --overlap both: the tables show medians. */
     repeat: { type: 'string', default: '1' },
   },
 });
@@ -168,7 +169,10 @@ const node = await acquireNodeGpu();
 const { device, adapterInfo } = await requestEngineDevice(node.gpu);
 const adapter = describeAdapter(adapterInfo);
 const gpuRows: Row[] = [];
-/** Per top-k method, how its selects were settled (topk-select.ts routes). */
+const repeat = Math.max(1, Number(values.repeat));
+/** Per method, every repeat's time with ÷ without overlap, where --overlap both. */
+const pairs = new Map<MethodName, number[]>();
+/** Per top-k method, how its selects were settled (topk-select.ts routes), summed over its runs. */
 const routes = new Map<MethodName, Map<SelectRoute, number>>();
 for (const method of methods) {
   const counted = new Map<SelectRoute, number>();
@@ -180,8 +184,19 @@ for (const method of methods) {
       for (const r of taken) counted.set(r, (counted.get(r) ?? 0) + 1);
     },
   });
-  for (const overlap of overlaps) gpuRows.push(await runOne(engine, method, 1, overlap));
+  const runs = overlaps.map((): Row[] => []);
+  for (let r = 0; r < repeat; r++)
+    for (const [o, overlap] of overlaps.entries()) runs[o]!.push(await runOne(engine, method, 1, overlap));
   engine.destroy();
+  for (const rows of runs) gpuRows.push(median(rows));
+  const [without, withOverlap] = runs;
+  if (without && withOverlap)
+    pairs.set(
+      method,
+      withOverlap.map((row, r) => row.ms / without[r]!.ms),
+    );
+  // Every run settles the same selects: one run's.
+  for (const [route, n] of counted) counted.set(route, n / (repeat * overlaps.length));
   if (counted.size) routes.set(method, counted);
 }
 const peakRss = process.resourceUsage().maxRSS * 1024;
@@ -205,6 +220,13 @@ for (const row of [...gpuRows, ...cpuRows]) {
   lines.push(
     `| ${row.engine.startsWith('CPU') ? 'CPU reference' : row.overlap ? 'WebGPU' : 'WebGPU, no overlap'} | ${row.method} | ${formatBytes(row.inputBytes)} | ${s(row.ms)} | ${rate.toFixed(3)} | ${(rate / rawGbps).toFixed(3)} | ${s(row.readMs)} | ${s(row.upload)} | ${s(row.compute)} | ${s(row.readback)} | ${s(row.writeMs)} |`,
   );
+}
+if (repeat > 1) {
+  lines.push('', `Median of ${repeat} runs each.`);
+  for (const [method, ratios] of pairs)
+    lines.push(
+      `- ${method}, with ÷ without overlap, run by run: ${ratios.map((x) => x.toFixed(2)).join(', ')}`,
+    );
 }
 for (const [method, counted] of routes) {
   const part = (r: SelectRoute, what: string) => (counted.get(r) ? [`${counted.get(r)} ${what}`] : []);

@@ -19,6 +19,7 @@ import {
   cliMerge,
   cliStats,
   engineLine,
+  median,
   seconds,
   type CliRun,
   type SetOptions,
@@ -322,12 +323,6 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
     );
   }
   return lines.join('\n');
-}
-
-/** The run of median time (the later of the two middle ones, for an even count). */
-function median<T extends { ms: number }>(runs: readonly T[]): T {
-  const sorted = [...runs].sort((a, b) => a.ms - b.ms);
-  return must(sorted[Math.floor(sorted.length / 2)], 'a studio run');
 }
 
 /** CPU seconds in all, by process role, and the five busiest thread names. */
