@@ -206,22 +206,8 @@ describe('mergeModels', () => {
   it('fails with a write that failed behind the merge, and leaves nothing behind', async () => {
     const { base, agents } = await setup(9);
     const out = memoryFolder('out');
-    let writes = 0;
-    const failing: FolderSink = {
-      ...out,
-      async create(file) {
-        const sink = await out.create(file);
-        return {
-          ...sink,
-          write: async (chunk) => {
-            // The fourth write of a shard: behind the merge, while later tensors are merged.
-            if (file.endsWith('.safetensors') && ++writes === 4) throw new Error('ENOSPC: no space left');
-            await new Promise((resolve) => setTimeout(resolve, 1));
-            return sink.write(chunk);
-          },
-        };
-      },
-    };
+    // The fourth write of a shard: behind the merge, while later tensors are merged.
+    const failing = failingAt(out, 4);
     const error = await mergeModels({
       base,
       agents,
@@ -235,7 +221,7 @@ describe('mergeModels', () => {
       ...labels(agents),
     }).catch((e: unknown) => e);
     expect(String(error)).toContain('ENOSPC: no space left');
-    expect(writes).toBeGreaterThanOrEqual(4);
+    expect(failing.writes).toBeGreaterThanOrEqual(4);
     expect([...out.files.keys()]).toEqual([]);
   });
 
@@ -300,22 +286,7 @@ describe('mergeModels', () => {
     const { base, agents } = await setup(11);
     for (const failAt of [1, 3, 6]) {
       const out = memoryFolder('out');
-      let writes = 0;
-      const failing: FolderSink = {
-        ...out,
-        async create(file) {
-          const sink = await out.create(file);
-          return {
-            ...sink,
-            write: async (chunk) => {
-              if (file.endsWith('.safetensors') && ++writes === failAt)
-                throw new Error('ENOSPC: no space left');
-              await new Promise((resolve) => setTimeout(resolve, 1));
-              return sink.write(chunk);
-            },
-          };
-        },
-      };
+      const failing = failingAt(out, failAt);
       const engine = pipelining(createCpuEngine({ agents: 3 }));
       const error = await mergeModels({
         base,
@@ -460,4 +431,25 @@ function pipelining(engine: MergeEngine): MergeEngine & {
     },
   };
   return wrapper;
+}
+
+/** `out`, whose shard writes take a millisecond each and whose `failAt`-th fails with ENOSPC. */
+function failingAt(out: FolderSink, failAt: number): FolderSink & { writes: number } {
+  const folder = {
+    ...out,
+    writes: 0,
+    async create(file: string) {
+      const sink = await out.create(file);
+      return {
+        ...sink,
+        write: async (chunk: Uint8Array) => {
+          if (file.endsWith('.safetensors') && ++folder.writes === failAt)
+            throw new Error('ENOSPC: no space left');
+          await new Promise((resolve) => setTimeout(resolve, 1));
+          return sink.write(chunk);
+        },
+      };
+    },
+  };
+  return folder;
 }

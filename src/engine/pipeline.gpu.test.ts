@@ -4,9 +4,9 @@
 // order, the buffer sets grow under a tensor still reading back, and the next tensor's reads really
 // do start before the last one's output is out. Outputs are poisoned, so an unwritten word shows.
 import { afterAll, describe, expect, it } from 'vitest';
-import { encodeFloats, type FloatDtype } from '../format/dtype.ts';
+import type { FloatDtype } from '../format/dtype.ts';
 import { defaultParams } from '../methods/defaults.ts';
-import { seededRandom, tensorInput } from '../methods/test-tensors.ts';
+import { changedTensorInput, seededRandom } from '../methods/test-tensors.ts';
 import type { MethodName } from '../methods/types.ts';
 import {
   emptyBranchCounts,
@@ -27,19 +27,6 @@ afterAll(() => harness?.close());
 const AGENTS = 3;
 const WINDOW = 1_024;
 
-function input(name: string, dtype: FloatDtype, numel: number, seed: number): TensorInput {
-  const random = seededRandom(seed);
-  const base = Float64Array.from({ length: numel }, () => random() * 2 - 1);
-  const models = [base];
-  for (let t = 0; t < AGENTS; t++)
-    models.push(base.map((b) => (random() < 0.25 * (t + 1) ? b + (random() - 0.5) * 0.05 : b)));
-  return tensorInput(
-    name,
-    dtype,
-    models.map((m) => encodeFloats(dtype, m)),
-  );
-}
-
 /**
  * Tensors of one window and of many, in an order that makes the buffer sets grow (a larger window,
  * then wider inputs) while the tensor before is still reading back.
@@ -55,8 +42,30 @@ function tensors(seed: number): TensorInput[] {
     ['BF16', 300],
   ];
   return specs.map(([dtype, numel], i) =>
-    input(`model.layers.${i}.mlp.up_proj.weight`, dtype, numel, seed * 31 + i),
+    changedTensorInput(`model.layers.${i}.mlp.up_proj.weight`, dtype, numel, {
+      seed: seed * 31 + i,
+      agents: AGENTS,
+      rate: 0.25,
+    }),
   );
+}
+
+/** The tensor, its reads logged as "read i". */
+function watched(tensor: TensorInput, i: number, events: string[]): TensorInput {
+  return {
+    ...tensor,
+    read: (index, start, count, into) => {
+      events.push(`read ${i}`);
+      return tensor.read(index, start, count, into);
+    },
+  };
+}
+
+/** An onSubmitted to pass on, and the promise it resolves. */
+function submission(): { submitted: () => void; started: Promise<void> } {
+  let submitted = (): void => undefined;
+  const started = new Promise<void>((resolve) => (submitted = resolve));
+  return { submitted, started };
 }
 
 interface Run {
@@ -87,16 +96,8 @@ async function mergeAll(
   const random = seededRandom(list.length);
   try {
     for (const [i, tensor] of list.entries()) {
-      const watched: TensorInput = {
-        ...tensor,
-        read: (index, start, count, into) => {
-          events.push(`read ${i}`);
-          return tensor.read(index, start, count, into);
-        },
-      };
-      let submitted = (): void => undefined;
-      const started = new Promise<void>((resolve) => (submitted = resolve));
-      const done = engine.merge(watched, {
+      const { submitted, started } = submission();
+      const done = engine.merge(watched(tensor, i, events), {
         params: defaultParams(method, AGENTS),
         lambdas: [1.1, 1, 1.2],
         outDtype: tensor.dtype,
@@ -183,16 +184,13 @@ describe.skipIf(!harness)('the GPU engine, tensors pipelined', () => {
       const results: Promise<TensorStats>[] = [];
       try {
         for (const [i, tensor] of list.entries()) {
-          const watched: TensorInput = {
-            ...tensor,
-            read: (index, start, count, into) => {
-              events.push(`read ${i}`);
-              return tensor.read(index, start, count, into);
-            },
-          };
-          let submitted = (): void => undefined;
-          const started = new Promise<void>((resolve) => (submitted = resolve));
-          const done = engine.analyze(watched, 1e-5, undefined, pipelined ? submitted : undefined);
+          const { submitted, started } = submission();
+          const done = engine.analyze(
+            watched(tensor, i, events),
+            1e-5,
+            undefined,
+            pipelined ? submitted : undefined,
+          );
           done.then(
             () => events.push(`done ${i}`),
             () => undefined,
@@ -227,8 +225,7 @@ describe.skipIf(!harness)('the GPU engine, tensors pipelined', () => {
       const merges: Promise<void>[] = [];
       try {
         for (const [i, tensor] of list.slice(0, 3).entries()) {
-          let submitted = (): void => undefined;
-          const started = new Promise<void>((resolve) => (submitted = resolve));
+          const { submitted, started } = submission();
           const done = engine.merge(tensor, {
             params: defaultParams('ties', AGENTS),
             lambdas: [1, 1, 1],

@@ -4,9 +4,9 @@
 // of one window and of many with odd element counts, and methods that read a tensor in several passes
 // with and without the base (f32 outputs within the conformance table's bound of the CPU's f64).
 import { afterAll, describe, expect, it } from 'vitest';
-import { encodeFloats, type FloatDtype } from '../format/dtype.ts';
+import type { FloatDtype } from '../format/dtype.ts';
 import { defaultParams } from '../methods/defaults.ts';
-import { seededRandom, tensorInput } from '../methods/test-tensors.ts';
+import { changedTensorInput } from '../methods/test-tensors.ts';
 import type { MethodName } from '../methods/types.ts';
 import type { MergeEngine, TensorInput } from '../methods/merge-types.ts';
 import { concatBytes } from '../io/sink.ts';
@@ -22,16 +22,11 @@ afterAll(() => harness?.close());
 const AGENTS = 3;
 
 function input(dtype: FloatDtype, numel: number, seed: number): TensorInput {
-  const random = seededRandom(seed);
-  const base = Float64Array.from({ length: numel }, () => random() * 2 - 1);
-  const models = [base];
-  for (let t = 0; t < AGENTS; t++)
-    models.push(base.map((b) => (random() < 0.3 * (t + 1) ? b + (random() - 0.5) * 0.05 : b)));
-  return tensorInput(
-    'model.layers.0.mlp.up_proj.weight',
-    dtype,
-    models.map((m) => encodeFloats(dtype, m)),
-  );
+  return changedTensorInput('model.layers.0.mlp.up_proj.weight', dtype, numel, {
+    seed,
+    agents: AGENTS,
+    rate: 0.3,
+  });
 }
 
 /** The same tensor through readOwn alone: read() throws, every readOwn returns a buffer of its own. */

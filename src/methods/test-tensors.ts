@@ -79,6 +79,28 @@ export function tensorInput(name: string, dtype: FloatDtype, bytes: readonly Uin
   };
 }
 
+/**
+ * A tensor of uniform base values in [-1, 1) whose agent t changes each element with probability
+ * rate · (t + 1) by up to ±0.025, as a TensorInput in `dtype`.
+ */
+export function changedTensorInput(
+  name: string,
+  dtype: FloatDtype,
+  numel: number,
+  options: { seed: number; agents: number; rate: number },
+): TensorInput {
+  const random = seededRandom(options.seed);
+  const base = Float64Array.from({ length: numel }, () => random() * 2 - 1);
+  const models = [base];
+  for (let t = 0; t < options.agents; t++)
+    models.push(base.map((b) => (random() < options.rate * (t + 1) ? b + (random() - 0.5) * 0.05 : b)));
+  return tensorInput(
+    name,
+    dtype,
+    models.map((m) => encodeFloats(dtype, m)),
+  );
+}
+
 export function randomTensor(spec: TestTensorSpec): TestTensor {
   const random = seededRandom(spec.seed);
   const gaussian = (): number => Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
