@@ -32,7 +32,8 @@ tail -n 14 "$OUT/cli-set.log"
 step merge-ratio "${RATIO_LIMIT:-60}" $bench/merge-ratio.ts --log2 24 --repeats 6 \
   --methods ram,ramplus_tl,task_arithmetic,ties,dare_ties,breadcrumbs_ties
 tail -n 12 "$OUT/merge-ratio.log"
-# Each method without and then with the driver's read-ahead and write-behind, in one process.
+# Each method without and then with the overlap across tensors (read-ahead, write-behind, tensors
+# pipelined through the engine), three alternating runs each in one process: medians and every pair.
 step synthetic "${SYNTH_LIMIT:-150}" $bench/main.ts --size-mb 500 --cpu-share 0.01 --overlap both \
-  --methods ram,ramplus_tl,ties,dare_ties
-grep -E '^\||Adapter|top-k|Peak' "$OUT/synthetic.log" | grep -v 'CPU reference'
+  --repeat "${REPEAT:-3}" --methods ram,ramplus_tl,ties,dare_ties
+grep -E '^\||^- |Adapter|Median|top-k|Peak' "$OUT/synthetic.log" | grep -v 'CPU reference'
