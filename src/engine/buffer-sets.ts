@@ -19,7 +19,17 @@ export interface BufferSet {
   tieCounts: GPUBuffer;
   params: GPUBuffer;
   readback: GPUBuffer;
-  staging: Uint8Array;
+  /**
+   * The mappable buffer the inputs' reads land in, copied into `inputs` on the GPU: the reads are
+   * the only copy of the bytes on this side (no writeBuffer copy on the calling thread). Made on
+   * first use (BufferSets.staging): uploads from buffers the sources made (readOwn) need none.
+   */
+  staging: GPUBuffer | null;
+  /**
+   * Resolves once `staging` is mapped for writing (it is created mapped, and mapped again as soon as
+   * its copy is submitted); null while it is unmapped with no mapping asked for.
+   */
+  stagingMapped: Promise<void> | null;
   /** Every buffer a kernel may bind, by its WGSL name. */
   io: KernelIo;
   /** Which job's window (and whether with the base) the inputs buffer holds. */
@@ -93,6 +103,20 @@ export class BufferSets {
     if (this.options.poisonOutput) this.poison = new Uint8Array(capacity.outputBytes).fill(0xff);
   }
 
+  /** The set's staging buffer, made (mapped) on first use, as large as its inputs. */
+  staging(set: BufferSet): GPUBuffer {
+    if (!set.staging) {
+      set.staging = this.options.device.createBuffer({
+        label: `MergeEngine.set${set.index}.staging`,
+        size: set.inputs.size,
+        usage: GPUBufferUsage.MAP_WRITE | GPUBufferUsage.COPY_SRC,
+        mappedAtCreation: true,
+      });
+      set.stagingMapped = Promise.resolve();
+    }
+    return set.staging;
+  }
+
   destroy(): void {
     for (const set of this.sets)
       for (const b of [
@@ -106,6 +130,7 @@ export class BufferSets {
         set.readback,
       ])
         b.destroy();
+    for (const set of this.sets) set.staging?.destroy();
     this.sets = [];
   }
 
@@ -155,7 +180,8 @@ export class BufferSets {
       tieCounts,
       params,
       readback,
-      staging: new Uint8Array(c.inputBytes),
+      staging: null,
+      stagingMapped: null,
       io: {
         params,
         inputs,

@@ -751,7 +751,11 @@ class GpuEngine implements MergeEngine {
     return at(sets, index, 'buffer set');
   }
 
-  /** Reads window w of every input into the set's staging slots and uploads it, unless already there. */
+  /**
+   * Reads window w of every input into the set's mapped staging buffer and copies it into the set's
+   * inputs on the GPU, unless they hold it already. Bytes the sources made anyway (browser Files,
+   * readOwn) are written from where they are.
+   */
   private async upload(job: Job, set: BufferSet, w: Window, withBase: boolean): Promise<void> {
     const tag = residentTag(job, w, withBase);
     if (set.resident === tag) return;
@@ -761,39 +765,55 @@ class GpuEngine implements MergeEngine {
     const padded = pad4(used);
     const slots = Array.from({ length: this.agents + 1 }, (_, k) => k).filter((k) => withBase || k > 0);
     const readOwn = job.tensor.readOwn?.bind(job.tensor);
-    // Buffers the sources made anyway (browser Files, readOwn) are uploaded from where they are;
-    // other reads fill the set's staging slots. allSettled: no read may still be writing into the
-    // staging buffer when this returns.
+    const buffer = readOwn ? null : this.sets.staging(set);
+    let staging: Uint8Array | null = null;
+    if (buffer) {
+      set.stagingMapped ??= this.scheduler.mapForWrite(buffer);
+      await set.stagingMapped;
+      staging = new Uint8Array(buffer.getMappedRange());
+    }
+    // allSettled: no read may still be writing into the staging buffer when this returns.
     const reads = await Promise.allSettled(
       slots.map((k) =>
-        readOwn
-          ? readOwn(k, w.start, w.count)
-          : job.tensor
-              .read(k, w.start, w.count, set.staging.subarray(k * job.slotBytes, k * job.slotBytes + used))
-              .then(() => undefined),
+        staging
+          ? job.tensor
+              .read(k, w.start, w.count, staging.subarray(k * job.slotBytes, k * job.slotBytes + used))
+              .then(() => undefined)
+          : must(readOwn, 'readOwn')(k, w.start, w.count),
       ),
     );
-    const owned = reads.map((r) => {
-      if (r.status === 'rejected') throw r.reason;
-      return r.value;
-    });
-    this.scheduler.addUploadTime(performance.now() - started);
-    if (readOwn) {
-      // Each slot's whole words at once, its last partial word zero-padded through the staging buffer.
+    const failed = reads.find((r) => r.status === 'rejected');
+    if (buffer && staging) {
+      // Unmapped whether or not the reads succeeded: its range is handed out once per mapping.
+      for (const k of slots) staging.fill(0, k * job.slotBytes + used, k * job.slotBytes + padded);
+      const bytes = this.agents * job.slotBytes + padded;
+      buffer.unmap();
+      set.stagingMapped = null;
+      if (failed) throw failed.reason;
+      this.scheduler.submit('upload', (encoder) =>
+        encoder.copyBufferToBuffer(buffer, 0, set.inputs, 0, bytes),
+      );
+      // Mapped again as soon as the copy is done, so that the next window's reads need not wait.
+      const mapping = this.scheduler.mapForWrite(buffer);
+      mapping.catch(noop);
+      set.stagingMapped = mapping;
+      this.scheduler.addUploadTime(performance.now() - started);
+    } else {
+      if (failed) throw failed.reason;
+      this.scheduler.addUploadTime(performance.now() - started);
+      const owned = reads.map((r) => (r.status === 'fulfilled' ? r.value : undefined));
+      // Each slot's whole words at once, its last partial word zero-padded.
       const whole = used - (used % 4);
       for (const [i, k] of slots.entries()) {
         const bytes = must(owned[i], 'slot bytes');
         const at = k * job.slotBytes;
         if (whole > 0) this.scheduler.write(set.inputs, at, bytes, whole);
         if (padded > whole) {
-          const tail = set.staging.subarray(at + whole, at + padded).fill(0);
+          const tail = new Uint8Array(padded - whole);
           tail.set(bytes.subarray(whole, used));
           this.scheduler.write(set.inputs, at + whole, tail);
         }
       }
-    } else {
-      for (const k of slots) set.staging.fill(0, k * job.slotBytes + used, k * job.slotBytes + padded);
-      this.scheduler.write(set.inputs, 0, set.staging, this.agents * job.slotBytes + padded);
     }
     set.resident = tag;
   }

@@ -217,6 +217,55 @@ describe.skipIf(!harness)('the GPU engine, tensors pipelined', () => {
     expect(overlapped).toBe(true);
   });
 
+  it('a failed read fails its tensor alone; the engine reads the next one into its staging buffers', async () => {
+    const list = tensors(13);
+    const engine = gpu();
+    const results = await harness!.run(async () => {
+      const outcomes: (Uint8Array | string)[] = [];
+      try {
+        // No set grows after tensor 1 (all bf16, none larger), so both go on with the buffers it used.
+        const sequence = [list[0]!, list[1]!, list[5]!, list[1]!];
+        for (const [i, tensor] of sequence.entries()) {
+          let reads = 0;
+          // Tensor 1 (three windows) fails on its fifth read: in its second window, after one
+          // window went up and while other reads of the same window land in the staging buffer.
+          const input: TensorInput =
+            i === 1
+              ? {
+                  ...tensor,
+                  read: async (index, start, count, into) => {
+                    if (++reads === 5) throw new Error('EIO: the disk went away');
+                    return tensor.read(index, start, count, into);
+                  },
+                }
+              : tensor;
+          const chunks: Uint8Array[] = [];
+          outcomes.push(
+            await engine
+              .merge(input, {
+                params: defaultParams('ram', AGENTS),
+                lambdas: [1.1, 1, 1.2],
+                outDtype: tensor.dtype,
+                emit: async (bytes) => void chunks.push(bytes.slice()),
+              })
+              .then(
+                () => concatBytes(chunks),
+                (e: unknown) => String(e),
+              ),
+          );
+        }
+        return outcomes;
+      } finally {
+        engine.destroy();
+      }
+    });
+    expect(results[1]).toContain('EIO: the disk went away');
+    const alone = await harness!.run(() => mergeAll(gpu(), [list[0]!, list[5]!, list[1]!], 'ram', false));
+    expect(results[0]).toEqual(alone.outputs[0]);
+    expect(results[2]).toEqual(alone.outputs[1]);
+    expect(results[3]).toEqual(alone.outputs[2]);
+  });
+
   it('a failed emit fails its tensor alone; the tensors before and after it still merge', async () => {
     const list = tensors(9);
     const engine = gpu();

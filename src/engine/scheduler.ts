@@ -46,22 +46,35 @@ export class Scheduler {
 
   /** Maps a MAP_READ buffer after the work submitted so far and copies its first `bytes` out. */
   async read(buffer: GPUBuffer, bytes: number): Promise<Uint8Array> {
-    this.check();
     const started = performance.now();
-    try {
-      await Promise.race([buffer.mapAsync(GPUMapMode.READ, 0, bytes), this.failed]);
-    } catch (error) {
-      // mapAsync rejects with a DOMException named AbortError on loss: never let it pass for a cancel.
-      if (this.failure) throw this.failure;
-      if (error instanceof GpuDeviceError) throw error;
-      throw new GpuDeviceError('internal', `mapping ${buffer.label} failed: ${(error as Error).message}`);
-    }
+    await this.map(buffer, GPUMapMode.READ, bytes);
     const mapped = performance.now();
     this.timings.compute += mapped - started;
     const copy = new Uint8Array(buffer.getMappedRange(0, bytes).slice(0));
     buffer.unmap();
     this.timings.readback += performance.now() - mapped;
     return copy;
+  }
+
+  /**
+   * Maps a MAP_WRITE buffer once the work submitted so far is done with it. Its time is not counted:
+   * it is asked for ahead, and upload() counts the wait for it.
+   */
+  mapForWrite(buffer: GPUBuffer): Promise<void> {
+    return this.map(buffer, GPUMapMode.WRITE, buffer.size);
+  }
+
+  /** mapAsync, failing with the device's GpuDeviceError once it is lost or reports an error. */
+  private async map(buffer: GPUBuffer, mode: GPUMapModeFlags, bytes: number): Promise<void> {
+    this.check();
+    try {
+      await Promise.race([buffer.mapAsync(mode, 0, bytes), this.failed]);
+    } catch (error) {
+      // mapAsync rejects with a DOMException named AbortError on loss: never let it pass for a cancel.
+      if (this.failure) throw this.failure;
+      if (error instanceof GpuDeviceError) throw error;
+      throw new GpuDeviceError('internal', `mapping ${buffer.label} failed: ${(error as Error).message}`);
+    }
   }
 
   /** Resolves when the queue has finished everything submitted (or rejects on device failure). */
