@@ -770,7 +770,7 @@ class GpuEngine implements MergeEngine {
     if (buffer) {
       set.stagingMapped ??= this.scheduler.mapForWrite(buffer);
       await set.stagingMapped;
-      staging = new Uint8Array(buffer.getMappedRange());
+      staging = this.scheduler.mappedRange(buffer);
     }
     // allSettled: no read may still be writing into the staging buffer when this returns.
     const reads = await Promise.allSettled(

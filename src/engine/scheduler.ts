@@ -64,6 +64,21 @@ export class Scheduler {
     return this.map(buffer, GPUMapMode.WRITE, buffer.size);
   }
 
+  /**
+   * The whole mapped range of a buffer mapForWrite mapped. A buffer of a device lost since (its
+   * mapping gone with it) fails with the device's GpuDeviceError, or an internal one until the loss
+   * is reported, never with the bare DOMException.
+   */
+  mappedRange(buffer: GPUBuffer): Uint8Array {
+    this.check();
+    try {
+      return new Uint8Array(buffer.getMappedRange());
+    } catch (error) {
+      if (this.failure) throw this.failure;
+      throw new GpuDeviceError('internal', `${buffer.label} is not mapped: ${(error as Error).message}`);
+    }
+  }
+
   /** mapAsync, failing with the device's GpuDeviceError once it is lost or reports an error. */
   private async map(buffer: GPUBuffer, mode: GPUMapModeFlags, bytes: number): Promise<void> {
     this.check();
