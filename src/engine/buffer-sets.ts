@@ -86,8 +86,8 @@ export class BufferSets {
    */
   async ensure(need: WindowCapacity): Promise<void> {
     if (this.fits(need)) return;
+    // Calls that make jobs run one at a time (GpuEngine.serialized): nothing grows the sets meanwhile.
     await Promise.all(this.sets.map((s) => s.busy));
-    if (this.fits(need)) return;
     const have = this.capacity;
     const grown: WindowCapacity = {
       inputBytes: Math.max(need.inputBytes, have.inputBytes),

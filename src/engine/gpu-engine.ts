@@ -298,27 +298,22 @@ class GpuEngine implements MergeEngine {
     signal?: AbortSignal,
     onSubmitted?: () => void,
   ): Promise<TensorStats> {
-    return this.serialized((submitted) =>
-      forTensor(tensor.name, async () => {
-        const job = await this.job(tensor, signal, 4, 0);
-        const stats = emptyTensorStats(tensor.name, tensor.dtype, tensor.numel, this.agents);
-        await this.statsPass(job, epsilon, stats, () => {
-          submitted();
-          onSubmitted?.();
-        });
-        return deriveTensorStats(stats);
-      }),
+    return this.serialized(
+      (submitted) =>
+        forTensor(tensor.name, async () => {
+          const job = await this.job(tensor, signal, 4, 0);
+          const stats = emptyTensorStats(tensor.name, tensor.dtype, tensor.numel, this.agents);
+          await this.statsPass(job, epsilon, stats, submitted);
+          return deriveTensorStats(stats);
+        }),
+      onSubmitted,
     );
   }
 
   merge(tensor: TensorInput, options: MergeOptions): Promise<void> {
-    return this.serialized((submitted) =>
-      forTensor(tensor.name, () =>
-        this.mergeTensor(tensor, options, () => {
-          submitted();
-          options.onSubmitted?.();
-        }),
-      ),
+    return this.serialized(
+      (submitted) => forTensor(tensor.name, () => this.mergeTensor(tensor, options, submitted)),
+      options.onSubmitted,
     );
   }
 
@@ -871,13 +866,18 @@ class GpuEngine implements MergeEngine {
   }
 
   /**
-   * Runs `run` after the calls before it have let go: when it calls `release`, or when it settles,
-   * whichever comes first.
+   * Runs `run` after the calls before it have let go: when it calls `submitted` (which then tells
+   * the caller's `onSubmitted` too), or when it settles, whichever comes first.
    */
-  private serialized<T>(run: (release: () => void) => Promise<T>): Promise<T> {
+  private serialized<T>(run: (submitted: () => void) => Promise<T>, onSubmitted?: () => void): Promise<T> {
     let release = noop;
     const released = new Promise<void>((resolve) => (release = resolve));
-    const result = this.tail.then(() => run(release));
+    const result = this.tail.then(() =>
+      run(() => {
+        release();
+        onSubmitted?.();
+      }),
+    );
     result.then(release, release);
     this.tail = released;
     return result;
