@@ -84,6 +84,9 @@ const CHROMIUM_ARGS = [
   '--disable-component-update',
   '--disable-sync',
   '--no-first-run',
+  // Extra flags for a profiling run, e.g. STUDIO_CHROMIUM_ARGS='--no-sandbox --js-flags=--perf-basic-prof'
+  // under `perf record -a` (JavaScript frames named in /tmp/perf-PID.map).
+  ...(process.env.STUDIO_CHROMIUM_ARGS ?? '').split(' ').filter(Boolean),
 ];
 
 /** The page's test API (e2e builds only); runs inside the page, so it is written out in each call. */
