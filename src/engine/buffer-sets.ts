@@ -22,9 +22,11 @@ export interface BufferSet {
   /**
    * The mappable buffer the inputs' reads land in, copied into `inputs` on the GPU: the reads are
    * the only copy of the bytes on this side (no writeBuffer copy on the calling thread). Made on
-   * first use (BufferSets.staging): uploads from buffers the sources made (readOwn) need none.
+   * first use (BufferSets.staging), where uploads are mapped (GpuEngineOptions.uploads).
    */
   staging: GPUBuffer | null;
+  /** Where uploads are copied (writeBuffer): the memory the inputs' reads land in, made on first use. */
+  hostStaging: Uint8Array | null;
   /**
    * Resolves once `staging` is mapped for writing (it is created mapped, and mapped again as soon as
    * its copy is submitted); null while it is unmapped with no mapping asked for.
@@ -117,6 +119,12 @@ export class BufferSets {
     return set.staging;
   }
 
+  /** The set's memory for copied uploads, made on first use, as large as its inputs. */
+  hostStaging(set: BufferSet): Uint8Array {
+    set.hostStaging ??= new Uint8Array(set.inputs.size);
+    return set.hostStaging;
+  }
+
   destroy(): void {
     for (const set of this.sets)
       for (const b of [
@@ -181,6 +189,7 @@ export class BufferSets {
       params,
       readback,
       staging: null,
+      hostStaging: null,
       stagingMapped: null,
       io: {
         params,

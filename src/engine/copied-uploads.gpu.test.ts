@@ -1,8 +1,8 @@
-// TensorInput.readOwn (browser Files): the GPU engine uploads each slot from the buffer the source
-// made, whole words directly and the last partial word zero-padded through its staging buffer. Merges
-// through it equal merges through read() and the CPU engine, byte for byte, for every dtype, tensors
-// of one window and of many with odd element counts, and methods that read a tensor in several passes
-// with and without the base (f32 outputs within the conformance table's bound of the CPU's f64).
+// GpuEngineOptions.uploads 'copied' (the studio's worker): every window's reads land in the buffer
+// set's host memory, which one writeBuffer copies into its inputs. Merges through it equal merges
+// through mapped staging buffers and the CPU engine, byte for byte, for every dtype, tensors of one
+// window and of many with odd element counts, and methods that read a tensor in several passes with
+// and without the base (f32 outputs within the conformance table's bound of the CPU's f64).
 import { afterAll, describe, expect, it } from 'vitest';
 import type { FloatDtype } from '../format/dtype.ts';
 import { defaultParams } from '../methods/defaults.ts';
@@ -29,18 +29,13 @@ function input(dtype: FloatDtype, numel: number, seed: number): TensorInput {
   });
 }
 
-/** The same tensor through readOwn alone: read() throws, every readOwn returns a buffer of its own. */
-function owning(tensor: TensorInput, calls: { own: number }): TensorInput {
-  const size = tensor.dtype === 'F32' ? 4 : 2;
+/** The same tensor, with every ArrayBuffer its reads were handed noted in `buffers`. */
+function noting(tensor: TensorInput, buffers: ArrayBufferLike[]): TensorInput {
   return {
     ...tensor,
-    read: () => Promise.reject(new Error('read() called although readOwn is there')),
-    readOwn: async (index, start, count) => {
-      calls.own += 1;
-      // Inside a larger buffer, at an odd offset, as a held read-ahead part's subarray would be.
-      const into = new Uint8Array(count * size + 3).fill(0xa5);
-      await tensor.read(index, start, count, into.subarray(1, 1 + count * size));
-      return into.subarray(1, 1 + count * size);
+    read: (index, start, count, into) => {
+      buffers.push(into.buffer);
+      return tensor.read(index, start, count, into);
     },
   };
 }
@@ -60,7 +55,7 @@ async function merged(engine: MergeEngine, tensor: TensorInput, method: MethodNa
   return concatBytes(chunks);
 }
 
-describe.skipIf(!harness)('the GPU engine with readOwn', () => {
+describe.skipIf(!harness)('the GPU engine with copied uploads', () => {
   const cases: [FloatDtype, number, number][] = [
     ['BF16', 3 * 4_096 - 3, 1_024],
     ['BF16', 777, 1_024],
@@ -69,27 +64,33 @@ describe.skipIf(!harness)('the GPU engine with readOwn', () => {
   ];
   for (const [dtype, numel, window] of cases)
     for (const method of ['ram', 'ties', 'ramplus_tl', 'dare_ties'] as MethodName[])
-      it(`${method}, ${dtype}, ${numel} elements in windows of ${window}: equal to read() and the CPU engine`, async () => {
+      it(`${method}, ${dtype}, ${numel} elements in windows of ${window}: equal to mapped uploads and the CPU engine`, async () => {
         const tensor = input(dtype, numel, numel + method.length);
-        const gpu = () =>
+        const gpu = (uploads: 'mapped' | 'copied') =>
           createGpuEngine(harness!.device, {
             agents: AGENTS,
             adapterDescription: harness!.adapterDescription,
             maxWindowElements: window,
             poisonOutput: true,
+            uploads,
           });
-        const calls = { own: 0 };
-        const own = await harness!.run(() => merged(gpu(), owning(tensor, calls), method));
-        const plain = await harness!.run(() => merged(gpu(), tensor, method));
+        const copiedInto: ArrayBufferLike[] = [];
+        const mappedInto: ArrayBufferLike[] = [];
+        const copied = await harness!.run(() => merged(gpu('copied'), noting(tensor, copiedInto), method));
+        const mapped = await harness!.run(() => merged(gpu('mapped'), noting(tensor, mappedInto), method));
         const cpu = await merged(createCpuEngine({ agents: AGENTS }), tensor, method);
-        expect(own.length).toBe(numel * (dtype === 'F32' ? 4 : 2));
-        expect(calls.own).toBeGreaterThanOrEqual(Math.ceil(numel / window) * (AGENTS + 1));
-        expect(own).toEqual(plain);
-        if (dtype !== 'F32') expect(own).toEqual(cpu);
+        const windows = Math.ceil(numel / window);
+        expect(copied.length).toBe(numel * (dtype === 'F32' ? 4 : 2));
+        expect(copiedInto.length).toBeGreaterThanOrEqual(windows * AGENTS);
+        // Copied: the two sets' host memory, and nothing else; mapped: a new range per mapping.
+        expect(new Set(copiedInto).size).toBeLessThanOrEqual(2);
+        if (windows > 2) expect(new Set(mappedInto).size).toBeGreaterThan(2);
+        expect(copied).toEqual(mapped);
+        if (dtype !== 'F32') expect(copied).toEqual(cpu);
         else {
           // The CPU engine computes in f64, the GPU in f32: within an ulp of the output and a few f32
           // ulps of the inputs' magnitude (|x| < 1), as the conformance table bounds it.
-          const [a, b] = [new Float32Array(own.buffer), new Float32Array(cpu.buffer)];
+          const [a, b] = [new Float32Array(copied.buffer), new Float32Array(cpu.buffer)];
           let far = 0;
           for (let i = 0; i < a.length; i++)
             if (Math.abs(a[i]! - b[i]!) > ulpOf(b[i]!, 'F32') + 4 * ulpOf(1, 'F32')) far++;

@@ -142,7 +142,7 @@ export function tensorInput(models: readonly Model[], name: string, readers?: Te
     if (!found) throw new MergeError(`input ${index} out of range for ${name}`, name);
     return found;
   };
-  const input: TensorInput = {
+  return {
     name,
     numel: numel(first),
     dtype,
@@ -152,15 +152,6 @@ export function tensorInput(models: readonly Model[], name: string, readers?: Te
       else await source.read(offset + start * size, count * size, into);
     },
   };
-  // Sources that make a buffer per read (browser Files) hand it to the engine instead of copying it.
-  if (parts.every((p) => p.source.allocates))
-    input.readOwn = async (index, start, count) => {
-      const { source, offset } = part(index);
-      return readers
-        ? readers.own(index, start * size, count * size)
-        : source.read(offset + start * size, count * size);
-    };
-  return input;
 }
 
 /**

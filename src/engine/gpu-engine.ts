@@ -3,7 +3,7 @@
 // method needs (statistics before tensor-local RAM+, radix-select passes before TIES).
 
 import { dtypeBits, type FloatDtype } from '../format/dtype.ts';
-import { at, must } from '../io/checked.ts';
+import { at } from '../io/checked.ts';
 import { dareKeepBelow, dareScale, fnv1a32 } from '../methods/rng.ts';
 import { topKCount } from '../methods/select.ts';
 import { deriveTensorStats, emptyTensorStats, localLambdas } from '../methods/stats.ts';
@@ -86,6 +86,14 @@ export interface GpuEngineOptions {
   poisonOutput?: boolean;
   /** Benchmark aid: 'radix' skips the sampled select (topk-select.ts), to time the two in one run. */
   topKSelect?: 'sampled' | 'radix';
+  /**
+   * How window reads reach the GPU (default 'mapped'): into a mapped MAP_WRITE staging buffer copied on
+   * the GPU (dawn.node maps it in this process: the reads are the only copy on the calling thread), or
+   * 'copied' into host memory that writeBuffer copies. The studio's worker copies: in Chromium a
+   * mapping is shared memory that the GPU process copies out of again, and File bytes through it cost
+   * 3.5 CPU-seconds more there per 1.33 GiB (src/bench/studio.ts, 2026-12-06).
+   */
+  uploads?: 'mapped' | 'copied';
   /**
    * Test aid: correct every f32 quotient of the merge kernels (true) or none (false), where the
    * default asks divisionIsExact (division.ts) whether this device needs it.
@@ -199,6 +207,7 @@ class GpuEngine implements MergeEngine {
   private readonly scheduler: Scheduler;
   private readonly maxWindow: number;
   private readonly memoryBudget: number;
+  private readonly uploads: 'mapped' | 'copied';
   private readonly kernels = new Map<string, Promise<Kernel>>();
   private readonly agentBuffer: GPUBuffer;
   private readonly carry: GPUBuffer;
@@ -232,6 +241,7 @@ class GpuEngine implements MergeEngine {
     this.description = options.adapterDescription;
     this.maxWindow = options.maxWindowElements ?? DEFAULT_WINDOW_ELEMENTS;
     this.memoryBudget = options.memoryBudget ?? DEFAULT_MEMORY_BUDGET;
+    this.uploads = options.uploads ?? 'mapped';
     // Windows are sized to the rest (windowElements).
     this.driverMemory = driverMemory(this.memoryBudget, this.agents, this.maxWindow);
     this.scheduler = new Scheduler(device, 'MergeEngine');
@@ -747,9 +757,9 @@ class GpuEngine implements MergeEngine {
   }
 
   /**
-   * Reads window w of every input into the set's mapped staging buffer and copies it into the set's
-   * inputs on the GPU, unless they hold it already. Bytes the sources made anyway (browser Files,
-   * readOwn) are written from where they are.
+   * Reads window w of every input into the set's staging memory and uploads it into the set's
+   * inputs, unless they hold it already: mapped (the reads land in a MAP_WRITE buffer, copied into the
+   * inputs on the GPU) or copied (they land in host memory that one writeBuffer copies): uploads.
    */
   private async upload(job: Job, set: BufferSet, w: Window, withBase: boolean): Promise<void> {
     const tag = residentTag(job, w, withBase);
@@ -758,35 +768,33 @@ class GpuEngine implements MergeEngine {
     const started = performance.now();
     const used = w.count * job.inBytes;
     const padded = pad4(used);
-    const slots = Array.from({ length: this.agents + 1 }, (_, k) => k).filter((k) => withBase || k > 0);
-    const readOwn = job.tensor.readOwn?.bind(job.tensor);
-    const buffer = readOwn ? null : this.sets.staging(set);
-    let staging: Uint8Array | null = null;
+    const first = withBase ? 0 : 1;
+    const slots = Array.from({ length: this.agents + 1 - first }, (_, i) => first + i);
+    const buffer = this.uploads === 'mapped' ? this.sets.staging(set) : null;
+    let staging: Uint8Array;
     if (buffer) {
       set.stagingMapped ??= this.scheduler.mapForWrite(buffer);
       await set.stagingMapped;
       staging = this.scheduler.mappedRange(buffer);
-    }
-    // allSettled: no read may still be writing into the staging buffer when this returns.
+    } else staging = this.sets.hostStaging(set);
+    // allSettled: no read may still be writing into the staging memory when this returns.
     const reads = await Promise.allSettled(
       slots.map((k) =>
-        staging
-          ? job.tensor
-              .read(k, w.start, w.count, staging.subarray(k * job.slotBytes, k * job.slotBytes + used))
-              .then(() => undefined)
-          : must(readOwn, 'readOwn')(k, w.start, w.count),
+        job.tensor.read(k, w.start, w.count, staging.subarray(k * job.slotBytes, k * job.slotBytes + used)),
       ),
     );
     const failed = reads.find((r) => r.status === 'rejected');
-    if (buffer && staging) {
+    // Each slot's last partial word zero-padded.
+    for (const k of slots) staging.fill(0, k * job.slotBytes + used, k * job.slotBytes + padded);
+    const from = first * job.slotBytes;
+    const bytes = this.agents * job.slotBytes + padded;
+    if (buffer) {
       // Unmapped whether or not the reads succeeded: its range is handed out once per mapping.
-      for (const k of slots) staging.fill(0, k * job.slotBytes + used, k * job.slotBytes + padded);
-      const bytes = this.agents * job.slotBytes + padded;
       buffer.unmap();
       set.stagingMapped = null;
       if (failed) throw failed.reason;
       this.scheduler.submit('upload', (encoder) =>
-        encoder.copyBufferToBuffer(buffer, 0, set.inputs, 0, bytes),
+        encoder.copyBufferToBuffer(buffer, from, set.inputs, from, bytes - from),
       );
       // Mapped again as soon as the copy is done, so that the next window's reads need not wait.
       const mapping = this.scheduler.mapForWrite(buffer);
@@ -796,19 +804,7 @@ class GpuEngine implements MergeEngine {
     } else {
       if (failed) throw failed.reason;
       this.scheduler.addUploadTime(performance.now() - started);
-      const owned = reads.map((r) => (r.status === 'fulfilled' ? r.value : undefined));
-      // Each slot's whole words at once, its last partial word zero-padded.
-      const whole = used - (used % 4);
-      for (const [i, k] of slots.entries()) {
-        const bytes = must(owned[i], 'slot bytes');
-        const at = k * job.slotBytes;
-        if (whole > 0) this.scheduler.write(set.inputs, at, bytes, whole);
-        if (padded > whole) {
-          const tail = new Uint8Array(padded - whole);
-          tail.set(bytes.subarray(whole, used));
-          this.scheduler.write(set.inputs, at + whole, tail);
-        }
-      }
+      this.scheduler.write(set.inputs, from, staging.subarray(from, bytes));
     }
     set.resident = tag;
   }

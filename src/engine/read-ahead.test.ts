@@ -26,22 +26,12 @@ function engineBuffer(length: number): Uint8Array {
   return buffer;
 }
 
-/**
- * A source that logs every read, and whose reads can be held until released; `allocates`: it says it
- * makes a buffer per read, as a browser File does (memorySource does make one for a read without `into`).
- */
-function loggedSource(
-  name: string,
-  bytes: Uint8Array,
-  log: Logged[],
-  gate?: Promise<void>,
-  allocates = false,
-): ByteSource {
+/** A source that logs every read, and whose reads can be held until released. */
+function loggedSource(name: string, bytes: Uint8Array, log: Logged[], gate?: Promise<void>): ByteSource {
   const inner = memorySource(name, bytes);
   return {
     name,
     size: bytes.length,
-    allocates,
     async read(offset, length, into) {
       const engine = into !== undefined && engineBuffers.has(into.buffer);
       log.push({ source: name, offset, length, into: engine, ...(into && !engine ? { given: true } : {}) });
@@ -85,14 +75,10 @@ describe('ReadAhead', () => {
         fc.integer({ min: 1, max: 3 }),
         fc.boolean(),
         fc.integer(),
-        fc.boolean(),
-        fc.boolean(),
-        async (models, lengths, budget, window, passes, backwards, seed, allocates, owning) => {
+        async (models, lengths, budget, window, passes, backwards, seed) => {
           const data = files(models, lengths, seed);
           const log: Logged[] = [];
-          const sources = data.map((bytes, k) => loggedSource(`m${k}`, bytes, log, undefined, allocates));
-          // What own() handed out, checked again at the end: a pool buffer read into again would show.
-          const owned: [Uint8Array, Uint8Array][] = [];
+          const sources = data.map((bytes, k) => loggedSource(`m${k}`, bytes, log));
           const locate = locator(sources, lengths);
           const ahead = new ReadAhead(locate, budget);
           const names = lengths.map((_, i) => `t${i}`);
@@ -109,12 +95,6 @@ describe('ReadAhead', () => {
                   const length = Math.min(window, lengths[i]! - at);
                   const offset = where[k]!.offset + at;
                   const want = data[k]!.subarray(offset, offset + length);
-                  if (owning && (k + at / window) % 2 === 1) {
-                    const bytes = await readers.own(k, at, length);
-                    expect(bytes).toEqual(want);
-                    owned.push([bytes, want]);
-                    continue;
-                  }
                   const into = engineBuffer(length + 3).fill(0xee);
                   await readers.read(k, at, length, into);
                   expect(into.subarray(0, length)).toEqual(want);
@@ -124,15 +104,12 @@ describe('ReadAhead', () => {
             }
           }
           await ahead.settled();
-          for (const [bytes, want] of owned) expect(bytes).toEqual(want);
-          if (owning) return;
           // ReadAhead's own reads: never more than its share of the budget per model, never past a tensor.
           const each = Math.floor(budget / models);
           for (const r of log.filter((l) => !l.into)) expect(r.length).toBeLessThanOrEqual(each);
           if (budget < models) expect(log.filter((l) => !l.into)).toEqual([]);
-          // A source that makes a buffer per read is held in it, not copied into the pool.
-          if (allocates) expect(log.filter((l) => l.given)).toEqual([]);
-          else expect(log.filter((l) => !l.into && !l.given)).toEqual([]);
+          // Every read ahead lands in the pool, never in a buffer of the source's making.
+          expect(log.filter((l) => !l.into && !l.given)).toEqual([]);
         },
       ),
       { numRuns: 300 },

@@ -6,8 +6,8 @@
 // that tensor then take them from memory. It holds one tensor's bytes at a time, at most `budget` in
 // all: the next tensor is read ahead only once every byte held of this one has been handed over. The
 // bytes go into one buffer per model, kept and reused: a fresh buffer per tensor left the garbage
-// collector behind (a 1 GB CLI merge peaked at 411 MiB instead of 269 MiB). A source that makes a
-// buffer per read anyway (a browser File) is held in that buffer, which the engine can upload from.
+// collector behind (a 1 GB CLI merge peaked at 411 MiB instead of 269 MiB). Browser Files are read
+// into it too (src/io/browser.ts reads them into the caller's buffer).
 import { must } from '../io/checked.ts';
 import type { ByteSource } from '../io/source.ts';
 
@@ -23,11 +23,6 @@ export type TensorReader = (index: number, at: number, length: number, into: Uin
 
 export interface TensorReaders {
   read: TensorReader;
-  /**
-   * The same bytes in a buffer the caller may keep: held bytes where they lie (a copy where they lie
-   * in the pool), else the source's read without a buffer (its own, where it allocates anyway).
-   */
-  own(index: number, at: number, length: number): Promise<Uint8Array>;
 }
 
 interface Held {
@@ -37,8 +32,6 @@ interface Held {
   served: number;
   /** Reads of the engine copying from it now. */
   users: number;
-  /** Whether the bytes lie in a buffer of the pool, which is read into again once they are let go. */
-  pooled: boolean;
 }
 
 export class ReadAhead {
@@ -101,25 +94,7 @@ export class ReadAhead {
       const { source, offset } = where(index);
       if (done < length) await source.read(offset + at + done, length - done, into.subarray(done, length));
     };
-    return {
-      read,
-      async own(index, at, length) {
-        const part = parts[index];
-        if (part && at < part.length && at + length <= part.length) {
-          let bytes: Uint8Array | undefined;
-          // A buffer of the pool is read into again: the caller gets a copy of it.
-          await serve(index, at, length, (held) => (bytes = part.pooled ? held.slice() : held));
-          return must(bytes, `held bytes of model ${index} of tensor ${name}`);
-        }
-        if (part && at < part.length) {
-          const into = new Uint8Array(length);
-          await read(index, at, length, into);
-          return into;
-        }
-        const { source, offset } = where(index);
-        return source.read(offset + at, length);
-      },
-    };
+    return { read };
   }
 
   /** Settles when no read started ahead is still running (their results are not needed). */
@@ -135,19 +110,15 @@ export class ReadAhead {
     const parts = located.map((where, k): Held | undefined => {
       const length = Math.min(each, where.length);
       if (length === 0) return undefined;
-      // A source that makes a buffer per read anyway is read without one: its buffer is held as it is.
-      const pooled = !where.source.allocates;
-      const bytes = pooled
-        ? (this.filling[k] ?? Promise.resolve()).then(() =>
-            where.source.read(where.offset, length, this.buffer(k, length)),
-          )
-        : where.source.read(where.offset, length);
+      const bytes = (this.filling[k] ?? Promise.resolve()).then(() =>
+        where.source.read(where.offset, length, this.buffer(k, length)),
+      );
       // A failed read is reported by the engine's read of those bytes, if it comes.
       const settled = bytes.then(noop, noop);
-      if (pooled) this.filling[k] = settled;
+      this.filling[k] = settled;
       this.reads.add(settled);
       void settled.then(() => this.reads.delete(settled));
-      return { bytes, length, served: 0, users: 0, pooled };
+      return { bytes, length, served: 0, users: 0 };
     });
     this.ahead = { name, parts };
   }

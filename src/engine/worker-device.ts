@@ -54,7 +54,12 @@ export async function engineInfo(): Promise<EngineInfo> {
 export async function createEngine(agents: number): Promise<MergeEngine> {
   const found = await acquireDevice();
   if ('error' in found) return createCpuEngine({ agents });
-  return createGpuEngine(found.device, { agents, adapterDescription: describeAdapter(found.adapterInfo) });
+  // Copied uploads: a mapping in Chromium is shared memory the GPU process copies out of again.
+  return createGpuEngine(found.device, {
+    agents,
+    adapterDescription: describeAdapter(found.adapterInfo),
+    uploads: 'copied',
+  });
 }
 
 /** WebGPU's default maxStorageBufferBindingSize, for the estimate without a device. */

@@ -10,6 +10,7 @@ import {
   directoryHandleFolder,
   fileSnapshot,
   InputChangedError,
+  useByobReads,
 } from './browser.ts';
 
 const BYTES = Uint8Array.from({ length: 64 }, (_, i) => i * 3);
@@ -109,14 +110,113 @@ describe('blobSource', () => {
   });
 
   it('reports a read failure (a file changed on disk) as ReadFailed saying so', async () => {
+    const changed = (): never => {
+      throw new DOMException('changed', 'NotReadableError');
+    };
     const failing = {
       size: 10,
-      slice: () => ({ arrayBuffer: () => Promise.reject(new DOMException('changed', 'NotReadableError')) }),
+      slice: () => ({
+        stream: () => new ReadableStream({ type: 'bytes', pull: changed }),
+        arrayBuffer: () => Promise.reject(new DOMException('changed', 'NotReadableError')),
+      }),
     } as unknown as Blob;
     await expect(blobSource(failing, 'w.safetensors').read(0, 4)).rejects.toMatchObject({
       code: 'ReadFailed',
       message: expect.stringMatching(/^w\.safetensors: .*changed or moved since it was chosen/),
     });
+    // A file that is shorter now than when it was chosen.
+    const shrunk = { size: 10, slice: () => new Blob([BYTES.subarray(0, 3)]) } as unknown as Blob;
+    await expect(blobSource(shrunk, 's.safetensors').read(0, 4)).rejects.toMatchObject({
+      code: 'ReadFailed',
+      message: expect.stringMatching(/^s\.safetensors: got 3 of 4 bytes at offset 0: the file changed/),
+    });
+  });
+
+  /** `blob` with its slices' stream() and arrayBuffer() calls counted, and `stall` in place of stream(). */
+  function counted(blob: Blob, stall?: (part: Blob) => ReadableStream<Uint8Array>) {
+    const calls = { streams: 0, buffers: 0 };
+    const wrapped = {
+      size: blob.size,
+      slice: (a?: number, b?: number) => {
+        const part = blob.slice(a, b);
+        return {
+          size: part.size,
+          slice: (x?: number, y?: number) => ({
+            arrayBuffer: () => {
+              calls.buffers += 1;
+              return part.slice(x, y).arrayBuffer();
+            },
+          }),
+          stream: () => {
+            calls.streams += 1;
+            return stall ? stall(part) : part.stream();
+          },
+          arrayBuffer: () => {
+            calls.buffers += 1;
+            return part.arrayBuffer();
+          },
+        };
+      },
+    } as unknown as Blob;
+    return { wrapped, calls };
+  }
+
+  const random = (n: number, seed: number): Uint8Array => {
+    let state = seed;
+    return Uint8Array.from(
+      { length: n },
+      () => (state = (Math.imul(state, 1664525) + 1013904223) >>> 0) >>> 24,
+    );
+  };
+
+  it('reads through a BYOB reader into the buffer given, in pieces, without arrayBuffer()', async () => {
+    const bytes = random(5 * (1 << 20) + 13, 7);
+    const { wrapped, calls } = counted(new Blob([bytes]));
+    const source = blobSource(wrapped, 'big.safetensors');
+    const into = new Uint8Array(bytes.length + 5).fill(0xee);
+    for (const [offset, length] of [
+      [0, bytes.length],
+      [1, (2 << 20) + 1],
+      [bytes.length - 3, 3],
+      [4_000_001, 0],
+    ] as const) {
+      into.fill(0xee);
+      const view = await source.read(offset, length, into);
+      expect(view.buffer).toBe(into.buffer);
+      expect(view.length).toBe(length);
+      // Compared whole (toEqual walks megabytes element by element).
+      expect(Buffer.compare(view, bytes.subarray(offset, offset + length))).toBe(0);
+      expect(into[length]).toBe(0xee);
+    }
+    expect(await source.read(17, 9)).toEqual(bytes.subarray(17, 26));
+    expect(calls).toEqual({ streams: 5, buffers: 0 });
+  });
+
+  it('goes on through arrayBuffer() once a BYOB read stalls, and stays there', async () => {
+    const bytes = random(3000, 11);
+    // A byte stream that hands over 1000 bytes and then never another.
+    const stalling = (part: Blob): ReadableStream<Uint8Array> => {
+      let sent = false;
+      return new ReadableStream({
+        type: 'bytes',
+        async pull(controller) {
+          if (sent) return new Promise<void>(() => undefined);
+          sent = true;
+          controller.enqueue(new Uint8Array(await part.slice(0, 1000).arrayBuffer()));
+        },
+      });
+    };
+    const { wrapped, calls } = counted(new Blob([bytes]), stalling);
+    const source = blobSource(wrapped, 'stalls.safetensors', 20);
+    try {
+      expect(await source.read(100, 2500, new Uint8Array(2500))).toEqual(bytes.subarray(100, 2600));
+      // The stalled read's first 1000 bytes came from the stream, the rest from arrayBuffer().
+      expect(calls).toEqual({ streams: 1, buffers: 1 });
+      expect(await source.read(0, 3000, new Uint8Array(3000))).toEqual(bytes);
+      expect(calls).toEqual({ streams: 1, buffers: 2 });
+    } finally {
+      useByobReads(true);
+    }
   });
 });
 

@@ -12,12 +12,6 @@ export interface ByteSource {
    * outside the source or the source delivers fewer bytes.
    */
   read(offset: number, length: number, into?: Uint8Array): Promise<Uint8Array>;
-  /**
-   * Every read makes a new buffer, `into` or not (a Blob's arrayBuffer()), and a read without `into`
-   * returns that buffer: a reader that can use bytes where they are should not pass `into`, which only
-   * adds a copy.
-   */
-  readonly allocates?: boolean;
 }
 
 /** One file of a model folder: the format layer opens a model from these, io makes them. */

@@ -24,7 +24,6 @@ export function timedSource(source: ByteSource, clock: StageClock, before?: () =
   return {
     name: source.name,
     size: source.size,
-    ...(source.allocates ? { allocates: true } : {}),
     async read(offset, length, into) {
       await before?.();
       return clock.time(() => source.read(offset, length, into), length);

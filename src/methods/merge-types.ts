@@ -14,12 +14,6 @@ export interface TensorInput {
    * little-endian bytes into `into` (exactly count × element bytes long).
    */
   read(index: number, start: number, count: number, into: Uint8Array): Promise<void>;
-  /**
-   * Where every input's source makes a buffer per read anyway (a browser File, ByteSource.allocates):
-   * the same bytes as read(), in a buffer of their own that the engine uploads from where it is,
-   * sparing the copy into its staging buffer. The engine does not change them.
-   */
-  readOwn?(index: number, start: number, count: number): Promise<Uint8Array>;
 }
 
 /** Exact integer statistics of one tensor. Every array indexed by agent has N entries. */
