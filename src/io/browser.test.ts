@@ -130,6 +130,14 @@ describe('blobSource', () => {
       code: 'ReadFailed',
       message: expect.stringMatching(/^s\.safetensors: got 3 of 4 bytes at offset 0: the file changed/),
     });
+    // One that gives more than asked: nothing is written past the buffer given.
+    const grown = { size: 10, slice: () => new Blob([BYTES.subarray(0, 6)]) } as unknown as Blob;
+    const into = new Uint8Array(6).fill(0xee);
+    await expect(blobSource(grown, 'g.safetensors').read(0, 4, into.subarray(0, 4))).rejects.toMatchObject({
+      code: 'ReadFailed',
+      message: expect.stringMatching(/^g\.safetensors: got 6 of 4 bytes/),
+    });
+    expect(into.subarray(4)).toEqual(new Uint8Array([0xee, 0xee]));
   });
 
   /** `blob` with its slices' stream() and arrayBuffer() calls counted, and `stall` in place of stream(). */
@@ -161,7 +169,7 @@ describe('blobSource', () => {
     return { wrapped, calls };
   }
 
-  const random = (n: number, seed: number): Uint8Array => {
+  const random = (n: number, seed: number): Uint8Array<ArrayBuffer> => {
     let state = seed;
     return Uint8Array.from(
       { length: n },

@@ -62,6 +62,7 @@ async function readBlobInto(blob: Blob, target: Uint8Array, stallMs: number): Pr
   let n = 0;
   if (reader) {
     let buffer = scratch.pop() ?? new ArrayBuffer(PIECE_BYTES);
+    let ended = false;
     try {
       for (;;) {
         const got = await withinMs(reader.read(new Uint8Array(buffer)), stallMs);
@@ -69,11 +70,11 @@ async function readBlobInto(blob: Blob, target: Uint8Array, stallMs: number): Pr
           byob = false;
           // The piece's buffer went with the pending read.
           buffer = new ArrayBuffer(PIECE_BYTES);
-          reader.cancel().catch(() => undefined);
           break;
         }
         // A read hands the scratch back in a new ArrayBuffer: the same memory, the old one detached.
         if (got.value) buffer = got.value.buffer as ArrayBuffer;
+        ended = got.done;
         if (got.done) return n;
         const piece = got.value;
         if (n + piece.byteLength > target.byteLength) return n + piece.byteLength;
@@ -81,6 +82,8 @@ async function readBlobInto(blob: Blob, target: Uint8Array, stallMs: number): Pr
         n += piece.byteLength;
       }
     } finally {
+      // A stream left before its end (stalled, too long, failed) is cancelled, letting its read go.
+      if (!ended) reader.cancel().catch(() => undefined);
       // A detached buffer (its read still pending) has no bytes left to reuse.
       if (buffer.byteLength > 0) scratch.push(buffer);
     }
