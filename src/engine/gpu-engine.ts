@@ -91,7 +91,8 @@ export interface GpuEngineOptions {
    * the GPU (dawn.node maps it in this process: the reads are the only copy on the calling thread), or
    * 'copied' into host memory that writeBuffer copies. The studio's worker copies: in Chromium a
    * mapping is shared memory that the GPU process copies out of again, and File bytes through it cost
-   * 3.5 CPU-seconds more there per 1.33 GiB (src/bench/studio.ts, 2026-12-06).
+   * 3.5 CPU-seconds more there per 1.33 GiB (src/bench/studio.ts, 2026-12-06, with arrayBuffer()
+   * reads; not measured again since File reads fill the caller's memory).
    */
   uploads?: 'mapped' | 'copied';
   /**
@@ -792,7 +793,10 @@ class GpuEngine implements MergeEngine {
       // Unmapped whether or not the reads succeeded: its range is handed out once per mapping.
       buffer.unmap();
       set.stagingMapped = null;
-      if (failed) throw failed.reason;
+    }
+    if (failed) throw failed.reason;
+    this.scheduler.addUploadTime(performance.now() - started);
+    if (buffer) {
       this.scheduler.submit('upload', (encoder) =>
         encoder.copyBufferToBuffer(buffer, from, set.inputs, from, bytes - from),
       );
@@ -800,12 +804,7 @@ class GpuEngine implements MergeEngine {
       const mapping = this.scheduler.mapForWrite(buffer);
       mapping.catch(noop);
       set.stagingMapped = mapping;
-      this.scheduler.addUploadTime(performance.now() - started);
-    } else {
-      if (failed) throw failed.reason;
-      this.scheduler.addUploadTime(performance.now() - started);
-      this.scheduler.write(set.inputs, from, staging.subarray(from, bytes));
-    }
+    } else this.scheduler.write(set.inputs, from, staging.subarray(from, bytes));
     set.resident = tag;
   }
 

@@ -124,9 +124,9 @@ export function windowCapacity(
 
 /**
  * Bytes the window buffers of both sets take together: per set the inputs twice (the GPU binding and
- * the mappable staging buffer the reads land in, where they need one), the output three times (the
- * GPU binding, the mappable readback buffer and the copy the readback hands to the writer) and the
- * tie counts.
+ * the staging memory the reads land in: a mappable buffer, or host memory where uploads are copied),
+ * the output three times (the GPU binding, the mappable readback buffer and the copy the readback
+ * hands to the writer) and the tie counts.
  * Buffers of fixed size (parameters, counters, histograms: a few KiB) are not counted.
  */
 export function windowMemory(c: WindowCapacity): number {

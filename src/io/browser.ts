@@ -67,9 +67,8 @@ async function readBlobInto(blob: Blob, target: Uint8Array, stallMs: number): Pr
       for (;;) {
         const got = await withinMs(reader.read(new Uint8Array(buffer)), stallMs);
         if (got === 'stalled') {
+          // The piece's buffer went with the pending read (finally leaves it out of the pool).
           byob = false;
-          // The piece's buffer went with the pending read.
-          buffer = new ArrayBuffer(PIECE_BYTES);
           break;
         }
         // A read hands the scratch back in a new ArrayBuffer: the same memory, the old one detached.
