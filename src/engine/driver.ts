@@ -8,7 +8,7 @@ import type { Model, ModelTensor } from '../format/model.ts';
 import { readSafetensorsHeader } from '../format/safetensors.ts';
 import { indexJson, planShards, type ShardPlan } from '../format/sharded.ts';
 import { layoutSafetensors, SafetensorsStreamWriter, type TensorSpec } from '../format/write.ts';
-import { writeBehind, type FolderSink } from '../io/sink.ts';
+import { ChunkPool, writeBehind, type FolderSink } from '../io/sink.ts';
 import { ramLambdas, sumStats, type ModelStats } from '../methods/stats.ts';
 import { toMergekitYaml, type Recipe } from '../methods/recipe.ts';
 import { methodOf } from '../methods/registry/index.ts';
@@ -490,8 +490,10 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
 
     const shardFiles: WrittenFile[] = [];
     const layouts = plan.shards.map((shard) => layoutSafetensors(shard.tensors, { format: 'pt' }));
-    // Output waits for the file system only beyond this many bytes queued (engines hand emitted bytes over).
+    // Output waits for the file system only beyond this many bytes queued, copied into memory reused
+    // across the shards (an engine's emitted bytes are only lent).
     const behind = job.overlap === false ? 0 : (engine.driverMemory?.writeBehind ?? 0);
+    const queueMemory = new ChunkPool(behind);
     reads = readAheadOf(
       models,
       job,
@@ -505,7 +507,7 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
       for (const [s, shard] of plan.shards.entries()) {
         const layout = must(layouts[s], `layout of ${shard.file}`);
         const hash = new Sha256();
-        const raw = writeBehind(await out.create(shard.file), behind);
+        const raw = writeBehind(await out.create(shard.file), behind, queueMemory);
         const sink = {
           write: async (chunk: Uint8Array) => {
             hash.update(chunk);

@@ -712,21 +712,27 @@ class GpuEngine implements MergeEngine {
             encoder.copyBufferToBuffer(branches.counters, 0, branches.readback, 0, branches.counters.size);
         });
         if (!result) continue;
-        const reading = this.scheduler.read(set.readback, bytes + flagBytes);
+        // Consumed in place, mapped: the set is not used again (set.busy) before both are released.
+        const reading = this.scheduler.readMapped(set.readback, bytes + flagBytes);
         reading.catch(noop);
-        const branchReading = branches && this.scheduler.read(branches.readback, branches.readback.size);
+        const branchReading =
+          branches && this.scheduler.readMapped(branches.readback, branches.readback.size);
         branchReading?.catch(noop);
         const previous = chain;
         chain = (async () => {
-          const data = await reading;
-          const counters = branchReading && (await branchReading);
-          await previous;
-          throwIfAborted(job.signal);
-          await result.consume(
-            w,
-            data,
-            counters && new Uint32Array(counters.buffer, counters.byteOffset, counters.byteLength / 4),
-          );
+          try {
+            const data = await reading;
+            const counters = branchReading && (await branchReading).bytes;
+            await previous;
+            throwIfAborted(job.signal);
+            await result.consume(
+              w,
+              data.bytes,
+              counters && new Uint32Array(counters.buffer, counters.byteOffset, counters.byteLength / 4),
+            );
+          } finally {
+            await Promise.all([reading, branchReading].map((r) => r?.then((m) => m.release(), noop)));
+          }
         })();
         const settled = chain.then(noop, (error: unknown) => {
           failure ??= { error };

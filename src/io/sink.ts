@@ -56,14 +56,66 @@ export function sinkClosed(file: string): SafetensorsError {
 }
 
 /**
+ * Memory for chunks queued by writeBehind, reused from chunk to chunk: on the CI VM a copy into memory
+ * touched before runs at 15 GB/s and one into a new allocation at 0.33 GB/s (page faults), so each
+ * queued chunk is copied into a buffer given back here once written. Chunks under `small` bytes are
+ * copied into new memory (the allocator's heap reuses it anyway). Free buffers are kept up to `keep`
+ * bytes plus the largest one; a chunk takes a free buffer at most twice its size.
+ */
+export class ChunkPool {
+  private readonly free: Uint8Array[] = [];
+  private kept = 0;
+  private largest = 0;
+  /** Buffers made new, for tests and the bench. */
+  allocated = 0;
+
+  constructor(
+    private readonly keep: number,
+    private readonly small = 1 << 16,
+  ) {}
+
+  /** A copy of `chunk` and the buffer that holds it, to give back once the copy is written. */
+  copy(chunk: Uint8Array): { bytes: Uint8Array; buffer: Uint8Array | null } {
+    if (chunk.length < this.small) return { bytes: chunk.slice(), buffer: null };
+    let best = -1;
+    for (const [i, b] of this.free.entries())
+      if (
+        b.length >= chunk.length &&
+        b.length <= 2 * chunk.length &&
+        (best < 0 || b.length < this.free[best]!.length)
+      )
+        best = i;
+    let buffer: Uint8Array;
+    if (best >= 0) {
+      buffer = this.free.splice(best, 1)[0]!;
+      this.kept -= buffer.length;
+    } else {
+      buffer = new Uint8Array(chunk.length);
+      this.allocated += 1;
+      this.largest = Math.max(this.largest, buffer.length);
+    }
+    const bytes = buffer.subarray(0, chunk.length);
+    bytes.set(chunk);
+    return { bytes, buffer };
+  }
+
+  give(buffer: Uint8Array | null): void {
+    if (!buffer || this.kept + buffer.length > this.keep + this.largest) return;
+    this.free.push(buffer);
+    this.kept += buffer.length;
+  }
+}
+
+/**
  * A sink that writes behind its caller: write() returns once the chunk is queued, and waits only
  * while more than `limit` bytes are queued, so the caller's next work (reading and merging the next
  * tensor) runs while the file system writes. Chunks reach `sink` in call order, one write at a time.
- * The caller hands each chunk over: it must not change it afterwards. A failed write fails the next
- * write() or close() with its error, and nothing queued after it is written; close() and abort() wait
- * for the queue, so no write lands after either.
+ * Like any sink it is done with the caller's chunk once write() resolves: a queued chunk is a copy in
+ * `pool`'s memory, and a chunk over the limit (waited for anyway) is written from the caller's. A
+ * failed write fails the next write() or close() with its error, and nothing queued after it is
+ * written; close() and abort() wait for the queue, so no write lands after either.
  */
-export function writeBehind(sink: ByteSink, limit: number): ByteSink {
+export function writeBehind(sink: ByteSink, limit: number, pool = new ChunkPool(limit)): ByteSink {
   let tail: Promise<void> = Promise.resolve();
   let queued = 0;
   let failure: { error: unknown } | null = null;
@@ -74,15 +126,18 @@ export function writeBehind(sink: ByteSink, limit: number): ByteSink {
   return {
     async write(chunk) {
       check();
-      queued += chunk.length;
+      const { bytes, buffer } = chunk.length > limit ? { bytes: chunk, buffer: null } : pool.copy(chunk);
+      queued += bytes.length;
       const done = tail
-        .then(() => (failure ? undefined : sink.write(chunk)))
+        .then(() => (failure ? undefined : sink.write(bytes)))
         .then(
           () => {
-            queued -= chunk.length;
+            queued -= bytes.length;
+            pool.give(buffer);
           },
           (error: unknown) => {
-            queued -= chunk.length;
+            queued -= bytes.length;
+            pool.give(buffer);
             failure ??= { error };
           },
         );

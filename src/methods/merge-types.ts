@@ -75,8 +75,9 @@ export interface MergeOptions {
   signal?: AbortSignal;
   /**
    * Output bytes in order, exactly numel × out element bytes in total. Awaited before more are sent.
-   * The engine hands the bytes over: it never changes them afterwards (they may still be queued for
-   * the file system).
+   * The bytes are lent until the promise resolves: a receiver that keeps them copies them (the GPU
+   * engine emits straight from its mapped read-back buffer, detached once emit resolves; the driver's
+   * writeBehind copies what it queues into reused memory).
    */
   emit(bytes: Uint8Array): Promise<void>;
   /** Input bytes consumed so far for this tensor (for progress). */
