@@ -44,8 +44,9 @@ export interface StudioBenchOptions extends SetOptions {
    */
   overlap: 'on' | 'off' | 'both';
   /**
-   * Studio merges per method and setting, alternating (without, with, without, …) where both were
-   * asked for: the table shows each side's median run, and every pair's ratio.
+   * Rounds per method: a studio merge per setting (without, then with, where both were asked for),
+   * then a CLI merge. The table shows each side's median run, every pair's ratio and every round's
+   * studio ÷ CLI.
    */
   repeat: number;
 }
@@ -64,7 +65,10 @@ interface Result {
   withoutOverlap?: Side & { record: MergeRecord };
   /** Every repeat's with ÷ without, in order, where both ran. */
   pairs: number[];
+  /** The CLI's median run. */
   cli: CliRun;
+  /** Every round's studio ÷ CLI, in order. */
+  rounds: number[];
 }
 
 async function setOverlap(page: Page, on: boolean): Promise<void> {
@@ -239,6 +243,7 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
     for (const method of o.methods) {
       const withRuns: Result['browser'][] = [];
       const withoutRuns: Result['browser'][] = [];
+      const cliRuns: CliRun[] = [];
       for (let r = 0; r < o.repeat; r++) {
         const round = o.repeat > 1 ? ` (${r + 1} of ${o.repeat})` : '';
         if (o.overlap !== 'on') {
@@ -251,14 +256,17 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
           process.stderr.write(`${method}: studio${round}…\n`);
           withRuns.push(await browserMerge(page, method, chromiumPids));
         }
+        // The CLI runs as often, each right after the studio's run of its round.
+        process.stderr.write(`${method}: CLI${round}…\n`);
+        cliRuns.push(await cliMerge(set, method, o.workDir, statsPath));
       }
-      process.stderr.write(`${method}: CLI…\n`);
-      const cliSide = await cliMerge(set, method, o.workDir, statsPath);
-      const browser = median(o.overlap === 'off' ? withoutRuns : withRuns);
+      const studioRuns = o.overlap === 'off' ? withoutRuns : withRuns;
+      const browser = median(studioRuns);
       results.push({
         method,
         browser,
-        cli: cliSide,
+        cli: median(cliRuns),
+        rounds: studioRuns.map((b, r) => b.ms / must(cliRuns[r], 'CLI run').ms),
         pairs: o.overlap === 'both' ? withRuns.map((w, r) => w.ms / must(withoutRuns[r], 'pair').ms) : [],
         ...(o.overlap === 'both' ? { withoutOverlap: median(withoutRuns) } : {}),
       });
@@ -302,6 +310,14 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
         `${formatBytes(r.cli.peak.pss)} / ${formatBytes(r.cli.peak.rss)} | ` +
         `${r.withoutOverlap ? `${s(r.withoutOverlap.ms)} (${(r.withoutOverlap.ms / r.browser.ms).toFixed(2)})` : '—'} |`,
     );
+  }
+  if (results.some((r) => r.rounds.length > 1)) {
+    lines.push(
+      '',
+      'Studio ÷ CLI round by round (each round a studio merge, then the CLI merge; the table divides the medians):',
+      '',
+    );
+    for (const r of results) lines.push(`- ${r.method}: ${r.rounds.map((p) => p.toFixed(2)).join(', ')}`);
   }
   if (results.some((r) => r.pairs.length > 1)) {
     lines.push(
