@@ -13,6 +13,7 @@ import { concatBytes } from '../io/sink.ts';
 import { ulpOf } from '../methods/float32.ts';
 import { createCpuEngine } from './cpu-engine.ts';
 import { createGpuEngine } from './gpu-engine.ts';
+import { WRITE_PIECE } from './scheduler.ts';
 import { openGpuHarness } from '../test/gpu-harness.ts';
 
 const opened = await openGpuHarness();
@@ -61,6 +62,8 @@ describe.skipIf(!harness)('the GPU engine with copied uploads', () => {
     ['BF16', 777, 1_024],
     ['F16', 2 * 4_096 + 1, 4_096],
     ['F32', 5_001, 2_048],
+    // Each window's upload (1 MiB per model) goes in pieces of WRITE_PIECE.
+    ['F32', 5 * (1 << 17) + 7, 1 << 18],
   ];
   for (const [dtype, numel, window] of cases)
     for (const method of ['ram', 'ties', 'ramplus_tl', 'dare_ties'] as MethodName[])
@@ -76,7 +79,16 @@ describe.skipIf(!harness)('the GPU engine with copied uploads', () => {
           });
         const copiedInto: ArrayBufferLike[] = [];
         const mappedInto: ArrayBufferLike[] = [];
-        const copied = await harness!.run(() => merged(gpu('copied'), noting(tensor, copiedInto), method));
+        const queue = harness!.device.queue;
+        const writeBuffer = queue.writeBuffer;
+        const writes: number[] = [];
+        queue.writeBuffer = (...args: Parameters<GPUQueue['writeBuffer']>) => {
+          writes.push(args[4] ?? 0);
+          writeBuffer.apply(queue, args);
+        };
+        const copied = await harness!
+          .run(() => merged(gpu('copied'), noting(tensor, copiedInto), method))
+          .finally(() => (queue.writeBuffer = writeBuffer));
         const mapped = await harness!.run(() => merged(gpu('mapped'), noting(tensor, mappedInto), method));
         const cpu = await merged(createCpuEngine({ agents: AGENTS }), tensor, method);
         const windows = Math.ceil(numel / window);
@@ -85,8 +97,13 @@ describe.skipIf(!harness)('the GPU engine with copied uploads', () => {
         // Copied: the two sets' host memory, and nothing else; mapped: a new range per mapping.
         expect(new Set(copiedInto).size).toBeLessThanOrEqual(2);
         if (windows > 2) expect(new Set(mappedInto).size).toBeGreaterThan(2);
-        expect(copied).toEqual(mapped);
-        if (dtype !== 'F32') expect(copied).toEqual(cpu);
+        // Pieces of 1 MiB at most, whole ones where a window's upload is larger.
+        expect(WRITE_PIECE).toBe(1 << 20);
+        expect(Math.max(...writes)).toBeLessThanOrEqual(1 << 20);
+        if (window * AGENTS * 4 > 1 << 20)
+          expect(writes.filter((w) => w === 1 << 20).length).toBeGreaterThan(windows);
+        expect(Buffer.compare(copied, mapped)).toBe(0);
+        if (dtype !== 'F32') expect(Buffer.compare(copied, cpu)).toBe(0);
         else {
           // The CPU engine computes in f64, the GPU in f32: within an ulp of the output and a few f32
           // ulps of the inputs' magnitude (|x| < 1), as the conformance table bounds it.

@@ -6,6 +6,9 @@ import type { StageTimings } from '../methods/merge-types.ts';
 
 const noop = (): void => undefined;
 
+/** The most one writeBuffer call carries (Scheduler.write). */
+export const WRITE_PIECE = 1 << 20;
+
 /** A mapped read-back (Scheduler.readMapped): `bytes` stay readable until release(), then are detached. */
 export interface MappedRead {
   readonly bytes: Uint8Array;
@@ -36,10 +39,22 @@ export class Scheduler {
     if (this.failure) throw this.failure;
   }
 
+  /**
+   * Writes `size` bytes of `data` at `offset`, in pieces of at most WRITE_PIECE bytes: Chromium's
+   * WebGPU client serializes a larger write into a new heap buffer before its transfer buffer, and
+   * Dawn stages a write larger than its ring buffer in a new buffer of its own, fresh memory each time.
+   */
   write(buffer: GPUBuffer, offset: number, data: Uint8Array, size = data.byteLength): void {
     this.check();
     const started = performance.now();
-    this.device.queue.writeBuffer(buffer, offset, data.buffer, data.byteOffset, size);
+    for (let done = 0; done < size; done += WRITE_PIECE)
+      this.device.queue.writeBuffer(
+        buffer,
+        offset + done,
+        data.buffer,
+        data.byteOffset + done,
+        Math.min(WRITE_PIECE, size - done),
+      );
     this.timings.upload += performance.now() - started;
   }
 
