@@ -115,3 +115,38 @@ describe.skipIf(!harness)('the GPU engine with copied uploads', () => {
         }
       });
 });
+
+describe.skipIf(!harness)('the GPU engine’s emitted bytes', () => {
+  it('are its mapped read-back, lent until emit resolves and detached after', async () => {
+    const tensor = input('BF16', 3 * 1_024 + 5, 41);
+    const lent: Uint8Array[] = [];
+    const copies: Uint8Array[] = [];
+    const engine = createGpuEngine(harness!.device, {
+      agents: AGENTS,
+      adapterDescription: harness!.adapterDescription,
+      maxWindowElements: 1_024,
+      uploads: 'copied',
+    });
+    await harness!.run(async () => {
+      try {
+        await engine.merge(tensor, {
+          params: defaultParams('ram', AGENTS),
+          lambdas: [1.1, 1, 1.2],
+          outDtype: 'BF16',
+          emit: async (bytes) => {
+            // Still readable after a wait inside emit: the set is not reused before it resolves.
+            await new Promise((resolve) => setTimeout(resolve, 3));
+            copies.push(bytes.slice());
+            lent.push(bytes);
+          },
+        });
+      } finally {
+        engine.destroy();
+      }
+    });
+    expect(lent.length).toBe(4);
+    for (const bytes of lent) expect(bytes.byteLength).toBe(0);
+    const cpu = await merged(createCpuEngine({ agents: AGENTS }), tensor, 'ram');
+    expect(Buffer.compare(concatBytes(copies), cpu)).toBe(0);
+  });
+});
