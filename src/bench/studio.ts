@@ -311,22 +311,25 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
         `${r.withoutOverlap ? `${s(r.withoutOverlap.ms)} (${(r.withoutOverlap.ms / r.browser.ms).toFixed(2)})` : '—'} |`,
     );
   }
-  if (results.some((r) => r.rounds.length > 1)) {
-    lines.push(
-      '',
-      'Studio ÷ CLI round by round (each round a studio merge, then the CLI merge; the table divides the medians):',
-      '',
-    );
-    for (const r of results) lines.push(`- ${r.method}: ${r.rounds.map((p) => p.toFixed(2)).join(', ')}`);
-  }
-  if (results.some((r) => r.pairs.length > 1)) {
-    lines.push(
-      '',
-      'Each pair of studio runs (with ÷ without overlap, in the order they ran; the table shows the medians):',
-      '',
-    );
-    for (const r of results) lines.push(`- ${r.method}: ${r.pairs.map((p) => p.toFixed(2)).join(', ')}`);
-  }
+  // Per method, a list of ratios in the order they ran, where some method has more than one.
+  const ratioLists = (heading: string, of: (r: Result) => number[]): void => {
+    if (!results.some((r) => of(r).length > 1)) return;
+    lines.push('', heading, '');
+    for (const r of results)
+      lines.push(
+        `- ${r.method}: ${of(r)
+          .map((p) => p.toFixed(2))
+          .join(', ')}`,
+      );
+  };
+  ratioLists(
+    'Studio ÷ CLI round by round (each round a studio merge, then the CLI merge; the table divides the medians):',
+    (r) => r.rounds,
+  );
+  ratioLists(
+    'Each pair of studio runs (with ÷ without overlap, in the order they ran; the table shows the medians):',
+    (r) => r.pairs,
+  );
   lines.push(
     '',
     "CPU seconds during each merge (user + system, every thread; Chromium's processes from the click to the record, the CLI's whole run):",
