@@ -34,6 +34,11 @@ interface Held {
   users: number;
 }
 
+/** Bytes read ahead of each of `models` models within `budget` (ReadAhead splits it evenly). */
+export function readAheadShare(budget: number, models: number): number {
+  return Math.floor(budget / Math.max(1, models));
+}
+
 export class ReadAhead {
   private ahead: { name: string; parts: (Held | undefined)[] } | null = null;
   /** The tensor whose reader was handed out last: only its release starts the next read-ahead. */
@@ -105,7 +110,7 @@ export class ReadAhead {
   private start(name: string | undefined): void {
     if (name === undefined || this.budget <= 0) return;
     const located = this.locate(name);
-    const each = Math.floor(this.budget / Math.max(1, located.length));
+    const each = readAheadShare(this.budget, located.length);
     if (each === 0) return;
     const parts = located.map((where, k): Held | undefined => {
       const length = Math.min(each, where.length);

@@ -7,6 +7,7 @@ import type { MergeEngine } from '../methods/merge-types.ts';
 import { createCpuEngine } from './cpu-engine.ts';
 import { describeAdapter, requestEngineDevice, type EngineDevice, type EngineLimits } from './device.ts';
 import { mergeableTensors } from './driver.ts';
+import { readAheadShare } from './read-ahead.ts';
 import { createGpuEngine, DEFAULT_WINDOW_ELEMENTS } from './gpu-engine.ts';
 import { METHOD_LIST } from '../methods/registry/index.ts';
 import {
@@ -71,7 +72,7 @@ const SPEC_BINDING = 128 << 20;
  */
 function driverBytes(agents: number, largestBytes: number, outputBytes: number): number {
   const share = driverMemory(DEFAULT_MEMORY_BUDGET, agents, DEFAULT_WINDOW_ELEMENTS);
-  const each = Math.floor(share.readAhead / (agents + 1));
+  const each = readAheadShare(share.readAhead, agents + 1);
   return (agents + 1) * Math.min(each, largestBytes) + Math.min(share.writeBehind, outputBytes);
 }
 
