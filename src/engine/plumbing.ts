@@ -125,8 +125,9 @@ export function windowCapacity(
 /**
  * Bytes the window buffers of both sets take together: per set the inputs twice (the GPU binding and
  * the staging memory the reads land in: a mappable buffer, or host memory where uploads are copied),
- * the output three times (the GPU binding, the mappable readback buffer and the copy the readback
- * hands to the writer) and the tie counts.
+ * the output three times (the GPU binding, the mappable readback buffer, and a third for the
+ * writer's queued copy, which is read from the mapping in place and held in writeBehind's ChunkPool)
+ * and the tie counts.
  * Buffers of fixed size (parameters, counters, histograms: a few KiB) are not counted.
  */
 export function windowMemory(c: WindowCapacity): number {
