@@ -114,18 +114,32 @@ function statSeconds(stat: string): number {
 }
 
 /**
+ * Threads told apart though they share a name: Chromium names every Web Worker's thread
+ * "DedicatedWorker", and the studio runs two (the engine worker from page load, the shard hash worker
+ * from the first merge), so they are numbered in the order they started (1: the engine worker).
+ */
+const NUMBERED_THREADS = new Set(['DedicatedWorker']);
+
+/**
  * CPU time of every thread of `pids`, summed by process role and thread name (thread names with
- * their numbers dropped, so a pool's threads add up): what a bench subtracts before from after.
+ * their numbers dropped, so a pool's threads add up; NUMBERED_THREADS numbered instead): what a bench
+ * subtracts before from after.
  */
 export async function cpuTimes(pids: readonly number[]): Promise<CpuTimes> {
   const times: CpuTimes = new Map();
   for (const pid of pids) {
     try {
       const role = roleOf((await readFile(`/proc/${pid}/cmdline`, 'utf8')).replaceAll('\0', ' '));
-      for (const tid of await readdir(`/proc/${pid}/task`)) {
+      const seen = new Map<string, number>();
+      const tids = (await readdir(`/proc/${pid}/task`)).map(Number).sort((a, b) => a - b);
+      for (const tid of tids) {
         const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8').catch(() => null);
         if (!stat) continue;
-        const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[\d/]+$/, '');
+        let name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[\d/]+$/, '');
+        if (NUMBERED_THREADS.has(name)) {
+          seen.set(name, (seen.get(name) ?? 0) + 1);
+          name = `${name} ${seen.get(name)}`;
+        }
         const key = `${role}: ${name}`;
         times.set(key, (times.get(key) ?? 0) + statSeconds(stat));
       }
