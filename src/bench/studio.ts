@@ -289,7 +289,7 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
     `Statistics: studio ${s(statsMs)} (loading included), CLI analyze ${analyze ? s(analyze.ms) : '— (not run)'}.`,
     `Chromium idle with the set loaded: PSS ${formatBytes(idle.pss)}, RSS ${formatBytes(idle.rss)} (${idle.processes} processes).`,
     `CLI engine: ${results[0] ? engineLine(results[0].cli.stderr) : '—'}.`,
-    `Studio shard hashes: ${[...new Set(results.map((r) => r.browser.record.stages.hash))].join(', ')}.`,
+    `Studio shard hashes: ${[...new Set(results.map((r) => `${r.browser.record.stages.hash} on the ${r.browser.record.stages.hashThread}`))].join(', ')}.`,
     ...(o.overlap === 'off'
       ? ['The studio merged without read-ahead and write-behind (--overlap off).']
       : []),
@@ -362,5 +362,5 @@ function cpuSummary(cpu: CpuTimes): { total: number; roles: string; threads: str
       .slice(0, n)
       .map(([k, v]) => `${k} ${v.toFixed(1)}`)
       .join(', ');
-  return { total, roles: listed(byRole, 4), threads: listed(cpu, 5) };
+  return { total, roles: listed(byRole, 4), threads: listed(cpu, Number(process.env.BENCH_THREADS ?? 5)) };
 }

@@ -16,6 +16,7 @@ import { copyFile, isCompanionFile, modelCard, recipeOf, writeText } from './mod
 import { paramsForTensor } from '../methods/resolve.ts';
 import type { MethodParams } from '../methods/types.ts';
 import { Sha256 } from '../io/sha256.ts';
+import type { StreamHash } from '../io/sha256-offload.ts';
 import { nonFiniteCause, type NonFiniteError } from '../methods/errors.ts';
 import {
   emptyBranchCounts,
@@ -365,6 +366,8 @@ export interface MergeJob extends ModelsInput {
   perTensor?: (name: string) => MethodParams;
   /** The input files with their sha256, for the model card; awaited after the shards are written. */
   inputFiles?: () => Promise<InputFile[]>;
+  /** A new hash for each shard written (default: Sha256 on this thread; the studio hashes off it). */
+  shardHash?: () => StreamHash;
 }
 
 export interface InputFile {
@@ -506,15 +509,18 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
     try {
       for (const [s, shard] of plan.shards.entries()) {
         const layout = must(layouts[s], `layout of ${shard.file}`);
-        const hash = new Sha256();
+        const hash: StreamHash = job.shardHash?.() ?? new Sha256();
         const raw = writeBehind(await out.create(shard.file), behind, queueMemory);
         const sink = {
           write: async (chunk: Uint8Array) => {
-            hash.update(chunk);
+            await hash.update(chunk);
             await raw.write(chunk);
           },
           close: () => raw.close(),
-          abort: () => raw.abort(),
+          abort: () => {
+            hash.drop?.();
+            return raw.abort();
+          },
         };
         const writer = new SafetensorsStreamWriter(sink, layout, shard.file);
         try {
@@ -568,7 +574,7 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
           await writer.abort();
           throw error;
         }
-        const entry = { file: shard.file, bytes: layout.fileSize, sha256: hash.hex() };
+        const entry = { file: shard.file, bytes: layout.fileSize, sha256: await hash.hex() };
         written.push(entry);
         shardFiles.push(entry);
       }

@@ -8,6 +8,7 @@ import { createCpuEngine } from './cpu-engine.ts';
 import { describeAdapter, requestEngineDevice, type EngineDevice, type EngineLimits } from './device.ts';
 import { mergeableTensors } from './driver.ts';
 import { readAheadShare } from './read-ahead.ts';
+import { HASH_OFFLOAD_BYTES } from '../io/sha256-offload.ts';
 import { createGpuEngine, DEFAULT_WINDOW_ELEMENTS } from './gpu-engine.ts';
 import { METHOD_LIST } from '../methods/registry/index.ts';
 import {
@@ -52,6 +53,16 @@ export async function engineInfo(): Promise<EngineInfo> {
   };
 }
 
+/**
+ * What the shard hashes' copies on their way to the hash worker hold at most (HashOffload: its limit
+ * and its largest chunk, a window's output at most, which the limit covers): taken off the budget
+ * the engine and the driver share, so that the studio holds DEFAULT_MEMORY_BUDGET in all.
+ */
+export const HASHING_BYTES = 2 * HASH_OFFLOAD_BYTES;
+
+/** The budget of the engine's windows and the driver's read-ahead and write-behind. */
+const ENGINE_BUDGET = DEFAULT_MEMORY_BUDGET - HASHING_BYTES;
+
 export async function createEngine(agents: number): Promise<MergeEngine> {
   const found = await acquireDevice();
   if ('error' in found) return createCpuEngine({ agents });
@@ -60,6 +71,7 @@ export async function createEngine(agents: number): Promise<MergeEngine> {
     agents,
     adapterDescription: describeAdapter(found.adapterInfo),
     uploads: 'copied',
+    memoryBudget: ENGINE_BUDGET,
   });
 }
 
@@ -68,12 +80,14 @@ const SPEC_BINDING = 128 << 20;
 
 /**
  * The most the driver holds for these models (driverMemory): its read-ahead share of every model, or
- * the largest tensor where that is smaller, and the write-behind, or the whole output where smaller.
+ * the largest tensor where that is smaller, and the write-behind, or the whole output where smaller;
+ * with the shard hashes' copies (HASHING_BYTES, or the whole output where smaller).
  */
 function driverBytes(agents: number, largestBytes: number, outputBytes: number): number {
-  const share = driverMemory(DEFAULT_MEMORY_BUDGET, agents, DEFAULT_WINDOW_ELEMENTS);
+  const share = driverMemory(ENGINE_BUDGET, agents, DEFAULT_WINDOW_ELEMENTS);
   const each = readAheadShare(share.readAhead, agents + 1);
-  return (agents + 1) * Math.min(each, largestBytes) + Math.min(share.writeBehind, outputBytes);
+  const hashing = Math.min(HASHING_BYTES, outputBytes);
+  return (agents + 1) * Math.min(each, largestBytes) + Math.min(share.writeBehind, outputBytes) + hashing;
 }
 
 /** What a merge of these models will hold: its window buffers, sized as the GPU engine sizes them. */
@@ -114,7 +128,7 @@ export function estimateMemory(
             maxBufferSize: limits?.maxBufferSize ?? SPEC_BINDING,
             maxComputeWorkgroupsPerDimension: limits?.maxComputeWorkgroupsPerDimension ?? 65535,
             maxWindowElements: DEFAULT_WINDOW_ELEMENTS,
-            memoryBudget: DEFAULT_MEMORY_BUDGET,
+            memoryBudget: ENGINE_BUDGET,
           }),
         );
   return {

@@ -2,13 +2,58 @@
 // removed on failure, kept only if no input changed), a copy of a merge out of OPFS, and the
 // read-back that checks a written folder against the sizes and hashes the merge reported.
 import { checkUnchanged, directoryHandleFolder } from '../io/browser.ts';
-import { Sha256, sha256Backend } from '../io/sha256.ts';
+import { Sha256, sha256Backend, type Sha256Backend } from '../io/sha256.ts';
+import {
+  HashOffload,
+  type HashPort,
+  type HashReply,
+  type HashRequest,
+  type StreamHash,
+} from '../io/sha256-offload.ts';
 import { BROWSER_SHARD_BYTES, mergeModels, predictOutputBytes, type Progress } from './driver.ts';
 import { StageClock, timedFolder } from '../io/timed.ts';
 import { createEngine } from './worker-device.ts';
 import { model, readTotals, recalledAnalysis, snapshot } from './worker-models.ts';
 import type { MergeStages, ReadBackFile, WorkerCalls } from './worker-protocol.ts';
 import { checkStorage, checkTarget, claimFolder, mergesRoot, writing } from './worker-storage.ts';
+
+/** The shard hash worker (hash-worker.ts), started on the first merge and kept; a new one after a failure. */
+let hashes: HashOffload | null = null;
+
+/**
+ * The shard hashes of this merge: on the hash worker, or on this thread where no worker starts (a
+ * policy that forbids it), with the backend that computes them.
+ */
+function shardHashes(): {
+  stream: () => StreamHash;
+  backend: () => Sha256Backend;
+  thread: MergeStages['hashThread'];
+} {
+  if (!hashes) {
+    try {
+      const worker = new Worker(new URL('./hash-worker.ts', import.meta.url), {
+        type: 'module',
+        name: 'merge-studio-hash',
+      });
+      const offload = new HashOffload(worker as unknown as HashPort<HashReply, HashRequest>);
+      worker.addEventListener('error', (event) => {
+        event.preventDefault();
+        offload.fail(new Error(`the shard hash worker failed: ${event.message || 'it did not start'}`));
+        worker.terminate();
+        if (hashes === offload) hashes = null;
+      });
+      hashes = offload;
+    } catch {
+      return { stream: () => new Sha256(), backend: sha256Backend, thread: 'engine worker' };
+    }
+  }
+  const offload = hashes;
+  return {
+    stream: () => offload.stream(),
+    backend: () => offload.backend ?? sha256Backend(),
+    thread: 'hash worker',
+  };
+}
 
 /** Whether merges read ahead and write behind (WorkerSettings.overlap): benchmarks compare. */
 let overlap = true;
@@ -49,6 +94,7 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
   // OPFS files are new and written in place (sync access handles); a picked folder gets streams.
   const out = timedFolder(directoryHandleFolder(dir, { syncAccess: !picked }), writes);
   const engine = await createEngine(request.agents.length);
+  const hashing = shardHashes();
   const inputs = [request.base, ...request.agents].map((slot, m) => ({
     label: m === 0 ? request.baseLabel : (request.agentLabels[m - 1] ?? slot),
     files: snapshot(slot),
@@ -74,6 +120,7 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
         await unchanged();
         return [];
       },
+      shardHash: hashing.stream,
       signal,
       onProgress: progress,
       overlap,
@@ -81,7 +128,8 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
     const readsAfter = readTotals();
     const timings = engine.timings;
     const stages: MergeStages = {
-      hash: sha256Backend(),
+      hash: hashing.backend(),
+      hashThread: hashing.thread,
       readMs: readsAfter.ms - readsBefore.ms,
       readBytes: readsAfter.bytes - readsBefore.bytes,
       uploadMs: timings?.upload ?? 0,

@@ -45,8 +45,8 @@ export interface MemoryEstimate {
   gpuBytes: number;
   /**
    * The most the driver holds beside them (driverMemory): the next tensor's first window of every
-   * model, read while this one merges, and output queued for storage; for these models, so no more
-   * than their largest tensor and their output.
+   * model, read while this one merges, output queued for storage and copies of it on their way to the
+   * shard hash worker; for these models, so no more than their largest tensor and their output.
    */
   driverBytes: number;
   /** The memory budget the window buffers and the driver's bytes are sized to stay within together. */
@@ -115,8 +115,10 @@ export interface WorkerSettings {
  * the N+1 inputs overlap); upload includes the reads the engine awaits, as in the CLI's benchmark.
  */
 export interface MergeStages {
-  /** Where the shards' sha256 were computed (WebAssembly unless the page's policy forbids it). */
+  /** How the shards' sha256 were computed (WebAssembly unless the page's policy forbids it). */
   hash: Sha256Backend;
+  /** Where: on the shard hash worker (src/engine/hash-worker.ts), or on the engine worker's thread. */
+  hashThread: 'hash worker' | 'engine worker';
   readMs: number;
   readBytes: number;
   uploadMs: number;

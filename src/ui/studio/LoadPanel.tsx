@@ -625,14 +625,14 @@ function CompatReportView() {
             <dt>Read ahead, written behind</dt>
             <dd data-testid="memory-driver">
               up to {formatBytes(memory.driverBytes)}: the next tensor's first window of every model, read
-              while this one merges, and output queued for storage
+              while this one merges, and output queued for storage and for its checksums
             </dd>
           </div>
           <div className="facts__row">
             <dt>Memory budget</dt>
             <dd data-testid="memory-budget">
-              {formatBytes(memory.budgetBytes)} for GPU buffers, their copies in the worker, the read-ahead
-              and the write-behind together, at any model size
+              {formatBytes(memory.budgetBytes)} for GPU buffers, their copies in the worker, the read-ahead,
+              the write-behind and the checksums' copies together, at any model size
             </dd>
           </div>
         </dl>
