@@ -347,7 +347,10 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
   return lines.join('\n');
 }
 
-/** CPU seconds in all, by process role, and the five busiest thread names. */
+/**
+ * CPU seconds in all, by process role, and the eight busiest threads: enough to list both workers
+ * (DedicatedWorker 1, the engine's; 2, the shard hash worker) beside SwiftShader's and the browser's.
+ */
 function cpuSummary(cpu: CpuTimes): { total: number; roles: string; threads: string } {
   const byRole = new Map<string, number>();
   let total = 0;
@@ -362,5 +365,5 @@ function cpuSummary(cpu: CpuTimes): { total: number; roles: string; threads: str
       .slice(0, n)
       .map(([k, v]) => `${k} ${v.toFixed(1)}`)
       .join(', ');
-  return { total, roles: listed(byRole, 4), threads: listed(cpu, Number(process.env.BENCH_THREADS ?? 5)) };
+  return { total, roles: listed(byRole, 4), threads: listed(cpu, 8) };
 }
