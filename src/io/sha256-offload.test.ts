@@ -101,6 +101,21 @@ describe('HashOffload', () => {
     expect(Math.max(...sizes)).toBe(64 << 10);
   });
 
+  it('keeps each stream’s chunks in order when updates are not waited for one by one', async () => {
+    const offload = channel(256 << 10);
+    const stream = offload.stream();
+    const chunks = Array.from({ length: 60 }, (_, i) => new Uint8Array((40 + (i % 7) * 10) << 10).fill(i));
+    const sent: unknown[] = [];
+    for (const [i, chunk] of chunks.entries()) {
+      sent.push(stream.update(chunk));
+      // Now and then a pause, in which buffers come back and waiting updates wake.
+      if (i % 4 === 2) await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    // The digest asked for at once covers the chunks still queued.
+    expect(await stream.hex()).toBe(sha256(chunks));
+    await Promise.all(sent);
+  });
+
   it('makes a chunk larger than the limit in one buffer, and sends nothing for an empty one', async () => {
     const requests: HashRequest[] = [];
     const offload = channel(1024, (r) => requests.push(r));

@@ -48,8 +48,8 @@ export const HASH_OFFLOAD_BYTES = 32 << 20;
 const SMALL_CHUNK = 1 << 16;
 
 /**
- * The main side: streams whose chunks go to one hash worker. `onFailure` errors are raised by every
- * call after the worker failed (a worker's own error event should call fail()).
+ * The main side: streams whose chunks go to one hash worker. Once the worker failed (a 'failed' reply,
+ * or fail() from the worker's error event) every call of every stream rejects with that failure.
  */
 export class HashOffload {
   private nextId = 1;
@@ -77,15 +77,26 @@ export class HashOffload {
   stream(): StreamHash {
     const id = this.nextId++;
     let done = false;
+    // An update still waiting for room: later ones queue behind it, so chunks keep their order even
+    // where a caller does not wait for each update before the next.
+    let queued: Promise<void> | null = null;
     return {
       update: (chunk) => {
         if (done) throw new Error('this hash stream has ended');
-        return this.update(id, chunk);
+        if (!queued && this.fits(chunk.byteLength)) return this.send(id, chunk);
+        const next = (queued ?? Promise.resolve()).then(() => this.update(id, chunk));
+        queued = next;
+        const settle = (): void => {
+          if (queued === next) queued = null;
+        };
+        next.then(settle, settle);
+        return next;
       },
       hex: () => {
         if (done) throw new Error('this hash stream has ended');
         done = true;
-        return this.digest(id);
+        // After the updates still queued, whose chunks it covers.
+        return queued ? queued.then(() => this.digest(id)) : this.digest(id);
       },
       drop: () => {
         if (done) return;
@@ -108,13 +119,25 @@ export class HashOffload {
     if (this.failure) throw this.failure;
   }
 
+  /** Whether `length` more bytes may go out now (always where none are out). */
+  private fits(length: number): boolean {
+    return this.out === 0 || this.out + length <= this.limit;
+  }
+
+  /** Sends `chunk` once it fits. */
   private async update(id: number, chunk: Uint8Array): Promise<void> {
-    if (chunk.byteLength === 0) return this.check();
     this.check();
-    while (this.out > 0 && this.out + chunk.byteLength > this.limit) {
+    while (!this.fits(chunk.byteLength)) {
       await new Promise<void>((resolve) => this.waiting.push(resolve));
       this.check();
     }
+    this.send(id, chunk);
+  }
+
+  /** Copies `chunk` into the pool's memory and transfers that to the worker. */
+  private send(id: number, chunk: Uint8Array): void {
+    this.check();
+    if (chunk.byteLength === 0) return;
     const { bytes } = this.pool.copy(chunk);
     const buffer = bytes.buffer as ArrayBuffer;
     this.out += buffer.byteLength;
