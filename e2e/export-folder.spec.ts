@@ -91,6 +91,20 @@ test('a merge into a picked folder equals the OPFS merge and is read back with i
   const scores = (key: string) => rows.find((r) => r.key === key)?.scores;
   expect(scores('merge-2')).toBeDefined();
   expect(scores('merge-2')).toEqual(scores('merge-1'));
+
+  // A byte changed on disk since: the read-back's sha256 (on the shard hash worker) is Node's of the
+  // changed bytes, and the row says it no longer matches.
+  await folders.flipByte(picked, 'model.safetensors', weights.length - 1);
+  const changed = await folders.file(picked, 'model.safetensors');
+  expect(sha256(changed)).not.toBe(sha256(weights));
+  await card.getByTestId('merge-2-readback-run').click();
+  await expect(readBack).toHaveAttribute('data-status', 'done');
+  await expect(readBack).toHaveAttribute('data-ok', 'false');
+  await expect(row.getByTestId('merged-file-readback')).toHaveAttribute('data-ok', 'false');
+  const again = must((await workflow.studio()).readBack[2]?.result, 'second read-back report of merge 2');
+  const found = again.files.find((f) => f.file === 'model.safetensors');
+  expect(found?.foundBytes).toBe(weights.length);
+  expect(found?.foundSha256).toBe(sha256(changed));
   expect(browserErrors.messages).toEqual([]);
 });
 

@@ -80,6 +80,25 @@ export class ExportFolderPage {
     }, folder);
   }
 
+  /** Flips every bit of byte `at` of a file of a top-level OPFS folder, in place. */
+  async flipByte(folder: string, name: string, at: number): Promise<void> {
+    await this.page.evaluate(
+      async ([dirName, fileName, offset]) => {
+        const dir = await (await navigator.storage.getDirectory()).getDirectoryHandle(dirName);
+        const handle = await dir.getFileHandle(fileName);
+        const old = new Uint8Array(await (await handle.getFile()).slice(offset, offset + 1).arrayBuffer());
+        const writable = await handle.createWritable({ keepExistingData: true });
+        await writable.write({
+          type: 'write',
+          position: offset,
+          data: new Uint8Array([(old[0] ?? 0) ^ 0xff]),
+        });
+        await writable.close();
+      },
+      [folder, name, at] as const,
+    );
+  }
+
   /** A file of a top-level OPFS folder, as bytes. */
   async file(folder: string, name: string): Promise<Buffer> {
     const base64 = await this.page.evaluate(

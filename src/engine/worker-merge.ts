@@ -214,28 +214,34 @@ export const readBack: Call<'readBack'> = async ({ target, files }, { signal, pr
     const source = await folder.open(written.file);
     const entry: ReadBackFile = { ...written, foundBytes: source.size, ok: source.size === written.bytes };
     if (written.sha256 !== undefined) {
-      const hash = new Sha256();
-      const chunk = 8 << 20;
-      for (let at = 0; at < source.size; at += chunk) {
-        if (signal.aborted) throw new DOMException('The read-back was cancelled', 'AbortError');
-        const bytes = await source.read(at, Math.min(chunk, source.size - at));
-        hash.update(bytes);
-        bytesDone += bytes.length;
-        const elapsedMs = performance.now() - started;
-        const bytesPerSecond = elapsedMs > 0 ? (bytesDone / elapsedMs) * 1000 : 0;
-        report({
-          stage: 'verify',
-          tensorsDone: index,
-          tensorsTotal: files.length,
-          bytesDone,
-          bytesTotal,
-          currentTensor: written.file,
-          elapsedMs,
-          bytesPerSecond,
-          etaMs: bytesPerSecond > 0 ? ((bytesTotal - bytesDone) / bytesPerSecond) * 1000 : undefined,
-        });
+      // On the shard hash worker too, beside the next read.
+      const hash = shardHashes().stream();
+      try {
+        const chunk = 8 << 20;
+        for (let at = 0; at < source.size; at += chunk) {
+          if (signal.aborted) throw new DOMException('The read-back was cancelled', 'AbortError');
+          const bytes = await source.read(at, Math.min(chunk, source.size - at));
+          await hash.update(bytes);
+          bytesDone += bytes.length;
+          const elapsedMs = performance.now() - started;
+          const bytesPerSecond = elapsedMs > 0 ? (bytesDone / elapsedMs) * 1000 : 0;
+          report({
+            stage: 'verify',
+            tensorsDone: index,
+            tensorsTotal: files.length,
+            bytesDone,
+            bytesTotal,
+            currentTensor: written.file,
+            elapsedMs,
+            bytesPerSecond,
+            etaMs: bytesPerSecond > 0 ? ((bytesTotal - bytesDone) / bytesPerSecond) * 1000 : undefined,
+          });
+        }
+        entry.foundSha256 = await hash.hex();
+      } catch (error) {
+        hash.drop?.();
+        throw error;
       }
-      entry.foundSha256 = hash.hex();
       entry.ok &&= entry.foundSha256 === written.sha256;
     }
     checked.push(entry);
