@@ -19,32 +19,59 @@ import { checkStorage, checkTarget, claimFolder, mergesRoot, writing } from './w
 
 /** The shard hash worker (hash-worker.ts), started on the first merge and kept; a new one after a failure. */
 let hashes: HashOffload | null = null;
+/** Set once a hash worker failed: later hashes stay on this thread, so one failure fails one job only. */
+let hashWorkerFailed = false;
+
+/** Test aid (WorkerSettings.breakHashWorker): the next hash worker starts from a missing script. */
+let brokenScript = false;
+
+export function breakNextHashWorker(): void {
+  brokenScript = true;
+}
+
+/** Hashes on this thread (the CLI's way): where no hash worker starts, or one failed before. */
+const onThisThread = {
+  stream: (): StreamHash => new Sha256(),
+  backend: sha256Backend,
+  thread: 'engine worker' as const,
+};
 
 /**
- * The shard hashes of this merge: on the hash worker, or on this thread where no worker starts (a
- * policy that forbids it), with the backend that computes them.
+ * The shard hashes of this job: on the hash worker, or on this thread where none starts (a policy
+ * that forbids it) or one failed, with the backend that computes them.
  */
 function shardHashes(): {
   stream: () => StreamHash;
   backend: () => Sha256Backend;
   thread: MergeStages['hashThread'];
 } {
+  // A worker that reported a failure (rather than raising its error event) is let go too.
+  if (hashes?.failed) {
+    hashes = null;
+    hashWorkerFailed = true;
+  }
+  if (hashWorkerFailed) return onThisThread;
   if (!hashes) {
     try {
-      const worker = new Worker(new URL('./hash-worker.ts', import.meta.url), {
-        type: 'module',
-        name: 'merge-studio-hash',
-      });
+      const worker = brokenScript
+        ? new Worker(new URL('./no-such-hash-worker.js', self.location.href), { type: 'module' })
+        : new Worker(new URL('./hash-worker.ts', import.meta.url), {
+            type: 'module',
+            name: 'merge-studio-hash',
+          });
+      brokenScript = false;
       const offload = new HashOffload(worker as unknown as HashPort<HashReply, HashRequest>);
       worker.addEventListener('error', (event) => {
         event.preventDefault();
         offload.fail(new Error(`the shard hash worker failed: ${event.message || 'it did not start'}`));
         worker.terminate();
+        hashWorkerFailed = true;
         if (hashes === offload) hashes = null;
       });
       hashes = offload;
     } catch {
-      return { stream: () => new Sha256(), backend: sha256Backend, thread: 'engine worker' };
+      hashWorkerFailed = true;
+      return onThisThread;
     }
   }
   const offload = hashes;

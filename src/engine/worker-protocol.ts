@@ -108,6 +108,8 @@ export interface WorkerSettings {
   readDelayMs?: number;
   /** false: merges neither read ahead nor write behind (ModelsInput.overlap), for benchmarks. */
   overlap?: boolean;
+  /** true: the next shard hash worker is started from a script that is not there, for tests. */
+  breakHashWorker?: boolean;
 }
 
 /**

@@ -16,7 +16,7 @@ import { statsFiles } from './stats-json.ts';
 import { compareModels } from './worker-compare.ts';
 import { acquireDevice, createEngine, engineInfo, estimateMemory } from './worker-device.ts';
 import { errorInfo, refusal } from './worker-errors.ts';
-import { copy, merge, readBack, setOverlap, type JobContext } from './worker-merge.ts';
+import { breakNextHashWorker, copy, merge, readBack, setOverlap, type JobContext } from './worker-merge.ts';
 import { loadWasmSha256 } from '../io/sha256.ts';
 import {
   closeSlot,
@@ -131,9 +131,10 @@ const handlers: Handlers = {
     await deleteMerge(folder);
     return null;
   },
-  async configure({ readDelayMs, overlap }) {
+  async configure({ readDelayMs, overlap, breakHashWorker }) {
     if (readDelayMs !== undefined) setReadDelay(readDelayMs);
     if (overlap !== undefined) setOverlap(overlap);
+    if (breakHashWorker) breakNextHashWorker();
     return null;
   },
   async selfTest() {

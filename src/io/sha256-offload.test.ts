@@ -132,7 +132,9 @@ describe('HashOffload', () => {
     const stream = offload.stream();
     await stream.update(new Uint8Array(10));
     const pending = stream.hex();
+    expect(offload.failed).toBe(false);
     offload.fail(new Error('the shard hash worker failed: boom'));
+    expect(offload.failed).toBe(true);
     await expect(pending).rejects.toThrow('the shard hash worker failed: boom');
     const later = offload.stream();
     await expect(Promise.resolve().then(() => later.update(new Uint8Array(4)))).rejects.toThrow('boom');
@@ -156,6 +158,7 @@ describe('HashOffload', () => {
     await expect(Promise.resolve().then(() => stream.update(new Uint8Array(4)))).rejects.toThrow(
       /hashing the shards failed/,
     );
+    expect(offload.failed).toBe(true);
   });
 
   it('lets a dropped stream go on the worker side, and a stream ends with its digest', async () => {

@@ -115,6 +115,11 @@ export class HashOffload {
     this.digests.clear();
   }
 
+  /** Whether the worker failed (every call now rejects). */
+  get failed(): boolean {
+    return this.failure !== null;
+  }
+
   private check(): void {
     if (this.failure) throw this.failure;
   }

@@ -25,6 +25,8 @@ export interface MergeStudioTestApi {
   setReadDelay(ms: number): Promise<void>;
   /** false: merges neither read ahead nor write behind, for the studio benchmark to compare. */
   setOverlap(on: boolean): Promise<void>;
+  /** Makes the next shard hash worker fail to start (its script missing). */
+  breakHashWorker(): Promise<void>;
   /** A merged file in OPFS, base64-encoded, for byte-for-byte checks. */
   mergedFileBase64(folder: string, name: string): Promise<string>;
 }
@@ -71,6 +73,7 @@ export function createTestApi(store: StoreApi<StudioState>): MergeStudioTestApi 
     inspect: () => store.getState().inspect,
     setReadDelay: (ms) => store.getState().configureWorker({ readDelayMs: ms }),
     setOverlap: (on) => store.getState().configureWorker({ overlap: on }),
+    breakHashWorker: () => store.getState().configureWorker({ breakHashWorker: true }),
     mergedFileBase64: async (folder, name) => {
       const bytes = new Uint8Array(await (await mergedFile(folder, name)).arrayBuffer());
       let text = '';
