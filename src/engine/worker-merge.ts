@@ -17,7 +17,7 @@ import { model, readTotals, recalledAnalysis, snapshot } from './worker-models.t
 import type { MergeStages, ReadBackFile, WorkerCalls } from './worker-protocol.ts';
 import { checkStorage, checkTarget, claimFolder, mergesRoot, writing } from './worker-storage.ts';
 
-/** The shard hash worker (hash-worker.ts), started on the first merge and kept; a new one after a failure. */
+/** The shard hash worker (hash-worker.ts), started by the first job that hashes and kept while it works. */
 let hashes: HashOffload | null = null;
 /** Set once a hash worker failed: later hashes stay on this thread, so one failure fails one job only. */
 let hashWorkerFailed = false;
