@@ -58,7 +58,7 @@ export async function engineInfo(): Promise<EngineInfo> {
  * and its largest chunk, a window's output at most, which the limit covers): taken off the budget
  * the engine and the driver share, so that the studio holds DEFAULT_MEMORY_BUDGET in all.
  */
-export const HASHING_BYTES = 2 * HASH_OFFLOAD_BYTES;
+const HASHING_BYTES = 2 * HASH_OFFLOAD_BYTES;
 
 /** The budget of the engine's windows and the driver's read-ahead and write-behind. */
 const ENGINE_BUDGET = DEFAULT_MEMORY_BUDGET - HASHING_BYTES;

@@ -17,10 +17,11 @@ import { model, readTotals, recalledAnalysis, snapshot } from './worker-models.t
 import type { MergeStages, ReadBackFile, WorkerCalls } from './worker-protocol.ts';
 import { checkStorage, checkTarget, claimFolder, mergesRoot, writing } from './worker-storage.ts';
 
-/** The shard hash worker (hash-worker.ts), started by the first job that hashes and kept while it works. */
-let hashes: HashOffload | null = null;
-/** Set once a hash worker failed: later hashes stay on this thread, so one failure fails one job only. */
-let hashWorkerFailed = false;
+/**
+ * The shard hash worker (hash-worker.ts), started by the first job that hashes and kept while it
+ * works; 'failed' once one failed, after which jobs hash on this thread, so one failure fails one job.
+ */
+let hashes: HashOffload | 'failed' | null = null;
 
 /** Test aid (WorkerSettings.breakHashWorker): the next hash worker starts from a missing script. */
 let brokenScript = false;
@@ -45,12 +46,9 @@ function shardHashes(): {
   backend: () => Sha256Backend;
   thread: MergeStages['hashThread'];
 } {
-  // A worker that reported a failure (rather than raising its error event) is let go too.
-  if (hashes?.failed) {
-    hashes = null;
-    hashWorkerFailed = true;
-  }
-  if (hashWorkerFailed) return onThisThread;
+  // Failed by a report of its own or by its error event (which fails the offload too).
+  if (hashes instanceof HashOffload && hashes.failed) hashes = 'failed';
+  if (hashes === 'failed') return onThisThread;
   if (!hashes) {
     try {
       const worker = brokenScript
@@ -65,12 +63,10 @@ function shardHashes(): {
         event.preventDefault();
         offload.fail(new Error(`the shard hash worker failed: ${event.message || 'it did not start'}`));
         worker.terminate();
-        hashWorkerFailed = true;
-        if (hashes === offload) hashes = null;
       });
       hashes = offload;
     } catch {
-      hashWorkerFailed = true;
+      hashes = 'failed';
       return onThisThread;
     }
   }

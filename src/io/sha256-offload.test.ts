@@ -1,7 +1,8 @@
 // HashOffload and serveHashPort over Node's MessageChannel (the two ends of the studio's engine worker
 // and its hash worker): digests equal Node's SHA-256 of the same bytes for any chunking and any
 // interleaving of streams, chunks may be reused as soon as update() settles, no more than the limit
-// is out at a time, buffers are reused, and a failing worker fails every stream with its message.
+// is out at a time, chunks keep their order unawaited, and a failing worker fails every stream with
+// its message.
 import { createHash } from 'node:crypto';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import fc from 'fast-check';

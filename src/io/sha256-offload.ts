@@ -2,8 +2,9 @@
 // hashed each shard as it wrote it, in WebAssembly at ~360 MB/s: a quarter of that thread's CPU time
 // in a RAM merge of the 1.33 GiB benchmark set (1.0 of 3.8 s), on the thread that also reads, uploads and
 // writes, so on a machine with cores to spare it bounded the merge's throughput. Here each chunk is
-// copied into a buffer of a ChunkPool (memory touched before: see there) and transferred to a hash worker (src/engine/hash-worker.ts),
-// which hashes the streams in the order their chunks came and transfers each buffer back. At most
+// copied into a buffer of a ChunkPool (memory touched before: see there) and transferred to a hash
+// worker (src/engine/hash-worker.ts), which hashes the streams in the order their chunks came and
+// transfers each buffer back. At most
 // `limit` bytes are out at a time: past that update() waits for buffers to come back, so a hash that
 // falls behind holds up the merge rather than memory. Both sides are here, platform-free, over a
 // MessagePort-like HashPort, so that Node's MessageChannel can test them.
@@ -44,9 +45,6 @@ export interface HashPort<In, Out> {
  */
 export const HASH_OFFLOAD_BYTES = 32 << 20;
 
-/** Chunks below this size are copied into new memory, not the pool's (ChunkPool's `small`). */
-const SMALL_CHUNK = 1 << 16;
-
 /**
  * The main side: streams whose chunks go to one hash worker. Once the worker failed (a 'failed' reply,
  * or fail() from the worker's error event) every call of every stream rejects with that failure.
@@ -69,7 +67,7 @@ export class HashOffload {
     private readonly port: HashPort<HashReply, HashRequest>,
     private readonly limit = HASH_OFFLOAD_BYTES,
   ) {
-    this.pool = new ChunkPool(0, SMALL_CHUNK);
+    this.pool = new ChunkPool(0);
     port.onmessage = ({ data }) => this.receive(data);
   }
 
@@ -161,7 +159,7 @@ export class HashOffload {
     if (reply.type === 'returned') {
       this.out -= reply.buffer.byteLength;
       // The pool's buffers go back to it (a small chunk's copy was new memory, its own).
-      if (!this.failure && reply.buffer.byteLength >= SMALL_CHUNK)
+      if (!this.failure && reply.buffer.byteLength >= this.pool.small)
         this.pool.give(new Uint8Array(reply.buffer));
       this.waiting.shift()?.();
     } else if (reply.type === 'digest') {

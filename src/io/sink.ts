@@ -71,7 +71,8 @@ export class ChunkPool {
 
   constructor(
     private readonly keep: number,
-    private readonly small = 1 << 16,
+    /** Chunks below this many bytes are copied into new memory, not into the pool's. */
+    readonly small = 1 << 16,
   ) {}
 
   /** A copy of `chunk` and the buffer that holds it, to give back once the copy is written. */
