@@ -64,6 +64,22 @@ export function engineBuffer(
   return device.createBuffer({ label: `MergeEngine.${name}`, size: Math.max(4, pad4(size)), usage });
 }
 
+/** Which of a set's sized buffers a growth keeps (their size unchanged). */
+interface Keep {
+  inputs: boolean;
+  output: boolean;
+  ties: boolean;
+}
+
+/** The buffers of `set` that a growth keeping `keep` replaces (the fixed-size ones stay). */
+function replaced(set: BufferSet, keep: Keep): (GPUBuffer | null)[] {
+  return [
+    ...(keep.inputs ? [] : [set.inputs, set.staging]),
+    ...(keep.output ? [] : [set.output, set.readback]),
+    ...(keep.ties ? [] : [set.tieCounts]),
+  ];
+}
+
 export class BufferSets {
   sets: BufferSet[] = [];
   poison: Uint8Array | null = null;
@@ -99,9 +115,17 @@ export class BufferSets {
     // Each job's windows fit the budget, but the largest parts of two jobs with other dtypes may
     // not fit together: then the sets are made for this job alone.
     const capacity = windowMemory(grown) <= this.options.memoryBudget ? grown : need;
-    this.destroy();
+    // Only the parts whose size changes are made anew: a merge after the statistics (which have no
+    // output) keeps their inputs, which the device would otherwise clear again.
+    const keep: Keep = {
+      inputs: this.sets.length > 0 && capacity.inputBytes === have.inputBytes,
+      output: this.sets.length > 0 && capacity.outputBytes === have.outputBytes,
+      ties: this.sets.length > 0 && capacity.tieBytes === have.tieBytes,
+    };
+    const old = this.sets;
+    for (const set of old) for (const b of replaced(set, keep)) b?.destroy();
     this.capacity = capacity;
-    this.sets = [0, 1].map((i) => this.create(i, capacity));
+    this.sets = [0, 1].map((i) => this.create(i, capacity, keep, old[i]));
     if (this.options.poisonOutput) this.poison = new Uint8Array(capacity.outputBytes).fill(0xff);
   }
 
@@ -142,42 +166,88 @@ export class BufferSets {
     this.sets = [];
   }
 
-  private create(index: number, c: WindowCapacity): BufferSet {
+  /**
+   * Set `index` for capacity `c`: the buffers `keep` names, and those of a fixed size, taken from the
+   * set it replaces (`old`), the rest made. It is a new object, so that nothing cached per set or per
+   * io object (bind groups) outlives a buffer.
+   */
+  private create(index: number, c: WindowCapacity, keep: Keep, old: BufferSet | undefined): BufferSet {
     const { device, agents, agentBuffer, carry } = this.options;
     const counterBytes = statsLayout(agents).count * 4;
     const flagBytes = flagCount(agents) * 4;
     const buffer = (name: string, size: number, usage: GPUBufferUsageFlags): GPUBuffer =>
       engineBuffer(device, `set${index}.${name}`, size, usage);
-    const inputs = buffer('inputs', c.inputBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
-    const output = buffer(
-      'output',
-      c.outputBytes,
-      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+    const from = <T>(kept: boolean, part: (set: BufferSet) => T, make: () => T): T =>
+      old && kept ? part(old) : make();
+    const inputs = from(
+      keep.inputs,
+      (o) => o.inputs,
+      () => buffer('inputs', c.inputBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST),
     );
-    const counters = buffer(
-      'counters',
-      counterBytes,
-      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+    const output = from(
+      keep.output,
+      (o) => o.output,
+      () =>
+        buffer(
+          'output',
+          c.outputBytes,
+          GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+        ),
+    );
+    const counters = from(
+      true,
+      (o) => o.counters,
+      () =>
+        buffer(
+          'counters',
+          counterBytes,
+          GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+        ),
     );
     const normBytes = dareNormsBytes(agents);
-    const norms = buffer('norms', normBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC);
-    const flags = buffer(
-      'flags',
-      flagBytes,
-      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+    const norms = from(
+      true,
+      (o) => o.norms,
+      () => buffer('norms', normBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC),
+    );
+    const flags = from(
+      true,
+      (o) => o.flags,
+      () =>
+        buffer(
+          'flags',
+          flagBytes,
+          GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+        ),
     );
     // Never empty, so that it can always be bound.
-    const tieCounts = buffer(
-      'tieCounts',
-      Math.max(c.tieBytes, TIE_BLOCK_WORDS * 4),
-      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+    const tieCounts = from(
+      keep.ties,
+      (o) => o.tieCounts,
+      () =>
+        buffer(
+          'tieCounts',
+          Math.max(c.tieBytes, TIE_BLOCK_WORDS * 4),
+          GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+        ),
     );
-    const params = buffer('params', PARAMS_BYTES, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
-    const readback = buffer(
-      'readback',
-      Math.max(c.outputBytes + pad4(flagBytes), counterBytes, normBytes),
-      GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    const params = from(
+      true,
+      (o) => o.params,
+      () => buffer('params', PARAMS_BYTES, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST),
     );
+    const readback = from(
+      keep.output,
+      (o) => o.readback,
+      () =>
+        buffer(
+          'readback',
+          Math.max(c.outputBytes + pad4(flagBytes), counterBytes, normBytes),
+          GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+        ),
+    );
+    // The inputs' staging (mapped, or host memory) is their size: kept with them.
+    const staging = old && keep.inputs ? old.staging : null;
     return {
       index,
       inputs,
@@ -188,9 +258,9 @@ export class BufferSets {
       tieCounts,
       params,
       readback,
-      staging: null,
-      hostStaging: null,
-      stagingMapped: null,
+      staging,
+      hostStaging: old && keep.inputs ? old.hostStaging : null,
+      stagingMapped: staging && old ? old.stagingMapped : null,
       io: {
         params,
         inputs,
