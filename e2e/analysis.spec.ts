@@ -115,6 +115,8 @@ test('branch counts and output size come from the statistics, and derivation sha
   expect((await analysis.studio()).merges[0]?.outputBytes).toBe(2 * bytes);
   // The shards' sha256 in WebAssembly: the page's policy allows compiling it, and nothing else.
   expect((await analysis.studio()).merges[0]?.stages.hash).toBe('wasm');
+  // On the engine the statistics left: its buffers and kernels made already.
+  expect((await analysis.studio()).merges[0]?.stages.warmEngine).toBe(true);
 
   // Each demo agent shares well over 5% of the sampled elements bit for bit with the base, exactly
   // the sample the same function takes here in Node.

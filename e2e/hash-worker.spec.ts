@@ -26,6 +26,8 @@ test('a hash worker that cannot start fails one merge, and the next hashes on th
   await workflow.merge(2);
   const record = at((await workflow.studio()).merges, 0, 'merges');
   expect(record.stages?.hashThread).toBe('engine worker');
+  // The failed merge's engine (the one the statistics left) was destroyed with it, not kept.
+  expect(record.stages?.warmEngine).toBe(false);
   const weights = await workflow.mergedFile(record.folder, 'model.safetensors');
   expect(record.files.find((f) => f.file === 'model.safetensors')?.sha256).toBe(
     createHash('sha256').update(weights).digest('hex'),

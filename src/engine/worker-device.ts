@@ -11,6 +11,7 @@ import { readAheadShare } from './read-ahead.ts';
 import { HASH_OFFLOAD_BYTES } from '../io/sha256-offload.ts';
 import { createGpuEngine, DEFAULT_WINDOW_ELEMENTS } from './gpu-engine.ts';
 import { METHOD_LIST } from '../methods/registry/index.ts';
+import { WarmPool } from './warm-pool.ts';
 import {
   DEFAULT_MEMORY_BUDGET,
   driverMemory,
@@ -63,16 +64,41 @@ const HASHING_BYTES = 2 * HASH_OFFLOAD_BYTES;
 /** The budget of the engine's windows and the driver's read-ahead and write-behind. */
 const ENGINE_BUDGET = DEFAULT_MEMORY_BUDGET - HASHING_BYTES;
 
-export async function createEngine(agents: number): Promise<MergeEngine> {
+/** How long an engine is kept after its job (WarmPool): a merge right after another, or after the statistics. */
+const KEEP_WARM_MS = 60_000;
+
+const warm = new WarmPool<MergeEngine>({ keepMs: KEEP_WARM_MS });
+
+/**
+ * Runs a job with an engine for `agents` agents on the worker's device: the one the last job used
+ * where it is still kept (`warm`), else a new one.
+ */
+export async function withEngine<T>(
+  agents: number,
+  run: (engine: MergeEngine, warm: boolean) => Promise<T>,
+): Promise<T> {
   const found = await acquireDevice();
-  if ('error' in found) return createCpuEngine({ agents });
-  // Copied uploads: a mapping in Chromium is shared memory the GPU process copies out of again.
-  return createGpuEngine(found.device, {
-    agents,
-    adapterDescription: describeAdapter(found.adapterInfo),
-    uploads: 'copied',
-    memoryBudget: ENGINE_BUDGET,
-  });
+  // A lost device gives the next job a new one, and so an engine of its own.
+  const key = ['error' in found ? null : found.device, agents];
+  return warm.use(
+    key,
+    async () => {
+      if ('error' in found) return createCpuEngine({ agents });
+      // Copied uploads: a mapping in Chromium is shared memory the GPU process copies out of again.
+      return createGpuEngine(found.device, {
+        agents,
+        adapterDescription: describeAdapter(found.adapterInfo),
+        uploads: 'copied',
+        memoryBudget: ENGINE_BUDGET,
+      });
+    },
+    run,
+  );
+}
+
+/** Lets the kept engine go now: its buffers are freed (benchmarks measure idle memory without it). */
+export function releaseEngine(): void {
+  warm.release();
 }
 
 /** WebGPU's default maxStorageBufferBindingSize, for the estimate without a device. */

@@ -12,7 +12,7 @@ import {
 } from '../io/sha256-offload.ts';
 import { BROWSER_SHARD_BYTES, mergeModels, predictOutputBytes, type Progress } from './driver.ts';
 import { StageClock, timedFolder } from '../io/timed.ts';
-import { createEngine } from './worker-device.ts';
+import { withEngine } from './worker-device.ts';
 import { model, readTotals, recalledAnalysis, snapshot } from './worker-models.ts';
 import type { MergeStages, ReadBackFile, WorkerCalls } from './worker-protocol.ts';
 import { checkStorage, checkTarget, claimFolder, mergesRoot, writing } from './worker-storage.ts';
@@ -116,7 +116,6 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
   }
   // OPFS files are new and written in place (sync access handles); a picked folder gets streams.
   const out = timedFolder(directoryHandleFolder(dir, { syncAccess: !picked }), writes);
-  const engine = await createEngine(request.agents.length);
   const hashing = shardHashes();
   const inputs = [request.base, ...request.agents].map((slot, m) => ({
     label: m === 0 ? request.baseLabel : (request.agentLabels[m - 1] ?? slot),
@@ -126,57 +125,62 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
     for (const input of inputs) await checkUnchanged(input.label, input.files);
   };
   try {
-    const result = await mergeModels({
-      base,
-      agents,
-      engine,
-      params: request.params,
-      outDtype: request.outDtype,
-      shardBytes: BROWSER_SHARD_BYTES,
-      out,
-      baseLabel: request.baseLabel,
-      agentLabels: request.agentLabels,
-      analysis: recalledAnalysis(request.base, request.agents, request.params.epsilon),
-      // Awaited after the shards and before the model card, which makes a folder complete: an
-      // input changed meanwhile fails the merge and the driver removes what it wrote.
-      inputFiles: async () => {
-        await unchanged();
-        return [];
-      },
-      shardHash: hashing.stream,
-      signal,
-      onProgress: progress,
-      overlap,
+    return await withEngine(request.agents.length, async (engine, warm) => {
+      // A kept engine's stage clocks count its earlier jobs too.
+      const timingsBefore = { upload: 0, compute: 0, readback: 0, ...engine.timings };
+      const result = await mergeModels({
+        base,
+        agents,
+        engine,
+        params: request.params,
+        outDtype: request.outDtype,
+        shardBytes: BROWSER_SHARD_BYTES,
+        out,
+        baseLabel: request.baseLabel,
+        agentLabels: request.agentLabels,
+        analysis: recalledAnalysis(request.base, request.agents, request.params.epsilon),
+        // Awaited after the shards and before the model card, which makes a folder complete: an
+        // input changed meanwhile fails the merge and the driver removes what it wrote.
+        inputFiles: async () => {
+          await unchanged();
+          return [];
+        },
+        shardHash: hashing.stream,
+        signal,
+        onProgress: progress,
+        overlap,
+      });
+      const readsAfter = readTotals();
+      const timings = engine.timings;
+      const stages: MergeStages = {
+        hash: hashing.backend(),
+        hashThread: hashing.thread,
+        warmEngine: warm,
+        readMs: readsAfter.ms - readsBefore.ms,
+        readBytes: readsAfter.bytes - readsBefore.bytes,
+        uploadMs: (timings?.upload ?? 0) - timingsBefore.upload,
+        computeMs: (timings?.compute ?? 0) - timingsBefore.compute,
+        readbackMs: (timings?.readback ?? 0) - timingsBefore.readback,
+        writeMs: writes.ms,
+        writeBytes: writes.bytes,
+      };
+      const recipeSource = await out.open('mergekit_config.yml');
+      const recipe = new TextDecoder().decode(await recipeSource.read(0, recipeSource.size));
+      return {
+        folder: picked ? picked.name : request.folder,
+        location: picked ? 'picked' : 'opfs',
+        files: result.files,
+        branches: result.branches,
+        lambdas: result.lambdas,
+        recipe,
+        engine: engine.description,
+        elapsedMs: performance.now() - started,
+        outputBytes: result.outputBytes,
+        mergedTensors: result.mergedTensors,
+        copiedTensors: result.copiedTensors,
+        stages,
+      };
     });
-    const readsAfter = readTotals();
-    const timings = engine.timings;
-    const stages: MergeStages = {
-      hash: hashing.backend(),
-      hashThread: hashing.thread,
-      readMs: readsAfter.ms - readsBefore.ms,
-      readBytes: readsAfter.bytes - readsBefore.bytes,
-      uploadMs: timings?.upload ?? 0,
-      computeMs: timings?.compute ?? 0,
-      readbackMs: timings?.readback ?? 0,
-      writeMs: writes.ms,
-      writeBytes: writes.bytes,
-    };
-    const recipeSource = await out.open('mergekit_config.yml');
-    const recipe = new TextDecoder().decode(await recipeSource.read(0, recipeSource.size));
-    return {
-      folder: picked ? picked.name : request.folder,
-      location: picked ? 'picked' : 'opfs',
-      files: result.files,
-      branches: result.branches,
-      lambdas: result.lambdas,
-      recipe,
-      engine: engine.description,
-      elapsedMs: performance.now() - started,
-      outputBytes: result.outputBytes,
-      mergedTensors: result.mergedTensors,
-      copiedTensors: result.copiedTensors,
-      stages,
-    };
   } catch (error) {
     // The driver removed its files; an OPFS subfolder goes too, a picked folder stays (empty).
     await root?.removeEntry(request.folder, { recursive: true }).catch(() => undefined);
@@ -185,7 +189,6 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
     throw error;
   } finally {
     writing.delete(request.folder);
-    engine.destroy();
   }
 };
 

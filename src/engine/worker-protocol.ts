@@ -110,6 +110,8 @@ export interface WorkerSettings {
   overlap?: boolean;
   /** true: the next shard hash worker is started from a script that is not there, for tests. */
   breakHashWorker?: boolean;
+  /** true: the engine kept from the last job is let go now (benchmarks measure idle memory without it). */
+  releaseEngine?: boolean;
 }
 
 /**
@@ -121,6 +123,8 @@ export interface MergeStages {
   hash: Sha256Backend;
   /** Where: on the shard hash worker (src/engine/hash-worker.ts), or on the engine worker's thread. */
   hashThread: 'hash worker' | 'engine worker';
+  /** Whether the merge ran on the engine an earlier job kept (its buffers and kernels made already). */
+  warmEngine?: boolean;
   readMs: number;
   readBytes: number;
   uploadMs: number;

@@ -14,7 +14,7 @@ import { listLibrary } from './library.ts';
 import { runSelfTest } from './self-test.ts';
 import { statsFiles } from './stats-json.ts';
 import { compareModels } from './worker-compare.ts';
-import { acquireDevice, createEngine, engineInfo, estimateMemory } from './worker-device.ts';
+import { acquireDevice, engineInfo, estimateMemory, releaseEngine, withEngine } from './worker-device.ts';
 import { errorInfo, refusal } from './worker-errors.ts';
 import { breakNextHashWorker, copy, merge, readBack, setOverlap, type JobContext } from './worker-merge.ts';
 import { loadWasmSha256 } from '../io/sha256.ts';
@@ -87,8 +87,7 @@ const handlers: Handlers = {
     };
   },
   async analyze({ base, agents, epsilon }, { signal, progress }) {
-    const engine = await createEngine(agents.length);
-    try {
+    return withEngine(agents.length, async (engine) => {
       const result = await analyzeModels({
         base: model(base),
         agents: agents.map(model),
@@ -101,9 +100,7 @@ const handlers: Handlers = {
       const files = await statsFiles([model(base), ...agents.map(model)]);
       rememberAnalysis(base, agents, epsilon, result);
       return { ...result, files };
-    } finally {
-      engine.destroy();
-    }
+    });
   },
   merge,
   copy,
@@ -131,7 +128,8 @@ const handlers: Handlers = {
     await deleteMerge(folder);
     return null;
   },
-  async configure({ readDelayMs, overlap, breakHashWorker }) {
+  async configure({ readDelayMs, overlap, breakHashWorker, releaseEngine: release }) {
+    if (release) releaseEngine();
     if (readDelayMs !== undefined) setReadDelay(readDelayMs);
     if (overlap !== undefined) setOverlap(overlap);
     if (breakHashWorker) breakNextHashWorker();
@@ -153,9 +151,8 @@ const handlers: Handlers = {
     return inspectHost.maskView(found.device, model(call.base), call.agents.map(model), call, signal);
   },
   async explain({ base, agents, params, outDtype, tensor, index }, { signal }) {
-    const engine = await createEngine(agents.length);
-    try {
-      return await explainElement({
+    return withEngine(agents.length, (engine) =>
+      explainElement({
         base: model(base),
         agents: agents.map(model),
         engine,
@@ -165,10 +162,8 @@ const handlers: Handlers = {
         index,
         analysis: recalledAnalysis(base, agents, params.epsilon),
         signal,
-      });
-    } finally {
-      engine.destroy();
-    }
+      }),
+    );
   },
 };
 

@@ -27,6 +27,8 @@ export interface MergeStudioTestApi {
   setOverlap(on: boolean): Promise<void>;
   /** Makes the next shard hash worker fail to start (its script missing). */
   breakHashWorker(): Promise<void>;
+  /** Lets the engine the worker keeps between jobs go, with its buffers. */
+  releaseEngine(): Promise<void>;
   /** A merged file in OPFS, base64-encoded, for byte-for-byte checks. */
   mergedFileBase64(folder: string, name: string): Promise<string>;
 }
@@ -74,6 +76,7 @@ export function createTestApi(store: StoreApi<StudioState>): MergeStudioTestApi 
     setReadDelay: (ms) => store.getState().configureWorker({ readDelayMs: ms }),
     setOverlap: (on) => store.getState().configureWorker({ overlap: on }),
     breakHashWorker: () => store.getState().configureWorker({ breakHashWorker: true }),
+    releaseEngine: () => store.getState().configureWorker({ releaseEngine: true }),
     mergedFileBase64: async (folder, name) => {
       const bytes = new Uint8Array(await (await mergedFile(folder, name)).arrayBuffer());
       let text = '';

@@ -618,7 +618,8 @@ function CompatReportView() {
           <div className="facts__row">
             <dt>Window buffers</dt>
             <dd data-testid="memory-gpu">
-              {formatBytes(memory.gpuBytes)} ({formatCount(memory.windowElements)} elements per window)
+              {formatBytes(memory.gpuBytes)} ({formatCount(memory.windowElements)} elements per window), kept
+              for a minute after each job so that the next one starts without making them again
             </dd>
           </div>
           <div className="facts__row">
