@@ -69,6 +69,8 @@ interface Result {
   cli: CliRun;
   /** Every round's studio ÷ CLI, in order. */
   rounds: number[];
+  /** Per round, whether the studio's merge made its engine (else it ran on the one a job before kept). */
+  newEngine: boolean[];
 }
 
 async function setOverlap(page: Page, on: boolean): Promise<void> {
@@ -236,6 +238,11 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
     const page = context.pages()[0] ?? (await context.newPage());
     await page.goto(`http://127.0.0.1:${o.port}/`);
     statsMs = await loadSet(page, dir, o.agents);
+    // Idle is without the engine the statistics leave kept (its buffers), as a page a minute later.
+    await page.evaluate(async (missing) => {
+      if (!window.__mergeStudio) throw new Error(missing);
+      await window.__mergeStudio.releaseEngine();
+    }, API_MISSING);
     await new Promise((r) => setTimeout(r, 2000));
     idle = await sumMemory(await chromiumPids());
     // analyze is timed against the studio's statistics, and serves the CLI's RAM+ as --stats-in.
@@ -267,6 +274,7 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
         browser,
         cli: median(cliRuns),
         rounds: studioRuns.map((b, r) => b.ms / must(cliRuns[r], 'CLI run').ms),
+        newEngine: studioRuns.map((b) => b.record.stages.warmEngine !== true),
         pairs: o.overlap === 'both' ? withRuns.map((w, r) => w.ms / must(withoutRuns[r], 'pair').ms) : [],
         ...(o.overlap === 'both' ? { withoutOverlap: median(withoutRuns) } : {}),
       });
@@ -312,19 +320,25 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
     );
   }
   // Per method, a list of ratios in the order they ran, where some method has more than one.
-  const ratioLists = (heading: string, of: (r: Result) => number[]): void => {
+  const ratioLists = (
+    heading: string,
+    of: (r: Result) => number[],
+    mark: (r: Result, i: number) => string = () => '',
+  ): void => {
     if (!results.some((r) => of(r).length > 1)) return;
     lines.push('', heading, '');
     for (const r of results)
       lines.push(
         `- ${r.method}: ${of(r)
-          .map((p) => p.toFixed(2))
+          .map((p, i) => `${p.toFixed(2)}${mark(r, i)}`)
           .join(', ')}`,
       );
   };
   ratioLists(
-    'Studio ÷ CLI round by round (each round a studio merge, then the CLI merge; the table divides the medians):',
+    'Studio ÷ CLI round by round (each round a studio merge, then the CLI merge; the table divides the medians; ' +
+      '"new engine": the studio made its engine, where the others ran on the one the job before kept):',
     (r) => r.rounds,
+    (r, i) => (r.newEngine[i] ? ' (new engine)' : ''),
   );
   ratioLists(
     'Each pair of studio runs (with ÷ without overlap, in the order they ran; the table shows the medians):',
