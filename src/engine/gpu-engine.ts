@@ -92,7 +92,8 @@ export interface GpuEngineOptions {
    * 'copied' into host memory that writeBuffer copies. The studio's worker copies: in Chromium a
    * mapping is shared memory that the GPU process copies out of again, and File bytes through it cost
    * 3.5 CPU-seconds more there per 1.33 GiB (src/bench/studio.ts, 2026-12-06, with arrayBuffer()
-   * reads; not measured again since File reads fill the caller's memory).
+   * reads; not measured again since File reads fill the caller's memory). A copied upload is written
+   * once the queue is idle (upload()).
    */
   uploads?: 'mapped' | 'copied';
   /**
@@ -810,7 +811,14 @@ class GpuEngine implements MergeEngine {
       const mapping = this.scheduler.mapForWrite(buffer);
       mapping.catch(noop);
       set.stagingMapped = mapping;
-    } else this.scheduler.write(set.inputs, from, staging.subarray(from, bytes));
+    } else {
+      // Written once the queue has drained: a write while kernels still run finds Dawn's staging
+      // memory in use and stages into new memory, which the device clears first (the studio's GPU
+      // process spent 3.2–5.8 CPU-s of its main thread per TIES or ramplus_tl merge there, in memset
+      // and page faults; 0.8–1.8 s with the wait). The reads above went on meanwhile.
+      await this.scheduler.idle();
+      this.scheduler.write(set.inputs, from, staging.subarray(from, bytes));
+    }
     set.resident = tag;
   }
 
