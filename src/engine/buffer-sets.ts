@@ -64,6 +64,9 @@ export function engineBuffer(
   return device.createBuffer({ label: `MergeEngine.${name}`, size: Math.max(4, pad4(size)), usage });
 }
 
+/** A set's buffers, by their field (and label) names. */
+type BufferPart = 'inputs' | 'output' | 'counters' | 'norms' | 'flags' | 'tieCounts' | 'params' | 'readback';
+
 /** Which of a set's sized buffers a growth keeps (their size unchanged). */
 interface Keep {
   inputs: boolean;
@@ -175,76 +178,34 @@ export class BufferSets {
     const { device, agents, agentBuffer, carry } = this.options;
     const counterBytes = statsLayout(agents).count * 4;
     const flagBytes = flagCount(agents) * 4;
-    const buffer = (name: string, size: number, usage: GPUBufferUsageFlags): GPUBuffer =>
-      engineBuffer(device, `set${index}.${name}`, size, usage);
-    const from = <T>(kept: boolean, part: (set: BufferSet) => T, make: () => T): T =>
-      old && kept ? part(old) : make();
-    const inputs = from(
-      keep.inputs,
-      (o) => o.inputs,
-      () => buffer('inputs', c.inputBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST),
-    );
-    const output = from(
-      keep.output,
-      (o) => o.output,
-      () =>
-        buffer(
-          'output',
-          c.outputBytes,
-          GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
-        ),
-    );
-    const counters = from(
-      true,
-      (o) => o.counters,
-      () =>
-        buffer(
-          'counters',
-          counterBytes,
-          GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
-        ),
-    );
+    // A part of the old set where kept, else a new buffer of the part's name.
+    const part = (name: BufferPart, kept: boolean, size: number, usage: GPUBufferUsageFlags): GPUBuffer =>
+      old && kept ? old[name] : engineBuffer(device, `set${index}.${name}`, size, usage);
+    const readWrite = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
     const normBytes = dareNormsBytes(agents);
-    const norms = from(
-      true,
-      (o) => o.norms,
-      () => buffer('norms', normBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC),
+    const inputs = part(
+      'inputs',
+      keep.inputs,
+      c.inputBytes,
+      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
     );
-    const flags = from(
-      true,
-      (o) => o.flags,
-      () =>
-        buffer(
-          'flags',
-          flagBytes,
-          GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
-        ),
-    );
+    const output = part('output', keep.output, c.outputBytes, readWrite);
+    const counters = part('counters', true, counterBytes, readWrite);
+    const norms = part('norms', true, normBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC);
+    const flags = part('flags', true, flagBytes, readWrite);
     // Never empty, so that it can always be bound.
-    const tieCounts = from(
+    const tieCounts = part(
+      'tieCounts',
       keep.ties,
-      (o) => o.tieCounts,
-      () =>
-        buffer(
-          'tieCounts',
-          Math.max(c.tieBytes, TIE_BLOCK_WORDS * 4),
-          GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
-        ),
+      Math.max(c.tieBytes, TIE_BLOCK_WORDS * 4),
+      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
     );
-    const params = from(
-      true,
-      (o) => o.params,
-      () => buffer('params', PARAMS_BYTES, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST),
-    );
-    const readback = from(
+    const params = part('params', true, PARAMS_BYTES, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
+    const readback = part(
+      'readback',
       keep.output,
-      (o) => o.readback,
-      () =>
-        buffer(
-          'readback',
-          Math.max(c.outputBytes + pad4(flagBytes), counterBytes, normBytes),
-          GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
-        ),
+      Math.max(c.outputBytes + pad4(flagBytes), counterBytes, normBytes),
+      GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
     );
     // The inputs' staging (mapped, or host memory) is their size: kept with them.
     const staging = old && keep.inputs ? old.staging : null;
