@@ -10,8 +10,7 @@ import { testParams, changedTensorInput, mergeBytes } from '../methods/test-tens
 import type { MethodName } from '../methods/types.ts';
 import type { MergeEngine, TensorInput, TensorStats } from '../methods/merge-types.ts';
 import { createCpuEngine } from './cpu-engine.ts';
-import { createGpuEngine } from './gpu-engine.ts';
-import { openGpuHarness } from '../test/gpu-harness.ts';
+import { openGpuHarness, withGpuEngine } from '../test/gpu-harness.ts';
 
 const opened = await openGpuHarness();
 const harness = opened.harness;
@@ -37,14 +36,12 @@ async function runJob(engine: MergeEngine, job: Job): Promise<Uint8Array | Tenso
   });
 }
 
-const gpuEngine = (): MergeEngine =>
-  createGpuEngine(harness!.device, {
-    agents: AGENTS,
-    adapterDescription: harness!.adapterDescription,
-    maxWindowElements: WINDOW,
-    poisonOutput: true,
-    uploads: 'copied',
-  });
+/** The engines' options: small windows, the studio's copied uploads (outputs poisoned by withGpuEngine). */
+const OPTIONS = { agents: AGENTS, maxWindowElements: WINDOW, uploads: 'copied' as const };
+
+/** `job` on a fresh engine. */
+const fresh = (job: Job): Promise<Uint8Array | TensorStats> =>
+  withGpuEngine(harness!, OPTIONS, (engine) => runJob(engine, job));
 
 /** Labels of the buffers `body` creates on the harness's device. */
 async function created(body: () => Promise<void>): Promise<string[]> {
@@ -86,29 +83,19 @@ describe.skipIf(!harness)(`one engine kept across jobs ${opened.skip ?? ''}`, ()
       ...b.map((t): Job => ({ kind: 'analyze', tensor: t })),
       ...a.map((t): Job => ({ kind: 'merge', tensor: t, method: 'ramplus_tl', outDtype: 'BF16' })),
     ];
-    const kept = gpuEngine();
     const results: (Uint8Array | TensorStats)[] = [];
     const madeByJob: string[][] = [];
-    try {
-      await harness!.run(async () => {
-        for (const job of jobs) {
-          let result: Uint8Array | TensorStats | undefined;
-          madeByJob.push(await created(async () => void (result = await runJob(kept, job))));
-          results.push(result!);
-        }
-      });
-    } finally {
-      kept.destroy();
-    }
+    await withGpuEngine(harness!, OPTIONS, async (kept) => {
+      for (const job of jobs) {
+        let result: Uint8Array | TensorStats | undefined;
+        madeByJob.push(await created(async () => void (result = await runJob(kept, job))));
+        results.push(result!);
+      }
+    });
     const cpu = createCpuEngine({ agents: AGENTS, maxWindowElements: WINDOW });
     for (const [i, job] of jobs.entries()) {
       const what = `job ${i}: ${job.kind} ${job.tensor.name}${job.kind === 'merge' ? ` ${job.method}` : ''}`;
-      const fresh = gpuEngine();
-      try {
-        expect(results[i], what).toEqual(await harness!.run(() => runJob(fresh, job)));
-      } finally {
-        fresh.destroy();
-      }
+      expect(results[i], what).toEqual(await fresh(job));
       if (job.kind === 'analyze' || job.outDtype !== 'F32')
         expect(results[i], what).toEqual(await runJob(cpu, job));
     }
@@ -125,24 +112,14 @@ describe.skipIf(!harness)(`one engine kept across jobs ${opened.skip ?? ''}`, ()
 
   it("grows the outputs alone where the inputs are as large: the inputs are kept, the result a fresh engine's", async () => {
     const t = tensor('model.layers.2.mlp.up_proj.weight', 'BF16', 2 * WINDOW, 4);
-    const engine = gpuEngine();
-    try {
-      await harness!.run(async () => {
-        await runJob(engine, { kind: 'merge', tensor: t, method: 'ram', outDtype: 'BF16' });
-        const wider: Job = { kind: 'merge', tensor: t, method: 'ram', outDtype: 'F32' };
-        let out: Uint8Array | TensorStats | undefined;
-        const made = await created(async () => void (out = await runJob(engine, wider)));
-        const fresh = gpuEngine();
-        try {
-          expect(out).toEqual(await runJob(fresh, wider));
-        } finally {
-          fresh.destroy();
-        }
-        expect(setParts(made)).toEqual(['output', 'output', 'readback', 'readback']);
-      });
-    } finally {
-      engine.destroy();
-    }
+    const wider: Job = { kind: 'merge', tensor: t, method: 'ram', outDtype: 'F32' };
+    let out: Uint8Array | TensorStats | undefined;
+    const made = await withGpuEngine(harness!, OPTIONS, async (engine) => {
+      await runJob(engine, { kind: 'merge', tensor: t, method: 'ram', outDtype: 'BF16' });
+      return created(async () => void (out = await runJob(engine, wider)));
+    });
+    expect(out).toEqual(await fresh(wider));
+    expect(setParts(made)).toEqual(['output', 'output', 'readback', 'readback']);
     expect(harness!.liveBuffers()).toEqual([]);
   });
 });
