@@ -13,6 +13,7 @@ import {
 import { BROWSER_SHARD_BYTES, mergeModels, predictOutputBytes, type Progress } from './driver.ts';
 import { StageClock, timedFolder } from '../io/timed.ts';
 import { withEngine } from './worker-device.ts';
+import type { MergeEngine, StageTimings } from '../methods/merge-types.ts';
 import { model, readTotals, recalledAnalysis, snapshot } from './worker-models.ts';
 import type { MergeStages, ReadBackFile, WorkerCalls } from './worker-protocol.ts';
 import { checkStorage, checkTarget, claimFolder, mergesRoot, writing } from './worker-storage.ts';
@@ -78,6 +79,11 @@ function shardHashes(): {
   };
 }
 
+/** An engine's stage clocks so far (zero for one without them: the CPU engine). */
+function stageTimings(engine: MergeEngine): StageTimings {
+  return { upload: 0, compute: 0, readback: 0, ...engine.timings };
+}
+
 /** Whether merges read ahead and write behind (WorkerSettings.overlap): benchmarks compare. */
 let overlap = true;
 
@@ -125,62 +131,72 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
     for (const input of inputs) await checkUnchanged(input.label, input.files);
   };
   try {
-    return await withEngine(request.agents.length, async (engine, warm) => {
-      // A kept engine's stage clocks count its earlier jobs too.
-      const timingsBefore = { upload: 0, compute: 0, readback: 0, ...engine.timings };
-      const result = await mergeModels({
-        base,
-        agents,
-        engine,
-        params: request.params,
-        outDtype: request.outDtype,
-        shardBytes: BROWSER_SHARD_BYTES,
-        out,
-        baseLabel: request.baseLabel,
-        agentLabels: request.agentLabels,
-        analysis: recalledAnalysis(request.base, request.agents, request.params.epsilon),
-        // Awaited after the shards and before the model card, which makes a folder complete: an
-        // input changed meanwhile fails the merge and the driver removes what it wrote.
-        inputFiles: async () => {
-          await unchanged();
-          return [];
-        },
-        shardHash: hashing.stream,
-        signal,
-        onProgress: progress,
-        overlap,
-      });
-      const readsAfter = readTotals();
-      const timings = engine.timings;
-      const stages: MergeStages = {
-        hash: hashing.backend(),
-        hashThread: hashing.thread,
-        warmEngine: warm,
-        readMs: readsAfter.ms - readsBefore.ms,
-        readBytes: readsAfter.bytes - readsBefore.bytes,
-        uploadMs: (timings?.upload ?? 0) - timingsBefore.upload,
-        computeMs: (timings?.compute ?? 0) - timingsBefore.compute,
-        readbackMs: (timings?.readback ?? 0) - timingsBefore.readback,
-        writeMs: writes.ms,
-        writeBytes: writes.bytes,
-      };
-      const recipeSource = await out.open('mergekit_config.yml');
-      const recipe = new TextDecoder().decode(await recipeSource.read(0, recipeSource.size));
-      return {
-        folder: picked ? picked.name : request.folder,
-        location: picked ? 'picked' : 'opfs',
-        files: result.files,
-        branches: result.branches,
-        lambdas: result.lambdas,
-        recipe,
-        engine: engine.description,
-        elapsedMs: performance.now() - started,
-        outputBytes: result.outputBytes,
-        mergedTensors: result.mergedTensors,
-        copiedTensors: result.copiedTensors,
-        stages,
-      };
-    });
+    // The engine is held for the merge alone: what comes after it cannot cost a kept engine.
+    const { result, description, warm, timings } = await withEngine(
+      request.agents.length,
+      async (engine, warm) => {
+        // A kept engine's stage clocks count its earlier jobs too.
+        const before = stageTimings(engine);
+        const result = await mergeModels({
+          base,
+          agents,
+          engine,
+          params: request.params,
+          outDtype: request.outDtype,
+          shardBytes: BROWSER_SHARD_BYTES,
+          out,
+          baseLabel: request.baseLabel,
+          agentLabels: request.agentLabels,
+          analysis: recalledAnalysis(request.base, request.agents, request.params.epsilon),
+          // Awaited after the shards and before the model card, which makes a folder complete: an
+          // input changed meanwhile fails the merge and the driver removes what it wrote.
+          inputFiles: async () => {
+            await unchanged();
+            return [];
+          },
+          shardHash: hashing.stream,
+          signal,
+          onProgress: progress,
+          overlap,
+        });
+        const after = stageTimings(engine);
+        const timings: StageTimings = {
+          upload: after.upload - before.upload,
+          compute: after.compute - before.compute,
+          readback: after.readback - before.readback,
+        };
+        return { result, description: engine.description, warm, timings };
+      },
+    );
+    const readsAfter = readTotals();
+    const stages: MergeStages = {
+      hash: hashing.backend(),
+      hashThread: hashing.thread,
+      warmEngine: warm,
+      readMs: readsAfter.ms - readsBefore.ms,
+      readBytes: readsAfter.bytes - readsBefore.bytes,
+      uploadMs: timings.upload,
+      computeMs: timings.compute,
+      readbackMs: timings.readback,
+      writeMs: writes.ms,
+      writeBytes: writes.bytes,
+    };
+    const recipeSource = await out.open('mergekit_config.yml');
+    const recipe = new TextDecoder().decode(await recipeSource.read(0, recipeSource.size));
+    return {
+      folder: picked ? picked.name : request.folder,
+      location: picked ? 'picked' : 'opfs',
+      files: result.files,
+      branches: result.branches,
+      lambdas: result.lambdas,
+      recipe,
+      engine: description,
+      elapsedMs: performance.now() - started,
+      outputBytes: result.outputBytes,
+      mergedTensors: result.mergedTensors,
+      copiedTensors: result.copiedTensors,
+      stages,
+    };
   } catch (error) {
     // The driver removed its files; an OPFS subfolder goes too, a picked folder stays (empty).
     await root?.removeEntry(request.folder, { recursive: true }).catch(() => undefined);
