@@ -71,10 +71,20 @@ export interface CliRun {
   stderr: string;
 }
 
+/**
+ * How the CLI's dawn.node settles its promises: 'paced' (its default: device ticks on a 1 ms timer,
+ * src/cli/tick-pacing.ts) or 'spin' (dawn.node's own setImmediate loop).
+ */
+export type DawnTicks = 'paced' | 'spin';
+
 /** Runs the CLI as a person would; its time is the merge time it prints, its memory the tree's peak. */
-export async function cli(args: string[]): Promise<CliRun> {
+export async function cli(args: string[], ticks: DawnTicks = 'paced'): Promise<CliRun> {
+  const env = { ...process.env };
+  if (ticks === 'spin') env.MERGE_STUDIO_DAWN_TICKS = 'spin';
+  else delete env.MERGE_STUDIO_DAWN_TICKS;
   const child = spawn(process.execPath, [resolve('bin/merge-studio.mjs'), ...args], {
     stdio: ['ignore', 'ignore', 'pipe'],
+    env,
   });
   const pid = child.pid;
   if (pid === undefined) throw new Error('the CLI did not start');
@@ -111,11 +121,12 @@ export async function cliMerge(
   method: MethodName,
   workDir: string,
   statsPath: string,
+  ticks: DawnTicks = 'paced',
 ): Promise<CliRun> {
   const out = join(workDir, `cli-${method}`);
   await rm(out, { recursive: true, force: true });
   const statsIn = usesStatsIn(method) ? ['--stats-in', statsPath] : [];
-  const run = await cli(['merge', ...set.modelArgs, '--method', method, ...statsIn, '--out', out]);
+  const run = await cli(['merge', ...set.modelArgs, '--method', method, ...statsIn, '--out', out], ticks);
   await rm(out, { recursive: true, force: true });
   return run;
 }
@@ -133,38 +144,74 @@ export function median<T extends { ms: number }>(runs: readonly T[]): T {
 /** The engine line the CLI printed ("Engine: nvidia … (…)"), for the table's heading. */
 export const engineLine = (stderr: string): string => /^Engine: (.+)$/m.exec(stderr)?.[1] ?? 'unknown';
 
-/** `npm run bench -- --cli-only`: the CLI side of the studio bench, for machines without Chromium. */
+/**
+ * `npm run bench -- --cli-only`: the CLI side of the studio bench, for machines without Chromium.
+ * `ticks`: the dawn.node tick loops to run each method with, in this order every round (both:
+ * spinning, then paced, so that the table shows paced ÷ spinning from the same run).
+ */
 export async function runCliBench(
-  o: SetOptions & { methods: MethodName[]; clean: boolean },
+  o: SetOptions & { methods: MethodName[]; clean: boolean; ticks?: DawnTicks[]; repeat?: number },
 ): Promise<string> {
   const set = await benchSet(o);
   const statsPath = join(o.workDir, 'stats.json');
-  const results: { method: MethodName; run: CliRun }[] = [];
+  const ticks = o.ticks ?? ['paced'];
+  const repeat = Math.max(1, o.repeat ?? 1);
+  /** Per method, per tick loop, every round's run. */
+  const runs = new Map<MethodName, Map<DawnTicks, CliRun[]>>();
   let stats: CliRun | null;
   try {
     stats = await cliStats(set, o.methods, statsPath);
-    for (const method of o.methods) {
-      process.stderr.write(`${method}: CLI…\n`);
-      results.push({ method, run: await cliMerge(set, method, o.workDir, statsPath) });
-    }
+    for (let round = 0; round < repeat; round++)
+      for (const method of o.methods)
+        for (const t of ticks) {
+          process.stderr.write(
+            `${method}: CLI${ticks.length > 1 ? `, ${t} ticks` : ''} (${round + 1} of ${repeat})…\n`,
+          );
+          const byTicks = runs.get(method) ?? new Map<DawnTicks, CliRun[]>();
+          runs.set(method, byTicks);
+          byTicks.set(t, [...(byTicks.get(t) ?? []), await cliMerge(set, method, o.workDir, statsPath, t)]);
+        }
   } finally {
     if (o.clean) await rm(set.dir, { recursive: true, force: true });
   }
   const inputBytes = set.modelBytes * (o.agents + 1);
   const gbps = (ms: number): number => inputBytes / 1e9 / (ms / 1000);
   const rawGbps = gbps(set.raw.ms);
-  const ram = results.find((r) => r.method === 'ram');
+  const medianOf = (method: MethodName, t: DawnTicks): CliRun | undefined => {
+    const list = runs.get(method)?.get(t);
+    return list?.length ? median(list) : undefined;
+  };
+  const first = medianOf(o.methods[0]!, ticks[0]!);
   const lines = [
     `Set: ${set.dir}, ${formatBytes(set.raw.bytes)} over base + ${o.agents} agents (bf16, Qwen2 widths, ${o.layers} layers, vocab ${o.vocab}); raw read ${seconds(set.raw.ms)} = ${rawGbps.toFixed(3)} GB/s.`,
-    `Engine: ${results[0] ? engineLine(results[0].run.stderr) : '—'}.`,
+    `Engine: ${first ? engineLine(first.stderr) : '—'}.`,
     `Statistics: CLI analyze ${stats ? seconds(stats.ms) : '— (not run)'}.`,
+    ...(repeat > 1 ? [`Medians of ${repeat} rounds.`] : []),
     '',
-    '| method | CLI | ÷ RAM | GB/s | ÷ raw read | CLI peak PSS / RSS |',
-    '|---|---|---|---|---|---|',
+    '| method | dawn.node ticks | CLI | ÷ RAM | GB/s | ÷ raw read | CPU s (÷ wall) | CLI peak PSS / RSS |',
+    '|---|---|---|---|---|---|---|---|',
   ];
-  for (const { method, run } of results)
-    lines.push(
-      `| ${method} | ${seconds(run.ms)} | ${ram ? (run.ms / ram.run.ms).toFixed(2) : '—'} | ${gbps(run.ms).toFixed(3)} | ${(gbps(run.ms) / rawGbps).toFixed(3)} | ${formatBytes(run.peak.pss)} / ${formatBytes(run.peak.rss)} |`,
-    );
+  for (const method of o.methods)
+    for (const t of ticks) {
+      const run = medianOf(method, t);
+      if (!run) continue;
+      const ram = medianOf('ram', t);
+      lines.push(
+        `| ${method} | ${t} | ${seconds(run.ms)} | ${ram ? (run.ms / ram.ms).toFixed(2) : '—'} | ${gbps(run.ms).toFixed(3)} | ${(gbps(run.ms) / rawGbps).toFixed(3)} | ${run.cpuS.toFixed(1)} (${(run.cpuS / (run.ms / 1000)).toFixed(2)}) | ${formatBytes(run.peak.pss)} / ${formatBytes(run.peak.rss)} |`,
+      );
+    }
+  if (ticks.includes('spin') && ticks.includes('paced')) {
+    lines.push('', 'Paced ÷ spinning ticks, round by round (wall time; CPU seconds):', '');
+    for (const method of o.methods) {
+      const spin = runs.get(method)?.get('spin') ?? [];
+      const paced = runs.get(method)?.get('paced') ?? [];
+      const pairs = paced
+        .map((p, i) => [p, spin[i]] as const)
+        .filter((pair): pair is readonly [CliRun, CliRun] => !!pair[1]);
+      lines.push(
+        `- ${method}: ${pairs.map(([p, s]) => `${(p.ms / s.ms).toFixed(2)}; ${(p.cpuS / s.cpuS).toFixed(2)}`).join(' · ')}`,
+      );
+    }
+  }
   return lines.join('\n');
 }

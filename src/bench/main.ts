@@ -45,6 +45,11 @@ const { values } = parseArgs({
      * without, then with, in one run.
      */
     overlap: { type: 'string', default: 'on' },
+    /**
+     * With --cli-only, the dawn.node tick loops to run the CLI with: 'paced' (its default), 'spin' or
+     * 'both', alternating each round (src/cli/tick-pacing.ts).
+     */
+    'dawn-ticks': { type: 'string', default: 'paced' },
     /** Merges per method and setting, alternating where --overlap both: the tables show medians. */
     repeat: { type: 'string', default: '1' },
   },
@@ -62,8 +67,13 @@ if (values['cli-only'] || values.studio) {
     workDir: '.bench',
     clean: values.clean,
   };
+  const ticks = { paced: ['paced'], spin: ['spin'], both: ['spin', 'paced'] }[values['dawn-ticks']] as
+    ('paced' | 'spin')[] | undefined;
+  if (!ticks) throw new Error(`--dawn-ticks takes paced, spin or both, not ${values['dawn-ticks']}`);
   const table = values['cli-only']
-    ? await (await import('./cli-set.ts')).runCliBench(options)
+    ? await (
+        await import('./cli-set.ts')
+      ).runCliBench({ ...options, ticks, repeat: Math.max(1, Number(values.repeat)) })
     : await (
         await import('./studio.ts')
       ).runStudioBench({

@@ -1,7 +1,10 @@
 // The dawn.node lifetime fix, tested the way it failed: a child process drops its references to
-// the instance, forces garbage collection and runs hot (optimised) JS between compute rounds.
+// the instance, forces garbage collection and runs hot (optimised) JS between compute rounds. And the
+// tick pacing (tick-pacing.ts), against dawn.node's real tick callback.
 import { spawnSync } from 'node:child_process';
-import { describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { openGpuHarness } from '../test/gpu-harness.ts';
+import { isNativeTick, TICK_MS } from './tick-pacing.ts';
 
 function probe(mode: 'retain' | 'drop') {
   return spawnSync(
@@ -23,5 +26,46 @@ describe('dawn.node instance lifetime', () => {
   it('crashes or hangs without it, so the test above can fail', () => {
     const result = probe('drop');
     expect(result.status === 0 && result.stdout.includes('ok')).toBe(false);
+  });
+});
+
+const opened = await openGpuHarness();
+const harness = opened.harness;
+afterAll(() => harness?.close());
+
+describe.skipIf(!harness)(`dawn.node's device ticks ${opened.skip ?? ''}`, () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it('run from the paced timer while a map is pending, not from a spinning setImmediate', async () => {
+    if (!harness) throw new Error('skipped above without a harness');
+    const device = harness.device;
+    const timeout = vi.spyOn(globalThis, 'setTimeout');
+    // Work the map must wait for: a buffer cleared and copied on the queue.
+    const source = device.createBuffer({
+      label: 'tick.source',
+      size: 1 << 20,
+      usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+    });
+    const target = device.createBuffer({
+      label: 'tick.target',
+      size: 1 << 20,
+      usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ,
+    });
+    try {
+      await harness.run(async () => {
+        const encoder = device.createCommandEncoder();
+        encoder.clearBuffer(source);
+        encoder.copyBufferToBuffer(source, 0, target, 0, 1 << 20);
+        device.queue.submit([encoder.finish()]);
+        await target.mapAsync(GPUMapMode.READ);
+        expect(new Uint32Array(target.getMappedRange()).every((w) => w === 0)).toBe(true);
+        target.unmap();
+      });
+      const ticks = timeout.mock.calls.filter(([callback, ms]) => isNativeTick(callback) && ms === TICK_MS);
+      expect(ticks.length).toBeGreaterThan(0);
+    } finally {
+      source.destroy();
+      target.destroy();
+    }
   });
 });
