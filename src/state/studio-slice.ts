@@ -210,7 +210,7 @@ export function initialStudioData(): StudioData {
 }
 
 /** The recipe of the studio as it stands: the models' labels and order, method, parameters, dtype. */
-export function sessionRecipe(data: StudioData): SessionRecipe {
+export function sessionRecipe(data: Pick<StudioData, 'models' | 'params' | 'outDtype'>): SessionRecipe {
   return {
     base: data.models.find((m) => m.role === 'base')?.label ?? null,
     agents: data.models.filter((m) => m.role === 'agent').map((m) => m.label),

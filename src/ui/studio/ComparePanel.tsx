@@ -3,7 +3,8 @@
 // used; merge-branches.ts), the share of elements that differ per layer
 // (read from both merged models in the worker), and arena scores with their deltas where both were
 // scored.
-import { useId, useState, type ReactNode } from 'react';
+import { useId, useMemo, useState, type ReactNode } from 'react';
+import { useShallow } from 'zustand/react/shallow';
 import { parseBranches, type MergeBranches } from '../../engine/merge-branches.ts';
 import type { LibraryEntry } from '../../engine/worker-protocol.ts';
 import { parseMergekitYaml } from '../../methods/recipe.ts';
@@ -13,6 +14,7 @@ import { mergeKey, type MergeRecord, type StudioData } from '../../state/studio-
 import { formatCount } from '../format.ts';
 import { at, must } from '../../io/checked.ts';
 import { ErrorBox, idPart } from './common.tsx';
+import { pickCompareData } from './picks.ts';
 import { branchCounts, layerOf, percent } from './summary.ts';
 
 interface Candidate {
@@ -25,7 +27,7 @@ interface Candidate {
 }
 
 /** Complete merges of the library and of this session, each once. */
-function candidates(data: StudioData): Candidate[] {
+function candidates(data: Pick<StudioData, 'merges' | 'library'>): Candidate[] {
   const records = new Map<string, MergeRecord>(data.merges.map((m) => [mergeKey(m), m]));
   const fromRecord = (m: MergeRecord): Candidate => ({
     key: mergeKey(m),
@@ -107,8 +109,9 @@ function Picker({
 }
 
 export function ComparePanel() {
-  const data = useStudio((s) => s.studio);
-  const options = candidates(data);
+  const data = useStudio(useShallow(pickCompareData));
+  const { merges, library } = data;
+  const options = useMemo(() => candidates({ merges, library }), [merges, library]);
   const idA = useId();
   const idB = useId();
   const [a, setA] = useState<string | null>(null);

@@ -1,12 +1,14 @@
 // The recipe beyond this page: which saved session, link or YAML it came from (and which models it
 // names, to pick again), a link that carries it (never a path or a weight), and mergekit YAML out and in.
 import { useEffect, useId, useState } from 'react';
+import { useShallow } from 'zustand/react/shallow';
 import { keptFolders, type KeptFolder } from '../../io/handle-store.ts';
 import { parseMergekitYaml, toMergekitYaml } from '../../methods/recipe.ts';
 import { recipeFragment } from '../../state/session.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
-import { sessionRecipe, type StudioData } from '../../state/studio-slice.ts';
+import { sessionRecipe } from '../../state/studio-slice.ts';
 import { reopenFolders } from './LoadPanel.tsx';
+import { pickRecipeData, type RecipeData } from './picks.ts';
 
 const FROM_TEXT = { saved: 'your last session', link: 'the link', yaml: 'the mergekit YAML' } as const;
 
@@ -28,7 +30,7 @@ function useKeptFolders(labels: string[]): KeptFolder[] {
 }
 
 /** Where the recipe came from, and the models it names that are not the ones loaded now. */
-function Restored({ data }: { data: StudioData }) {
+function Restored({ data }: { data: RecipeData }) {
   const { restored } = data;
   const named = restored ? [restored.base, ...restored.agents].filter((l): l is string => l !== null) : [];
   const kept = useKeptFolders(named);
@@ -89,7 +91,7 @@ function download(name: string, text: string): void {
 }
 
 export function RecipeTools() {
-  const data = useStudio((s) => s.studio);
+  const data = useStudio(useShallow(pickRecipeData));
   const [link, setLink] = useState<string | null>(null);
   const [note, setNote] = useState<string | null>(null);
   const linkId = useId();
