@@ -778,12 +778,16 @@ class GpuEngine implements MergeEngine {
     const padded = pad4(used);
     const first = withBase ? 0 : 1;
     const slots = Array.from({ length: this.agents + 1 - first }, (_, i) => first + i);
+    const from = first * job.slotBytes;
+    const bytes = this.agents * job.slotBytes + padded;
     const buffer = this.uploads === 'mapped' ? this.sets.staging(set) : null;
     let staging: Uint8Array;
     if (buffer) {
       set.stagingMapped ??= this.scheduler.mapForWrite(buffer);
       await set.stagingMapped;
-      staging = this.scheduler.mappedRange(buffer);
+      // The window's bytes only: each range is a new ArrayBuffer that V8 counts as external memory,
+      // and whole 64 MiB ranges for small tensors made it collect garbage every few windows.
+      staging = this.scheduler.mappedRange(buffer, bytes);
     } else staging = this.sets.hostStaging(set);
     // allSettled: no read may still be writing into the staging memory when this returns.
     const reads = await Promise.allSettled(
@@ -794,8 +798,6 @@ class GpuEngine implements MergeEngine {
     const failed = reads.find((r) => r.status === 'rejected');
     // Each slot's last partial word zero-padded.
     for (const k of slots) staging.fill(0, k * job.slotBytes + used, k * job.slotBytes + padded);
-    const from = first * job.slotBytes;
-    const bytes = this.agents * job.slotBytes + padded;
     if (buffer) {
       // Unmapped whether or not the reads succeeded: its range is handed out once per mapping.
       buffer.unmap();

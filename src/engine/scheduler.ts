@@ -116,14 +116,14 @@ export class Scheduler {
   }
 
   /**
-   * The whole mapped range of a buffer mapForWrite mapped. A buffer of a device lost since (its
-   * mapping gone with it) fails with the device's GpuDeviceError, or an internal one until the loss
-   * is reported, never with the bare DOMException.
+   * The first `bytes` (a multiple of 4) of a buffer mapForWrite mapped. A buffer of a
+   * device lost since (its mapping gone with it) fails with the device's GpuDeviceError, or an
+   * internal one until the loss is reported, never with the bare DOMException.
    */
-  mappedRange(buffer: GPUBuffer): Uint8Array {
+  mappedRange(buffer: GPUBuffer, bytes: number): Uint8Array {
     this.check();
     try {
-      return new Uint8Array(buffer.getMappedRange());
+      return new Uint8Array(buffer.getMappedRange(0, bytes));
     } catch (error) {
       if (this.failure) throw this.failure;
       throw new GpuDeviceError('internal', `${buffer.label} is not mapped: ${(error as Error).message}`);
