@@ -60,10 +60,11 @@ function shardHashes(): {
           });
       brokenScript = false;
       const offload = new HashOffload(worker as unknown as HashPort<HashReply, HashRequest>);
+      // Failed by its error event or by a report of its own: either way it is let go at once.
+      offload.onFail = () => worker.terminate();
       worker.addEventListener('error', (event) => {
         event.preventDefault();
         offload.fail(new Error(`the shard hash worker failed: ${event.message || 'it did not start'}`));
-        worker.terminate();
       });
       hashes = offload;
     } catch {

@@ -148,6 +148,8 @@ describe('HashOffload', () => {
     serveHashPort(worker, Promise.resolve());
     // A request the worker cannot serve: an update whose length exceeds its buffer.
     const offload = new HashOffload(port1 as unknown as HashPort<HashReply, HashRequest>);
+    let told = 0;
+    offload.onFail = () => told++;
     const stream = offload.stream();
     port1.postMessage({
       type: 'update',
@@ -160,6 +162,20 @@ describe('HashOffload', () => {
       /hashing the shards failed/,
     );
     expect(offload.failed).toBe(true);
+    // Its owner terminates the worker there (worker-merge.ts).
+    expect(told).toBe(1);
+  });
+
+  it('tells its owner once, however often it is failed', async () => {
+    const told: string[] = [];
+    const offload = channel(1 << 20);
+    offload.onFail = (error) => told.push(error.message);
+    const stream = offload.stream();
+    await stream.update(new Uint8Array(10));
+    expect(told).toEqual([]);
+    offload.fail(new Error('the shard hash worker failed: boom'));
+    offload.fail(new Error('a second failure'));
+    expect(told).toEqual(['the shard hash worker failed: boom']);
   });
 
   it('lets a dropped stream go on the worker side, and a stream ends with its digest', async () => {

@@ -62,6 +62,8 @@ export class HashOffload {
   private failure: Error | null = null;
   /** The backend the worker said it hashed with, once a digest came back. */
   backend: Sha256Backend | null = null;
+  /** Told once, when the worker fails either way: its owner lets the worker go there. */
+  onFail: ((error: Error) => void) | null = null;
 
   constructor(
     private readonly port: HashPort<HashReply, HashRequest>,
@@ -111,6 +113,7 @@ export class HashOffload {
     for (const wake of this.waiting.splice(0)) wake();
     for (const pending of this.digests.values()) pending.reject(error);
     this.digests.clear();
+    this.onFail?.(error);
   }
 
   /** Whether the worker failed (every call now rejects). */
