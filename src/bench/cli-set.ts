@@ -72,8 +72,8 @@ export interface CliRun {
 }
 
 /**
- * How the CLI's dawn.node settles its promises: 'paced' (its default: device ticks on a 1 ms timer,
- * src/cli/tick-pacing.ts) or 'spin' (dawn.node's own setImmediate loop).
+ * How the CLI's dawn.node settles its promises: 'paced' (its default: src/cli/tick-pacing.ts) or 'spin'
+ * (dawn.node's own setImmediate loop, MERGE_STUDIO_DAWN_TICKS=spin).
  */
 export type DawnTicks = 'paced' | 'spin';
 
@@ -181,7 +181,9 @@ export async function runCliBench(
     const list = runs.get(method)?.get(t);
     return list?.length ? median(list) : undefined;
   };
-  const first = medianOf(o.methods[0]!, ticks[0]!);
+  const [firstMethod] = o.methods;
+  const [firstTicks] = ticks;
+  const first = firstMethod && firstTicks ? medianOf(firstMethod, firstTicks) : undefined;
   const lines = [
     `Set: ${set.dir}, ${formatBytes(set.raw.bytes)} over base + ${o.agents} agents (bf16, Qwen2 widths, ${o.layers} layers, vocab ${o.vocab}); raw read ${seconds(set.raw.ms)} = ${rawGbps.toFixed(3)} GB/s.`,
     `Engine: ${first ? engineLine(first.stderr) : '—'}.`,
