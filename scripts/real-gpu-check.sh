@@ -3,7 +3,8 @@
 # step under its own time limit so that a slow one cannot eat the rest (a limit of 0 skips the step):
 # the WebGPU tests with every mergekit parity case (every GPU result against the CPU reference or
 # mergekit's), the studio bench's set through the CLI with every method, one in-memory tensor per
-# method (merge-ratio), and the synthetic bench with its stage times. Logs go to $OUT (default
+# method (merge-ratio), the synthetic bench with its stage times, and dawn.node's tick pacer against
+# its own spinning loop (one small round trip, then the CLI on RAM and TIES). Logs go to $OUT (default
 # .bench/real-gpu). Needs node, npm's node_modules and a Vulkan loader (libvulkan1); with
 # VK_ICD_FILENAMES unset, dawn.node takes the system's Vulkan driver (src/cli/node-gpu.ts).
 set -uo pipefail
@@ -37,3 +38,10 @@ tail -n 12 "$OUT/merge-ratio.log"
 step synthetic "${SYNTH_LIMIT:-150}" $bench/main.ts --size-mb 500 --cpu-share 0.01 --overlap both \
   --repeat "${REPEAT:-3}" --methods ram,ramplus_tl,ties,dare_ties
 grep -E '^\||^- |Adapter|Median|top-k|Peak' "$OUT/synthetic.log" | grep -v 'CPU reference'
+# The pacer (src/cli/tick-pacing.ts) against dawn.node's spinning loop, where a round trip takes
+# microseconds: its latency, then the CLI on RAM and TIES alternating both ways.
+step round-trip "${TRIP_LIMIT:-60}" $bench/round-trip.ts --trips 1000 --rounds 3
+tail -n 4 "$OUT/round-trip.log"
+step dawn-ticks "${TICKS_LIMIT:-120}" $bench/main.ts --cli-only --layers "${LAYERS:-8}" --vocab 32000 \
+  --dawn-ticks both --repeat 3 --methods ram,ties
+tail -n 12 "$OUT/dawn-ticks.log"
