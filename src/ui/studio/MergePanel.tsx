@@ -16,6 +16,7 @@ import { formatBytes, formatCount, formatDuration } from '../format.ts';
 import { ErrorBox, idPart, ProgressBar } from './common.tsx';
 import { directoryPicker } from './LoadPanel.tsx';
 import { RecipeTools } from './RecipeTools.tsx';
+import { useStudioWithoutProgress } from './picks.ts';
 import { branchCounts, expectedOutputBytes, percent } from './summary.ts';
 
 type NumberKey = 'epsilon' | 'r' | 'alpha' | 'lambda' | 'seed';
@@ -225,8 +226,16 @@ const DTYPES: { value: FloatDtype | ''; text: string }[] = [
   { value: 'F32', text: 'float32' },
 ];
 
+/** The running merge's progress bar, rendered on each progress report apart from the panel. */
+function MergeProgress() {
+  const progress = useStudio((s) => s.studio.merge.progress);
+  return <ProgressBar progress={progress} testId="merge-progress" label="Merge progress" />;
+}
+
 export function MergePanel() {
-  const data = useStudio((s) => s.studio);
+  // Without the merge's progress, which MergeProgress reads: the recipe, previews and their per-tensor
+  // λ are not worked out again ten times a second.
+  const data = useStudioWithoutProgress();
   // A fixed id: the skip link "Skip to the merge recipe" focuses this select.
   const methodId = 'merge-method';
   const dtypeId = useId();
@@ -368,7 +377,7 @@ export function MergePanel() {
           merge needs its disk space and time once; Merge writes to this browser&apos;s private storage first.
         </p>
       )}
-      {running && <ProgressBar progress={merge.progress} testId="merge-progress" label="Merge progress" />}
+      {running && <MergeProgress />}
       {merge.status === 'done' && merge.result && <MergeDone summary={merge.result} />}
       {merge.status === 'cancelled' && (
         <p data-testid="merge-cancelled" role="status">
