@@ -2,6 +2,7 @@
 // it. `npm run bench -- --cli-only` uses these alone, where no Chromium is (a GPU server): per method,
 // the CLI's merge time, ÷ a RAM merge of the same run, GB/s, ÷ raw read and the process tree's peak
 // memory; studio.ts adds the studio's side.
+import { DAWN_TICKS_ENV } from '../cli/tick-pacing.ts';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -73,18 +74,23 @@ export interface CliRun {
 
 /**
  * How the CLI's dawn.node settles its promises: 'paced' (its default: src/cli/tick-pacing.ts) or 'spin'
- * (dawn.node's own setImmediate loop, MERGE_STUDIO_DAWN_TICKS=spin).
+ * (dawn.node's own setImmediate loop, DAWN_TICKS_ENV=spin).
  */
 export type DawnTicks = 'paced' | 'spin';
 
+/** This process's environment for a child whose dawn.node ticks `ticks`. */
+export function dawnTicksEnv(ticks: DawnTicks): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  if (ticks === 'spin') env[DAWN_TICKS_ENV] = 'spin';
+  else delete env[DAWN_TICKS_ENV];
+  return env;
+}
+
 /** Runs the CLI as a person would; its time is the merge time it prints, its memory the tree's peak. */
 export async function cli(args: string[], ticks: DawnTicks = 'paced'): Promise<CliRun> {
-  const env = { ...process.env };
-  if (ticks === 'spin') env.MERGE_STUDIO_DAWN_TICKS = 'spin';
-  else delete env.MERGE_STUDIO_DAWN_TICKS;
   const child = spawn(process.execPath, [resolve('bin/merge-studio.mjs'), ...args], {
     stdio: ['ignore', 'ignore', 'pipe'],
-    env,
+    env: dawnTicksEnv(ticks),
   });
   const pid = child.pid;
   if (pid === undefined) throw new Error('the CLI did not start');

@@ -23,7 +23,7 @@ import { acquireNodeGpu } from '../cli/node-gpu.ts';
 import { formatBytes } from '../format/inspect.ts';
 import { rawRead } from './raw-read.ts';
 import { writeSyntheticSet } from './synthetic.ts';
-import { median } from './cli-set.ts';
+import { median, type DawnTicks } from './cli-set.ts';
 
 const { values } = parseArgs({
   options: {
@@ -67,8 +67,9 @@ if (values['cli-only'] || values.studio) {
     workDir: '.bench',
     clean: values.clean,
   };
-  const ticks = { paced: ['paced'], spin: ['spin'], both: ['spin', 'paced'] }[values['dawn-ticks']] as
-    ('paced' | 'spin')[] | undefined;
+  const ticks: DawnTicks[] | undefined = (
+    { paced: ['paced'], spin: ['spin'], both: ['spin', 'paced'] } as Record<string, DawnTicks[]>
+  )[values['dawn-ticks']];
   if (!ticks) throw new Error(`--dawn-ticks takes paced, spin or both, not ${values['dawn-ticks']}`);
   const table = values['cli-only']
     ? await (

@@ -6,6 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { acquireNodeGpu } from '../cli/node-gpu.ts';
+import { dawnTicksEnv, median, type DawnTicks } from './cli-set.ts';
 
 const { values } = parseArgs({
   options: {
@@ -40,11 +41,11 @@ if (values.child) {
   process.exit(0);
 }
 
-const modes = ['spin', 'paced'] as const;
-const results = new Map<string, { ms: number; cpuMs: number }[]>(modes.map((m) => [m, []]));
+const modes: DawnTicks[] = ['spin', 'paced'];
+const results = new Map<DawnTicks, { ms: number; cpuMs: number }[]>(modes.map((m) => [m, []]));
 for (let round = 0; round < Number(values.rounds); round++)
   for (const mode of modes) {
-    const env = { ...process.env, MERGE_STUDIO_DAWN_TICKS: mode };
+    const env = dawnTicksEnv(mode);
     const child = spawnSync(
       process.execPath,
       ['--import', './bin/register.mjs', 'src/bench/round-trip.ts', '--child', '--trips', String(trips)],
@@ -56,16 +57,14 @@ for (let round = 0; round < Number(values.rounds); round++)
     results.get(mode)?.push(JSON.parse(line) as { ms: number; cpuMs: number });
   }
 const lines = [
-  `${trips} round trips per run, ${values.rounds} runs each, alternating (medians):`,
+  `${trips} round trips per run, ${values.rounds} runs each, alternating (the run of median time):`,
   '',
   '| dawn.node ticks | ms per round trip | CPU ms per round trip |',
   '|---|---|---|',
 ];
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 for (const mode of modes) {
-  const runs = results.get(mode) ?? [];
-  lines.push(
-    `| ${mode} | ${median(runs.map((r) => r.ms)).toFixed(3)} | ${median(runs.map((r) => r.cpuMs)).toFixed(3)} |`,
-  );
+  // The run of median time, with its CPU.
+  const run = median(results.get(mode) ?? []);
+  lines.push(`| ${mode} | ${run.ms.toFixed(3)} | ${run.cpuMs.toFixed(3)} |`);
 }
 process.stdout.write(`${lines.join('\n')}\n`);

@@ -7,7 +7,7 @@
 // instance under a live device, and Dawn's threads crash (segfault, futex or mutex errors). So every
 // instance is held here, in module scope, until release().
 import { existsSync } from 'node:fs';
-import { paceNativeTicks } from './tick-pacing.ts';
+import { DAWN_TICKS_ENV, paceNativeTicks } from './tick-pacing.ts';
 
 export const SWIFTSHADER_ICDS = [
   '/usr/lib/chromium/vk_swiftshader_icd.json',
@@ -38,7 +38,7 @@ async function loadDawn(): Promise<typeof import('webgpu')> {
     Object.assign(globalThis, dawn.globals);
     // Its promises settle through a tick loop that would spin a core while any is pending
     // (MERGE_STUDIO_DAWN_TICKS=spin keeps that loop, for `npm run bench -- --cli-only --dawn-ticks both`).
-    if (process.env.MERGE_STUDIO_DAWN_TICKS !== 'spin') paceNativeTicks();
+    if (process.env[DAWN_TICKS_ENV] !== 'spin') paceNativeTicks();
     globalsInstalled = true;
   }
   return dawn;

@@ -13,6 +13,9 @@
 
 import { promisify } from 'node:util';
 
+/** The environment variable that, set to 'spin', keeps dawn.node's own loop (for the A/B benches). */
+export const DAWN_TICKS_ENV = 'MERGE_STUDIO_DAWN_TICKS';
+
 /** Milliseconds between two of dawn.node's device ticks once a wait has spun for SPIN_MS. */
 export const TICK_MS = 1;
 
@@ -67,8 +70,9 @@ export function paceNativeTicks(
   target: PacingTarget = globalThis as unknown as PacingTarget,
   now: () => number = () => performance.now(),
 ): { counts: PacingCounts; undo: () => void } {
-  const current = target.setImmediate as Immediate & { [PACED]?: PacingCounts };
-  if (current[PACED]) return { counts: current[PACED], undo: () => {} };
+  const installed = pacingCounts(target);
+  if (installed) return { counts: installed, undo: () => {} };
+  const current = target.setImmediate;
   const counts: PacingCounts = { spun: 0, paced: 0 };
   let waitBegan = -Infinity;
   /** The tick waiting on the timer: a wait that begins meanwhile runs it at once. */
