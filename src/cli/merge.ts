@@ -17,6 +17,8 @@ import { claimOutput, handleSignals, type RunStage } from './output.ts';
 import { ProgressPrinter } from './progress.ts';
 import { formatBytes } from '../format/inspect.ts';
 import { runRecipeFile } from './recipe-run.ts';
+import { describeWindowCache } from '../engine/window-cache.ts';
+import { DEFAULT_MEMORY_BUDGET } from '../engine/plumbing.ts';
 
 // Engines load on demand: `inspect` and `arena` never pay for dawn.node.
 async function makeEngine(
@@ -290,6 +292,15 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
         `into ${outDir} in ${seconds.toFixed(1)} s; λ = [${result.lambdas.map((l) => l.toFixed(4)).join(', ')}]; ` +
         `peak memory ${formatBytes(process.resourceUsage().maxRSS * 1024)}\n`,
     );
+    const kept =
+      engine.windowCache &&
+      describeWindowCache(
+        engine.windowCache,
+        windows.memoryBudget ?? DEFAULT_MEMORY_BUDGET,
+        formatBytes,
+        (b) => `--memory-budget ${b} (${formatBytes(b)})`,
+      );
+    if (kept) process.stderr.write(`${kept}\n`);
   } catch (error) {
     if (stage !== 'published') await claim.discard();
     throw error;

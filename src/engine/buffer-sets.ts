@@ -90,6 +90,11 @@ export class BufferSets {
 
   constructor(private readonly options: BufferSetsOptions) {}
 
+  /** The room each set has now (its parts' sizes). */
+  get room(): WindowCapacity {
+    return this.capacity;
+  }
+
   /** Whether a window of `need` fits the sets as they are. */
   fits(need: WindowCapacity): boolean {
     const have = this.capacity;
@@ -187,7 +192,8 @@ export class BufferSets {
       'inputs',
       keep.inputs,
       c.inputBytes,
-      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+      // COPY_SRC: a pass before a merge may keep the window (WindowCache).
+      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
     );
     const output = part('output', keep.output, c.outputBytes, readWrite);
     const counters = part('counters', true, counterBytes, readWrite);

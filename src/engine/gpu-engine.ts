@@ -46,6 +46,7 @@ import {
   tieRowsPerAgent,
   windowCapacity,
   windowElements,
+  windowMemory,
   DEFAULT_MEMORY_BUDGET,
   type Dispatch,
   type DriverMemory,
@@ -56,6 +57,7 @@ import {
 } from './plumbing.ts';
 import { Scheduler } from './scheduler.ts';
 import { BufferSets, engineBuffer, type BufferSet } from './buffer-sets.ts';
+import { cacheSlots, WindowCache } from './window-cache.ts';
 import type { MethodParams } from '../methods/types.ts';
 import { bandCounts } from '../methods/band.ts';
 import { DEFAULT_GAMMA } from '../methods/defaults.ts';
@@ -73,6 +75,7 @@ import type {
   StageTimings,
   TensorInput,
   TensorStats,
+  WindowCacheReport,
 } from '../methods/merge-types.ts';
 
 export interface GpuEngineOptions {
@@ -165,6 +168,12 @@ interface Job {
   tieRows: number;
   slotBytes: number;
   windows: Window[];
+  /** The windows read from the files so far (of any pass). */
+  read: Set<number>;
+  /** The window each buffer set (by index) took last with the base. */
+  held: Map<number, Window>;
+  /** The windows a buffer set let go of in a pass before the merge, kept or not (WindowCache.want). */
+  wanted: Set<number>;
 }
 
 /** One buffer set's branch counters (kernels/branches.ts) and their own readback. */
@@ -178,6 +187,11 @@ interface PassSpec {
   withBase: boolean;
   /** The windows in visiting order, where the pass's result does not depend on it (default: in order). */
   order?: readonly Window[];
+  /**
+   * A pass before the merge: each window of the tensor that a buffer set lets go is kept where the
+   * budget has room (WindowCache), for the passes after it.
+   */
+  keep?: boolean;
   groups(w: Window): number;
   params(w: Window, d: Dispatch): WindowParams;
   encode(encoder: GPUCommandEncoder, set: BufferSet, w: Window, d: Dispatch): void;
@@ -215,6 +229,8 @@ class GpuEngine implements MergeEngine {
   private readonly carry: GPUBuffer;
   private readonly topK: TopKSelect<Job>;
   private readonly sets: BufferSets;
+  /** Windows a pass before a merge uploaded, kept for it where the budget has room. */
+  private readonly cache: WindowCache;
   /** Per buffer set (by window parity): the merge kernels' branch counters, bound whether or not they count. */
   private readonly branchBuffers: BranchBuffers[];
   private readonly mergeIos = new WeakMap<BufferSet, KernelIo>();
@@ -279,6 +295,7 @@ class GpuEngine implements MergeEngine {
       memoryBudget: this.memoryBudget,
       poisonOutput: options.poisonOutput ?? false,
     });
+    this.cache = new WindowCache(device);
     this.topK = new TopKSelect<Job>({
       device,
       scheduler: this.scheduler,
@@ -292,6 +309,7 @@ class GpuEngine implements MergeEngine {
         this.runPass(job, {
           label: pass.label,
           withBase: true,
+          keep: true,
           order: pass.order,
           groups: (w) => pass.groups(w),
           params: (w, d) => ({ ...this.windowParams(job, w, d), ...pass.params(w, d) }),
@@ -302,6 +320,10 @@ class GpuEngine implements MergeEngine {
 
   get timings(): StageTimings {
     return this.scheduler.timings;
+  }
+
+  get windowCache(): WindowCacheReport {
+    return { ...this.cache.counts, bytes: this.cache.bytes, shortBytes: this.cache.shortBytes };
   }
 
   analyze(
@@ -333,6 +355,7 @@ class GpuEngine implements MergeEngine {
     if (this.destroyed) return;
     this.destroyed = true;
     this.sets.destroy();
+    this.cache.destroy();
     for (const b of [this.agentBuffer, this.carry]) b.destroy();
     for (const b of this.branchBuffers) for (const buffer of [b.counters, b.readback]) buffer.destroy();
     this.topK.destroy();
@@ -610,6 +633,7 @@ class GpuEngine implements MergeEngine {
       words: overlapCountWords(this.agents),
       groups: overlapCountGroups,
       order: endOnFirstWindows(job.windows),
+      keep: true,
       consume: (_w, counters) => addOverlapCounters(counts, counters),
     });
     return counts;
@@ -625,6 +649,7 @@ class GpuEngine implements MergeEngine {
       words: number;
       groups: (count: number) => number;
       order?: readonly Window[];
+      keep?: boolean;
       consume: (w: Window, counters: Uint32Array) => void;
       submitted?: () => void;
     },
@@ -634,6 +659,7 @@ class GpuEngine implements MergeEngine {
       label: pass.label,
       withBase: true,
       ...(pass.order ? { order: pass.order } : {}),
+      ...(pass.keep ? { keep: true } : {}),
       ...(pass.submitted ? { submitted: pass.submitted } : {}),
       groups: (w) => pass.groups(w.count),
       params: (w, d) => ({ ...this.windowParams(job, w, d), epsilon }),
@@ -666,6 +692,7 @@ class GpuEngine implements MergeEngine {
     await this.runPass(job, {
       label: 'dare_norms',
       withBase: true,
+      keep: true,
       groups: () => NORM_GROUPS,
       params: (w, d) => ({ ...this.windowParams(job, w, d), nameHash, seed: params.seed }),
       encode: (encoder, set, _w, d) => kernel.encode(encoder, set.io, d),
@@ -698,7 +725,7 @@ class GpuEngine implements MergeEngine {
         const set = this.setFor(job, w, pass.withBase);
         await set.busy;
         if (failure) throw failure.error;
-        await this.upload(job, set, w, pass.withBase);
+        await this.upload(job, set, w, pass.withBase, pass.keep ?? false);
         const d = splitDispatch(pass.groups(w), this.device.limits.maxComputeWorkgroupsPerDimension);
         this.scheduler.write(set.params, 0, encodeParams(pass.params(w, d)));
         const result = pass.result;
@@ -768,10 +795,13 @@ class GpuEngine implements MergeEngine {
    * Reads window w of every input into the set's staging memory and uploads it into the set's
    * inputs, unless they hold it already: mapped (the reads land in a MAP_WRITE buffer, copied into the
    * inputs on the GPU) or copied (they land in host memory that one writeBuffer copies): uploads.
+   * A window the window cache holds is copied from it instead; with `keep`, the window the set lets
+   * go is kept there first (keepEvicted).
    */
-  private async upload(job: Job, set: BufferSet, w: Window, withBase: boolean): Promise<void> {
+  private async upload(job: Job, set: BufferSet, w: Window, withBase: boolean, keep: boolean): Promise<void> {
     const tag = residentTag(job, w, withBase);
     if (set.resident === tag) return;
+    if (keep) this.keepEvicted(job, set);
     set.resident = null;
     const started = performance.now();
     const used = w.count * job.inBytes;
@@ -780,6 +810,18 @@ class GpuEngine implements MergeEngine {
     const slots = Array.from({ length: this.agents + 1 - first }, (_, i) => first + i);
     const from = first * job.slotBytes;
     const bytes = this.agents * job.slotBytes + padded;
+    // Kept by the pass before (with the base, which serves a pass without it as well): copied back.
+    const kept = this.cache.find(residentTag(job, w, true));
+    if (kept) {
+      this.scheduler.submit('unkeep', (encoder) =>
+        encoder.copyBufferToBuffer(kept, from, set.inputs, from, bytes - from),
+      );
+      this.cache.reused(slots.length * used);
+      this.holds(job, set, w, withBase);
+      return;
+    }
+    if (job.read.has(w.index)) this.cache.reread(slots.length * used);
+    job.read.add(w.index);
     const buffer = this.uploads === 'mapped' ? this.sets.staging(set) : null;
     let staging: Uint8Array;
     if (buffer) {
@@ -821,7 +863,30 @@ class GpuEngine implements MergeEngine {
       await this.scheduler.idle();
       this.scheduler.write(set.inputs, from, staging.subarray(from, bytes));
     }
-    set.resident = tag;
+    this.holds(job, set, w, withBase);
+  }
+
+  /** Notes that set holds window w of job (with or without the base). */
+  private holds(job: Job, set: BufferSet, w: Window, withBase: boolean): void {
+    set.resident = residentTag(job, w, withBase);
+    if (withBase) job.held.set(set.index, w);
+  }
+
+  /**
+   * Before set lets go of a window of this job that it holds with the base: copies it into the window
+   * cache, where it has room and does not hold it already.
+   */
+  private keepEvicted(job: Job, set: BufferSet): void {
+    const held = job.held.get(set.index);
+    if (!held) return;
+    const tag = residentTag(job, held, true);
+    if (set.resident !== tag || this.cache.find(tag)) return;
+    job.wanted.add(held.index);
+    this.cache.want(job.wanted.size);
+    const slot = this.cache.slotFor(tag, job.serial);
+    if (!slot) return;
+    const bytes = this.agents * job.slotBytes + pad4(held.count * job.inBytes);
+    this.scheduler.submit('keep', (encoder) => encoder.copyBufferToBuffer(set.inputs, 0, slot, 0, bytes));
   }
 
   private windowParams(job: Job, w: Window, d: Dispatch): WindowParams {
@@ -860,6 +925,12 @@ class GpuEngine implements MergeEngine {
     );
     const slotBytes = slotBytesFor(size, inBytes);
     await this.sets.ensure(windowCapacity(size, this.agents, inBytes, outBytes, tieRows));
+    const room = this.sets.room;
+    const { readAhead, writeBehind } = this.driverMemory;
+    this.cache.fit(
+      room.inputBytes,
+      cacheSlots(this.memoryBudget, windowMemory(room), readAhead + writeBehind, room.inputBytes),
+    );
     return {
       serial: ++this.serial,
       tensor,
@@ -869,6 +940,9 @@ class GpuEngine implements MergeEngine {
       tieRows,
       slotBytes,
       windows: tensorWindows(tensor.numel, size),
+      read: new Set(),
+      held: new Map(),
+      wanted: new Set(),
     };
   }
 

@@ -1,7 +1,9 @@
 // How often the GPU engine reads each window of an input: the passes before a TIES or tensor-local
 // RAM+ merge visit the windows so that they end on the two the merge starts with, which the two
-// buffer sets still hold. Counted through the tensor's read callback, on a tensor of 7 windows and on
-// one of 2 (which fits the sets and is read once whatever the method).
+// buffer sets still hold, and keep the others on the GPU where the memory budget has room
+// (window-cache.ts). Counted through the tensor's read callback, on a tensor of 7 windows with room
+// for all, some or none of them, and on one of 2 (which fits the sets and is read once whatever the
+// method).
 import { afterAll, describe, expect, it } from 'vitest';
 import { encodeFloats, type FloatDtype } from '../format/dtype.ts';
 import { defaultParams } from '../methods/defaults.ts';
@@ -9,7 +11,9 @@ import { seededRandom, tensorInput } from '../methods/test-tensors.ts';
 import type { MethodName } from '../methods/types.ts';
 import { createGpuEngine } from './gpu-engine.ts';
 import { openGpuHarness } from '../test/gpu-harness.ts';
-import type { TensorInput } from '../methods/merge-types.ts';
+import type { TensorInput, WindowCacheReport } from '../methods/merge-types.ts';
+import { methodOf } from '../methods/registry/index.ts';
+import { driverMemory, tieRowsPerAgent, windowCapacity, windowMemory } from './plumbing.ts';
 
 const opened = await openGpuHarness();
 const harness = opened.harness;
@@ -22,8 +26,8 @@ const NUMEL = 7 * 4_096 - 5;
  * Agents that move 60% of the base by a few steps of 2⁻¹⁰ (bf16: |τ| of one key per first-digit bin,
  * one histogram pass) or, in f32, by such steps plus up to 7·2⁻²² (several keys per bin, two passes).
  */
-function input(dtype: FloatDtype, oneFine = false): TensorInput {
-  const random = seededRandom(dtype === 'F32' ? 11 : 12);
+function input(dtype: FloatDtype, oneFine = false, seed = 0): TensorInput {
+  const random = seededRandom((dtype === 'F32' ? 11 : 12) + seed);
   const base = Float64Array.from({ length: NUMEL }, () => Math.floor(random() * 64) / 128);
   const models = [base];
   for (let t = 0; t < AGENTS; t++)
@@ -42,14 +46,31 @@ function input(dtype: FloatDtype, oneFine = false): TensorInput {
   );
 }
 
-/** Windows read of agent 0 during one merge. */
+/** The memory budget that leaves room for `slots` kept windows beside the buffer sets and the driver. */
+function budgetFor(method: MethodName, dtype: FloatDtype, window: number, slots: number): number {
+  const bytes = dtype === 'F32' ? 4 : 2;
+  const room = windowCapacity(window, AGENTS, bytes, bytes, tieRowsPerAgent(methodOf(method).plan));
+  const { readAhead, writeBehind } = driverMemory(2 ** 30, AGENTS, window);
+  return windowMemory(room) + readAhead + writeBehind + slots * room.inputBytes;
+}
+
+interface Reads {
+  /** Windows of agent 0 read. */
+  reads: number;
+  windows: number;
+  /** The merged bytes, in order. */
+  output: Uint8Array;
+  cache: WindowCacheReport | undefined;
+}
+
+/** Windows read of agent 0 during one merge, with room for `slots` kept windows (default: all of them). */
 async function agentReads(
   method: MethodName,
   dtype: FloatDtype,
   window: number,
-  oneFine = false,
-): Promise<{ reads: number; windows: number }> {
-  const tensor = input(dtype, oneFine);
+  o: { oneFine?: boolean; slots?: number } = {},
+): Promise<Reads> {
+  const tensor = input(dtype, o.oneFine);
   let reads = 0;
   const counted: TensorInput = {
     ...tensor,
@@ -62,44 +83,162 @@ async function agentReads(
     agents: AGENTS,
     adapterDescription: harness!.adapterDescription,
     maxWindowElements: window,
+    ...(o.slots !== undefined ? { memoryBudget: budgetFor(method, dtype, window, o.slots) } : {}),
   });
+  const pieces: Uint8Array[] = [];
   try {
     await harness!.run(() =>
       engine.merge(counted, {
         params: defaultParams(method, AGENTS),
         lambdas: [1, 1, 1],
         outDtype: dtype,
-        emit: async () => undefined,
+        emit: async (bytes) => void pieces.push(bytes.slice()),
       }),
     );
+    const output = new Uint8Array(pieces.reduce((n, p) => n + p.length, 0));
+    pieces.reduce((at, p) => (output.set(p, at), at + p.length), 0);
+    return { reads, windows: Math.ceil(NUMEL / window), output, cache: engine.windowCache };
   } finally {
     engine.destroy();
   }
-  return { reads, windows: Math.ceil(NUMEL / window) };
 }
 
+const W = 4_096;
+const WINDOWS = Math.ceil(NUMEL / W);
+
 describe.skipIf(!harness)(`windows read per merge ${opened.skip ?? ''}`, () => {
-  it('reads a RAM merge once, and TIES (a sample of one window and one count pass) and ramplus_tl twice less two windows', async () => {
-    const ram = await agentReads('ram', 'BF16', 4_096);
-    expect(ram).toEqual({ reads: 7, windows: 7 });
-    for (const method of ['ties', 'ramplus_tl'] as const)
-      expect(await agentReads(method, 'BF16', 4_096)).toEqual({ reads: 2 * 7 - 2, windows: 7 });
+  it('reads every method once where the budget has room to keep the windows between passes', async () => {
+    for (const method of ['ram', 'ties', 'ramplus_tl', 'breadcrumbs_ties'] as const) {
+      const r = await agentReads(method, 'BF16', W);
+      expect({ method, reads: r.reads, windows: r.windows }).toEqual({ method, reads: WINDOWS, windows: 7 });
+      // The pass before the merge keeps every window but the two it ends on (RAM has none).
+      expect(r.cache?.kept).toBe(method === 'ram' ? 0 : WINDOWS - 2);
+      expect(r.cache?.rereadBytes).toBe(0);
+    }
+    // Two histogram passes and the merge, every window read once: the second pass starts on windows the
+    // first kept, and keeps the two it ended on as the sets let them go.
+    const f32 = await agentReads('ties', 'F32', W);
+    expect({ reads: f32.reads, kept: f32.cache?.kept }).toEqual({ reads: WINDOWS, kept: WINDOWS });
   });
 
-  it('reads TIES with a second histogram pass three times less two windows', async () => {
-    expect(await agentReads('ties', 'F32', 4_096)).toEqual({ reads: 3 * 7 - 2, windows: 7 });
+  it('reads TIES (a sample of one window and one count pass) and ramplus_tl twice less two windows where the budget keeps none', async () => {
+    for (const method of ['ties', 'ramplus_tl', 'breadcrumbs_ties'] as const) {
+      const r = await agentReads(method, 'BF16', W, { slots: 0 });
+      expect({ method, reads: r.reads }).toEqual({ method, reads: 2 * WINDOWS - 2 });
+      expect(r.cache?.kept).toBe(0);
+      expect(r.cache?.shortBytes).toBe((WINDOWS - 2) * 4 * 2 * W);
+    }
   });
 
-  it('reads TIES once less where each first-digit bin holds one key with bits below the digit', async () => {
-    expect(await agentReads('ties', 'F32', 4_096, true)).toEqual({ reads: 2 * 7 - 2, windows: 7 });
+  it('reads TIES with a second histogram pass three times less two windows where the budget keeps none', async () => {
+    expect((await agentReads('ties', 'F32', W, { slots: 0 })).reads).toBe(3 * WINDOWS - 2);
   });
 
-  it('reads Breadcrumbs-TIES twice less two windows: its two selects share one sample and one count pass', async () => {
-    expect(await agentReads('breadcrumbs_ties', 'BF16', 4_096)).toEqual({ reads: 2 * 7 - 2, windows: 7 });
+  it('reads TIES once less where each first-digit bin holds one key with bits below the digit, keeping none', async () => {
+    expect((await agentReads('ties', 'F32', W, { oneFine: true, slots: 0 })).reads).toBe(2 * WINDOWS - 2);
   });
 
-  it('reads a tensor of two windows once for every method', async () => {
-    for (const method of ['ram', 'ties', 'ramplus_tl'] as const)
-      expect(await agentReads(method, 'BF16', Math.ceil(NUMEL / 2))).toEqual({ reads: 2, windows: 2 });
+  it('keeps as many windows as the budget has room for, the first the merge reads after the two the sets hold', async () => {
+    const r = await agentReads('ties', 'BF16', W, { slots: 2 });
+    // Windows 2 and 3 kept; 4, 5 and 6 read again.
+    expect(r.reads).toBe(WINDOWS + 3);
+    expect(r.cache).toMatchObject({ kept: 2, reused: 2, wanted: WINDOWS - 2 });
+    const pair = 4 * 2 * W;
+    expect(r.cache?.reusedBytes).toBe(2 * pair);
+    expect(r.cache?.rereadBytes).toBe(4 * 2 * (NUMEL - 4 * W));
+    expect(r.cache?.shortBytes).toBe(3 * pair);
+  });
+
+  it('keeps its window buffers and kept windows within the memory budget beside the driver', async () => {
+    const device = harness!.device;
+    const made: GPUBuffer[] = [];
+    const create = device.createBuffer.bind(device);
+    device.createBuffer = (descriptor) => {
+      const buffer = create(descriptor);
+      made.push(buffer);
+      return buffer;
+    };
+    const budget = budgetFor('ties', 'BF16', W, 3);
+    try {
+      const r = await agentReads('ties', 'BF16', W, { slots: 3 });
+      expect(r.reads).toBe(WINDOWS + 2);
+    } finally {
+      device.createBuffer = create;
+    }
+    // Window-sized buffers: each set's inputs, staging, output, read-back and tie counts, and the slots.
+    const sized = made.filter((b) =>
+      /^MergeEngine\.(set\d\.(inputs|staging|output|readback|tieCounts)|kept\d+)$/.test(b.label),
+    );
+    const kept = sized.filter((b) => b.label.startsWith('MergeEngine.kept'));
+    expect(kept.length).toBe(3);
+    const { readAhead, writeBehind } = driverMemory(budget, AGENTS, W);
+    // The writer's copy of each output (windowMemory counts it) is host memory, not a buffer; a
+    // read-back is counted as the output it holds (its floor, the fixed-size counters, is not budgeted).
+    const output = 2 * W;
+    const writerCopies = 2 * output;
+    const counted = sized.reduce((n, b) => n + (b.label.endsWith('readback') ? output : b.size), 0);
+    const room = budget - readAhead - writeBehind;
+    expect(counted + writerCopies).toBeLessThanOrEqual(room);
+    // and a fourth slot would not have fitted.
+    expect(counted + writerCopies + 4 * 2 * W).toBeGreaterThan(room);
+  });
+
+  it("takes the slots of an engine's earlier tensor for the next one", async () => {
+    const merged = async (
+      engine: ReturnType<typeof createGpuEngine>,
+      tensor: TensorInput,
+    ): Promise<string> => {
+      const pieces: Uint8Array[] = [];
+      await harness!.run(() =>
+        engine.merge(tensor, {
+          params: defaultParams('ties', AGENTS),
+          lambdas: [1, 1, 1],
+          outDtype: 'BF16',
+          emit: async (bytes) => void pieces.push(bytes.slice()),
+        }),
+      );
+      return Buffer.concat(pieces).toString('hex');
+    };
+    const make = (slots: number) =>
+      createGpuEngine(harness!.device, {
+        agents: AGENTS,
+        adapterDescription: harness!.adapterDescription,
+        maxWindowElements: W,
+        memoryBudget: budgetFor('ties', 'BF16', W, slots),
+      });
+    const [first, second] = [input('BF16', false, 1), input('BF16', false, 2)];
+    const shared = make(2);
+    const alone = make(0);
+    try {
+      const a = await merged(shared, first);
+      const b = await merged(shared, second);
+      expect(shared.windowCache).toMatchObject({ kept: 4, reused: 4, bytes: 2 * 4 * 2 * W });
+      expect(a).toBe(await merged(alone, first));
+      expect(b).toBe(await merged(alone, second));
+      expect(a).not.toBe(b);
+    } finally {
+      shared.destroy();
+      alone.destroy();
+    }
+  });
+
+  it('merges the same bytes whether the windows were kept or read again', async () => {
+    for (const method of ['ties', 'ramplus_tl', 'breadcrumbs_ties'] as const) {
+      const kept = await agentReads(method, 'BF16', W);
+      const read = await agentReads(method, 'BF16', W, { slots: 0 });
+      expect(kept.output.length).toBe(NUMEL * 2);
+      expect(Buffer.from(kept.output).equals(Buffer.from(read.output)), method).toBe(true);
+    }
+  });
+
+  it('reads a tensor of two windows once for every method, keeping nothing', async () => {
+    for (const method of ['ram', 'ties', 'ramplus_tl'] as const) {
+      const r = await agentReads(method, 'BF16', Math.ceil(NUMEL / 2), { slots: 0 });
+      expect({ reads: r.reads, windows: r.windows, kept: r.cache?.kept }).toEqual({
+        reads: 2,
+        windows: 2,
+        kept: 0,
+      });
+    }
   });
 });

@@ -110,6 +110,8 @@ export interface MergeEngine {
   readonly driverMemory?: { readAhead: number; writeBehind: number };
   /** Cumulative stage times, where the engine measures them (the GPU engine). */
   readonly timings?: StageTimings;
+  /** What its window cache did, where the engine keeps windows between passes (the GPU engine). */
+  readonly windowCache?: WindowCacheReport;
   /** `onSubmitted`: as MergeOptions.onSubmitted, for the statistics of the next tensor. */
   analyze(
     tensor: TensorInput,
@@ -119,6 +121,27 @@ export interface MergeEngine {
   ): Promise<TensorStats>;
   merge(tensor: TensorInput, options: MergeOptions): Promise<void>;
   destroy(): void;
+}
+
+/**
+ * What a GPU engine's window cache (src/engine/window-cache.ts) did since the engine was made: the
+ * windows a pass before a merge kept on the GPU, those the next passes took from it instead of reading
+ * them again, and the bytes read again for want of room.
+ */
+export interface WindowCacheReport {
+  /** Windows copied into the cache. */
+  kept: number;
+  /** Windows taken from it instead of being read again, and their bytes of inputs. */
+  reused: number;
+  reusedBytes: number;
+  /** Bytes of inputs read again for want of room. */
+  rereadBytes: number;
+  /** The most windows of one tensor its passes would have kept, room or not. */
+  wanted: number;
+  /** Bytes the cache holds now. */
+  bytes: number;
+  /** Bytes more of memory budget that would have kept every window its passes wanted kept. */
+  shortBytes: number;
 }
 
 /** Cumulative wall time an engine spent per stage, in milliseconds (stages overlap when pipelined). */

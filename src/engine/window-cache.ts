@@ -1,0 +1,140 @@
+// Windows a counting pass uploaded, kept on the GPU for the passes that follow it. TIES, DARE-TIES,
+// Breadcrumbs, DARE and tensor-local RAM+ visit a tensor's windows in a pass before the merge; the two
+// buffer sets still hold two of them when it starts, and every other window the merge would read from
+// the files again. Where the memory budget has room beside the buffer sets and the driver, a pass
+// before the merge copies each window of its tensor that a set is about to let go into a slot here (a
+// GPU-side copy), and the next pass copies it back into its set instead of reading it: a tensor of up
+// to 2 + slots windows is read once whatever the method (every window, where a second counting pass
+// follows the first).
+
+import type { WindowCacheReport } from '../methods/merge-types.ts';
+
+/** One window's inputs: their buffer, and which job's window (its resident tag) it holds. */
+interface Slot {
+  buffer: GPUBuffer;
+  tag: string | null;
+  /** The job the window belongs to: a slot of an earlier job may be taken (jobs run one at a time). */
+  job: number;
+}
+
+/** What the cache has counted (the report less what it holds now). */
+export type WindowCacheCounts = Omit<WindowCacheReport, 'bytes' | 'shortBytes'>;
+
+/**
+ * How many windows of `inputBytes` the budget leaves room for beside the buffer sets (`setsBytes`,
+ * windowMemory) and the driver's read-ahead and write-behind: none where that is all the budget.
+ */
+export function cacheSlots(
+  budget: number,
+  setsBytes: number,
+  driverBytes: number,
+  inputBytes: number,
+): number {
+  if (inputBytes <= 0) return 0;
+  return Math.max(0, Math.floor((budget - setsBytes - driverBytes) / inputBytes));
+}
+
+export class WindowCache {
+  private slots: Slot[] = [];
+  private slotBytes = 0;
+  private max = 0;
+  readonly counts: WindowCacheCounts = { kept: 0, reused: 0, reusedBytes: 0, rereadBytes: 0, wanted: 0 };
+
+  constructor(private readonly device: GPUDevice) {}
+
+  /** Bytes the slots take now. */
+  get bytes(): number {
+    return this.slots.length * this.slotBytes;
+  }
+
+  /** Bytes beyond the room it has that would have kept every window a tensor's passes wanted kept. */
+  get shortBytes(): number {
+    return Math.max(0, this.counts.wanted - this.max) * this.slotBytes;
+  }
+
+  /** Notes that one tensor's passes would keep `windows` windows, room or not. */
+  want(windows: number): void {
+    this.counts.wanted = Math.max(this.counts.wanted, windows);
+  }
+
+  /**
+   * Sizes the cache for windows of `slotBytes` (the sets' inputs) and at most `max` of them: slots of
+   * another size, and those past `max`, are destroyed (the sets grew, so nothing of theirs is queued).
+   */
+  fit(slotBytes: number, max: number): void {
+    if (slotBytes !== this.slotBytes) {
+      this.destroy();
+      this.slotBytes = slotBytes;
+    }
+    this.max = max;
+    while (this.slots.length > max) this.slots.pop()?.buffer.destroy();
+  }
+
+  /** The buffer that holds window `tag`, if one does. */
+  find(tag: string): GPUBuffer | null {
+    return this.slots.find((s) => s.tag === tag)?.buffer ?? null;
+  }
+
+  /**
+   * A slot for window `tag` of job `job`: one that holds an earlier job's window or none, else a new
+   * one while there are fewer than the most; null where every slot holds a window of this job. The
+   * caller copies the window in.
+   */
+  slotFor(tag: string, job: number): GPUBuffer | null {
+    let slot = this.slots.find((s) => s.job < job || s.tag === null);
+    if (!slot && this.slots.length < this.max) {
+      slot = {
+        buffer: this.device.createBuffer({
+          label: `MergeEngine.kept${this.slots.length}`,
+          size: this.slotBytes,
+          usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+        }),
+        tag: null,
+        job,
+      };
+      this.slots.push(slot);
+    }
+    if (!slot) return null;
+    slot.tag = tag;
+    slot.job = job;
+    this.counts.kept++;
+    return slot.buffer;
+  }
+
+  /** Counts a window taken from the cache instead of reading `bytes` of inputs. */
+  reused(bytes: number): void {
+    this.counts.reused++;
+    this.counts.reusedBytes += bytes;
+  }
+
+  /** Counts `bytes` of inputs read again (the window was read before in this job, and not kept). */
+  reread(bytes: number): void {
+    this.counts.rereadBytes += bytes;
+  }
+
+  destroy(): void {
+    for (const s of this.slots) s.buffer.destroy();
+    this.slots = [];
+  }
+}
+
+/**
+ * One sentence on what the cache did in a merge, for the CLI and the studio: the bytes it spared
+ * reading and, where windows were read again, the memory budget that would have kept them, as
+ * `budgetHint` words it. Null where no pass wanted a window kept (RAM, and every tensor the two buffer
+ * sets hold whole).
+ */
+export function describeWindowCache(
+  report: WindowCacheReport,
+  budget: number,
+  format: (bytes: number) => string,
+  budgetHint: (bytes: number) => string,
+): string | null {
+  if (report.wanted === 0) return null;
+  const spared = `Windows kept on the GPU between passes spared reading ${format(report.reusedBytes)}`;
+  if (report.rereadBytes === 0) return `${spared}: every input was read once.`;
+  return (
+    `${spared}; ${format(report.rereadBytes)} were read again for want of room ` +
+    `(${budgetHint(budget + report.shortBytes)} would keep them).`
+  );
+}
