@@ -48,6 +48,33 @@ test('the method and its parameters survive a reload', async ({ persistent: { pa
   await expect(page.getByTestId('recipe-restored')).not.toContainText('choose those models');
 });
 
+test('the memory budget sizes the engine card and survives a reload, apart from the recipe', async ({
+  persistent: { page, workflow },
+}) => {
+  await workflow.openDemo();
+  await page.getByTestId('engine-card').locator('summary').click();
+  // The demo's tensors fit one window each: every method reads them once.
+  await expect(page.getByTestId('memory-kept')).toContainText(
+    'None needed: the two window sets hold every tensor here whole',
+  );
+  const before = (await workflow.studio()).check.result?.memory;
+  expect(before?.budgetBytes).toBe(512 * 2 ** 20);
+  await page.getByTestId('memory-budget-select').selectOption(String(2 ** 31));
+  await expect(page.getByTestId('memory-budget')).toContainText('2 GiB for GPU buffers');
+  await expect.poll(async () => (await workflow.studio()).check.result?.memory.budgetBytes).toBe(2 ** 31);
+  // The room beyond the window buffers grows by what the budget grew.
+  const after = (await workflow.studio()).check.result?.memory;
+  expect((after?.keptBytes ?? 0) - (before?.keptBytes ?? 0)).toBeGreaterThan(1.4 * 2 ** 30);
+  expect((await workflow.studio()).analysis.status).toBe('done');
+  await page.reload();
+  await workflow.analysisSettled();
+  await expect(page.getByTestId('memory-budget-select')).toHaveValue(String(2 ** 31));
+  expect((await workflow.studio()).check.result?.memory.budgetBytes).toBe(2 ** 31);
+  // It is this machine's setting, not the recipe's: a recipe link does not carry it.
+  await page.getByTestId('recipe-link-copy').click();
+  expect(await page.getByTestId('recipe-link').inputValue()).not.toContain(String(2 ** 31));
+});
+
 test('a link reproduces the recipe in a fresh browser; a bad link is reported', async ({
   workflow,
   browser,

@@ -138,3 +138,18 @@ export function describeWindowCache(
     `(${budgetHint(budget + report.shortBytes)} would keep them).`
   );
 }
+
+/**
+ * What a cache did between two reports of one engine (an engine kept across jobs counts them all):
+ * its counts' differences, and what it holds and wants as of `after` (`wanted` is the most since
+ * the engine was made).
+ */
+export function windowCacheSince(before: WindowCacheReport, after: WindowCacheReport): WindowCacheReport {
+  return {
+    ...after,
+    kept: after.kept - before.kept,
+    reused: after.reused - before.reused,
+    reusedBytes: after.reusedBytes - before.reusedBytes,
+    rereadBytes: after.rereadBytes - before.rereadBytes,
+  };
+}

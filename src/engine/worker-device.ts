@@ -20,7 +20,8 @@ import {
   windowElements,
   windowMemory,
 } from './plumbing.ts';
-import type { EngineInfo, MemoryEstimate } from './worker-protocol.ts';
+import { MEMORY_BUDGETS, type EngineInfo, type MemoryEstimate } from './worker-protocol.ts';
+import { cacheSlots } from './window-cache.ts';
 
 let device: Promise<EngineDevice | { error: string }> | null = null;
 
@@ -61,8 +62,20 @@ export async function engineInfo(): Promise<EngineInfo> {
  */
 const HASHING_BYTES = 2 * HASH_OFFLOAD_BYTES;
 
+/** The studio's memory budget, as the engine card sets it (setMemoryBudget). */
+let studioBudget = DEFAULT_MEMORY_BUDGET;
+
+/** Sets the studio's memory budget: one of MEMORY_BUDGETS. The next job's engine is made for it. */
+export function setMemoryBudget(bytes: number): void {
+  if (!MEMORY_BUDGETS.includes(bytes))
+    throw new RangeError(`the memory budget must be one of ${MEMORY_BUDGETS.join(', ')} bytes, not ${bytes}`);
+  studioBudget = bytes;
+}
+
 /** The budget of the engine's windows and the driver's read-ahead and write-behind. */
-const ENGINE_BUDGET = DEFAULT_MEMORY_BUDGET - HASHING_BYTES;
+function engineBudget(): number {
+  return studioBudget - HASHING_BYTES;
+}
 
 /** How long an engine is kept after its job (WarmPool): a merge right after another, or after the statistics. */
 const KEEP_WARM_MS = 60_000;
@@ -79,7 +92,7 @@ export async function withEngine<T>(
 ): Promise<T> {
   const found = await acquireDevice();
   // A lost device gives the next job a new one, and so an engine of its own.
-  const key = ['error' in found ? null : found.device, agents];
+  const key = ['error' in found ? null : found.device, agents, studioBudget];
   return warm.use(
     key,
     async () => {
@@ -89,7 +102,7 @@ export async function withEngine<T>(
         agents,
         adapterDescription: describeAdapter(found.adapterInfo),
         uploads: 'copied',
-        memoryBudget: ENGINE_BUDGET,
+        memoryBudget: engineBudget(),
       });
     },
     run,
@@ -110,7 +123,7 @@ const SPEC_BINDING = 128 << 20;
  * with the shard hashes' copies (HASHING_BYTES, or the whole output where smaller).
  */
 function driverBytes(agents: number, largestBytes: number, outputBytes: number): number {
-  const share = driverMemory(ENGINE_BUDGET, agents, DEFAULT_WINDOW_ELEMENTS);
+  const share = driverMemory(engineBudget(), agents, DEFAULT_WINDOW_ELEMENTS);
   const each = readAheadShare(share.readAhead, agents + 1);
   const hashing = Math.min(HASHING_BYTES, outputBytes);
   return (agents + 1) * Math.min(each, largestBytes) + Math.min(share.writeBehind, outputBytes) + hashing;
@@ -154,16 +167,32 @@ export function estimateMemory(
             maxBufferSize: limits?.maxBufferSize ?? SPEC_BINDING,
             maxComputeWorkgroupsPerDimension: limits?.maxComputeWorkgroupsPerDimension ?? 65535,
             maxWindowElements: DEFAULT_WINDOW_ELEMENTS,
-            memoryBudget: ENGINE_BUDGET,
+            memoryBudget: engineBudget(),
           }),
         );
+  const capacity = windowCapacity(window, agents, widest, widest, tieRows);
+  const gpuBytes = windowMemory(capacity);
+  const share = driverMemory(engineBudget(), agents, DEFAULT_WINDOW_ELEMENTS);
+  const keptWindows = cacheSlots(
+    engineBudget(),
+    gpuBytes,
+    share.readAhead + share.writeBehind,
+    capacity.inputBytes,
+  );
+  // The two buffer sets hold two windows of a tensor; the cache, the rest where it has room.
+  const largestWindows = window > 0 ? Math.ceil(largest / window) : 0;
+  const short = Math.max(0, largestWindows - 2 - keptWindows);
   return {
     mergedTensors: tensors.length,
     inputBytes,
     outputBytes,
     windowElements: window,
-    gpuBytes: windowMemory(windowCapacity(window, agents, widest, widest, tieRows)),
+    gpuBytes,
     driverBytes: driverBytes(agents, largest * widest, outputBytes),
-    budgetBytes: DEFAULT_MEMORY_BUDGET,
+    budgetBytes: studioBudget,
+    keptWindows,
+    keptBytes: keptWindows * capacity.inputBytes,
+    largestWindows,
+    readOnceBudget: studioBudget + short * capacity.inputBytes,
   };
 }

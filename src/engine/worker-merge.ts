@@ -16,6 +16,7 @@ import { withEngine } from './worker-device.ts';
 import type { MergeEngine, StageTimings } from '../methods/merge-types.ts';
 import { model, readTotals, recalledAnalysis, snapshot } from './worker-models.ts';
 import type { MergeStages, ReadBackFile, WorkerCalls } from './worker-protocol.ts';
+import { windowCacheSince } from './window-cache.ts';
 import { checkStorage, checkTarget, claimFolder, mergesRoot, writing } from './worker-storage.ts';
 
 /**
@@ -133,11 +134,12 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
   };
   try {
     // The engine is held for the merge alone: what comes after it cannot cost a kept engine.
-    const { result, description, warm, timings } = await withEngine(
+    const { result, description, warm, timings, windowCache } = await withEngine(
       request.agents.length,
       async (engine, warm) => {
         // A kept engine's stage clocks count its earlier jobs too.
         const before = stageTimings(engine);
+        const cacheBefore = engine.windowCache;
         const result = await mergeModels({
           base,
           agents,
@@ -166,7 +168,9 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
           compute: after.compute - before.compute,
           readback: after.readback - before.readback,
         };
-        return { result, description: engine.description, warm, timings };
+        const cacheAfter = engine.windowCache;
+        const windowCache = cacheBefore && cacheAfter && windowCacheSince(cacheBefore, cacheAfter);
+        return { result, description: engine.description, warm, timings, windowCache };
       },
     );
     const readsAfter = readTotals();
@@ -176,6 +180,7 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
       warmEngine: warm,
       readMs: readsAfter.ms - readsBefore.ms,
       readBytes: readsAfter.bytes - readsBefore.bytes,
+      ...(windowCache ? { windowCache } : {}),
       uploadMs: timings.upload,
       computeMs: timings.compute,
       readbackMs: timings.readback,

@@ -11,6 +11,7 @@ import type { AnalysisResult, Progress, WrittenFile } from './driver.ts';
 import type { ElementExplanation, ExplainCall, MaskViewCall, MaskViewResult } from './inspect.ts';
 import type { LibraryEntry } from './library.ts';
 import type { MergeBranches } from './merge-branches.ts';
+import type { WindowCacheReport } from '../methods/merge-types.ts';
 import type { ModelSummary } from './model-transfer.ts';
 import type { ProbeResult } from './probe.ts';
 
@@ -51,6 +52,29 @@ export interface MemoryEstimate {
   driverBytes: number;
   /** The memory budget the window buffers and the driver's bytes are sized to stay within together. */
   budgetBytes: number;
+  /**
+   * Windows the budget has room to keep on the GPU between a counting pass and the merge
+   * (src/engine/window-cache.ts), and their bytes: TIES, DARE-TIES, Breadcrumbs and tensor-local RAM+
+   * read a tensor of up to keptWindows + 2 windows once.
+   */
+  keptWindows: number;
+  keptBytes: number;
+  /** Windows of the largest tensor. */
+  largestWindows: number;
+  /** The smallest budget whose kept windows let those methods read the largest tensor once. */
+  readOnceBudget: number;
+}
+
+/** The memory budgets the engine card offers (bytes): the default, 512 MiB, and larger ones for GPUs with room. */
+export const MEMORY_BUDGETS: readonly number[] = [512, 1024, 2048, 4096].map((m) => m * 2 ** 20);
+
+/** The smallest budget the engine card offers of at least `bytes`, in words for a sentence. */
+export function budgetAdvice(bytes: number): string {
+  const mib = (b: number): string => (b >= 2 ** 30 ? `${b / 2 ** 30} GiB` : `${Math.ceil(b / 2 ** 20)} MiB`);
+  const offered = MEMORY_BUDGETS.find((b) => b >= bytes);
+  return offered
+    ? `a memory budget of ${mib(offered)}`
+    : `a memory budget of ${mib(bytes)} (more than the studio offers; the command line takes any)`;
 }
 
 /** Per agent: the bit-identical share of a small sample against the base, or why it could not be read. */
@@ -102,8 +126,10 @@ export interface MergeSummary {
   stages: MergeStages;
 }
 
-/** Test and benchmark settings of the engine worker; each one left out stays as it is. */
+/** Settings of the engine worker (most for tests and benchmarks); each one left out stays as it is. */
 export interface WorkerSettings {
+  /** The studio's memory budget, one of MEMORY_BUDGETS (the engine card's choice). */
+  memoryBudget?: number;
   /** Every read of the worker waits this long first (0: none), so a job runs long enough to cancel. */
   readDelayMs?: number;
   /** false: merges neither read ahead nor write behind (ModelsInput.overlap), for benchmarks. */
@@ -127,6 +153,8 @@ export interface MergeStages {
   warmEngine?: boolean;
   readMs: number;
   readBytes: number;
+  /** What the engine's window cache did in this merge (absent on the CPU reference). */
+  windowCache?: WindowCacheReport;
   uploadMs: number;
   computeMs: number;
   readbackMs: number;

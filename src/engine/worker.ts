@@ -14,7 +14,14 @@ import { listLibrary } from './library.ts';
 import { runSelfTest } from './self-test.ts';
 import { statsFiles } from './stats-json.ts';
 import { compareModels } from './worker-compare.ts';
-import { acquireDevice, engineInfo, estimateMemory, releaseEngine, withEngine } from './worker-device.ts';
+import {
+  acquireDevice,
+  engineInfo,
+  estimateMemory,
+  releaseEngine,
+  setMemoryBudget,
+  withEngine,
+} from './worker-device.ts';
 import { errorInfo, refusal } from './worker-errors.ts';
 import { breakNextHashWorker, copy, merge, readBack, setOverlap, type JobContext } from './worker-merge.ts';
 import { loadWasmSha256 } from '../io/sha256.ts';
@@ -128,7 +135,8 @@ const handlers: Handlers = {
     await deleteMerge(folder);
     return null;
   },
-  async configure({ readDelayMs, overlap, breakHashWorker, releaseEngine: release }) {
+  async configure({ memoryBudget, readDelayMs, overlap, breakHashWorker, releaseEngine: release }) {
+    if (memoryBudget !== undefined) setMemoryBudget(memoryBudget);
     if (release) releaseEngine();
     if (readDelayMs !== undefined) setReadDelay(readDelayMs);
     if (overlap !== undefined) setOverlap(overlap);

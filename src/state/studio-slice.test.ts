@@ -251,3 +251,36 @@ describe('studio slice: merges into OPFS', () => {
     expect(storageLooksPrivate({ usage: 0, quota: 10 * 1024 ** 3, persisted: false })).toBe(false);
   });
 });
+
+describe('studio slice: the memory budget', () => {
+  it('tells the worker the budget and asks the check again for its memory figures, keeping the statistics', async () => {
+    const fake = fakeEngine();
+    const store = studioWith(fake.engine);
+    const loads = [
+      store.getState().loadFiles('base', null, 'base', file('b')),
+      store.getState().loadFiles('agent', null, 'a1', file('a1')),
+    ];
+    for (const m of store.getState().studio.models) await fake.answer(m.slot);
+    await Promise.all(loads);
+    expect(store.getState().studio.analysis.status).toBe('done');
+    const before = fake.calls.length;
+    await store.getState().setMemoryBudget(2 * 2 ** 30);
+    expect(store.getState().studio.memoryBudget).toBe(2 * 2 ** 30);
+    const after = fake.calls.slice(before);
+    expect(after.map((c) => c.kind)).toEqual(['configure', 'check']);
+    expect(after[0]?.request).toEqual({ memoryBudget: 2 * 2 ** 30 });
+    expect(store.getState().studio.check.status).toBe('done');
+    expect(store.getState().studio.analysis.status).toBe('done');
+  });
+
+  it('only tells the worker where no check has been made yet, and keeps the budget through the demo', async () => {
+    const fake = fakeEngine();
+    const store = studioWith(fake.engine);
+    await store.getState().setMemoryBudget(2 ** 30);
+    expect(fake.calls.map((c) => c.kind)).toEqual(['configure']);
+    // Loading the demo starts the studio afresh but for the recipe and this machine's budget.
+    void store.getState().loadDemo();
+    expect(store.getState().studio.source).toBe('demo');
+    expect(store.getState().studio.memoryBudget).toBe(2 ** 30);
+  });
+});

@@ -18,6 +18,7 @@ import type {
 } from '../engine/worker-protocol.ts';
 import type { ModelSummary } from '../engine/model-transfer.ts';
 import { at } from '../io/checked.ts';
+import { DEFAULT_MEMORY_BUDGET } from '../engine/plumbing.ts';
 import type { FloatDtype } from '../format/dtype.ts';
 import { defaultParams, validateParams } from '../methods/defaults.ts';
 import type { MethodName, MethodParams } from '../methods/types.ts';
@@ -87,6 +88,8 @@ export interface StudioData {
   recipeProblem: string | null;
   /** The last comparison of two merges, by merge key (see mergeKey). */
   comparison: TaskState<CompareReport> & { pair: [string, string] | null };
+  /** The memory budget of merges (bytes, one of MEMORY_BUDGETS), as the engine card sets it. */
+  memoryBudget: number;
 }
 
 /** A merge's key in comparisons: its OPFS folder, or the session id of one in a picked folder. */
@@ -176,6 +179,11 @@ export interface StudioSlice {
   deleteMerge(folder: string): Promise<void>;
   /** Test and benchmark aid: the engine worker's settings (a read delay, merges without overlap). */
   configureWorker(settings: WorkerSettings): Promise<void>;
+  /**
+   * Sets the memory budget of the next jobs (one of MEMORY_BUDGETS) and works out the engine card's
+   * memory figures for it again.
+   */
+  setMemoryBudget(bytes: number): Promise<void>;
 }
 
 export const idleTask = <T>(): TaskState<T> => ({
@@ -206,6 +214,7 @@ export function initialStudioData(): StudioData {
     restored: null,
     recipeProblem: null,
     comparison: { ...idleTask<CompareReport>(), pair: null },
+    memoryBudget: DEFAULT_MEMORY_BUDGET,
   };
 }
 
@@ -519,6 +528,7 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
           // The recipe stays: a restored or chosen method applies to the demo too.
           params: get().studio.params,
           outDtype: get().studio.outDtype,
+          memoryBudget: get().studio.memoryBudget,
           source: 'demo',
         });
         await Promise.all(
@@ -877,6 +887,23 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
 
       async configureWorker(settings) {
         await services.engine.call('configure', settings).promise;
+      },
+
+      async setMemoryBudget(bytes) {
+        patch({ memoryBudget: bytes });
+        await services.engine.call('configure', { memoryBudget: bytes }).promise;
+        // Only the memory estimate depends on the budget: the check is asked again, the statistics kept.
+        const data = get().studio;
+        const base = data.models.find((m) => m.role === 'base' && m.status === 'ready');
+        const agents = data.models.filter((m) => m.role === 'agent' && m.status === 'ready');
+        if (data.check.status !== 'done' || !base || agents.length === 0) return;
+        const mine = generation;
+        const report = await services.engine.call('check', {
+          base: base.slot,
+          agents: agents.map((a) => a.slot),
+        }).promise;
+        if (mine === generation && get().studio.check.status === 'done')
+          patchTask('check', { result: report });
       },
     };
   };

@@ -3,7 +3,13 @@
 // from the base; then the compatibility report and what the merge will need.
 import { useId, useMemo, useState, type DragEvent } from 'react';
 import { derivationVerdict } from '../../engine/derivation.ts';
-import type { DerivationReport, FileRef } from '../../engine/worker-protocol.ts';
+import {
+  budgetAdvice,
+  MEMORY_BUDGETS,
+  type DerivationReport,
+  type FileRef,
+  type MemoryEstimate,
+} from '../../engine/worker-protocol.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import type { ModelRole, StudioModel } from '../../state/studio-slice.ts';
 import { formatBytes, formatCount } from '../format.ts';
@@ -539,6 +545,50 @@ function CompatIssues({ issues }: { issues: IssueColumns }) {
   );
 }
 
+/** What the budget leaves to keep windows between a counting pass and the merge, and what that reads. */
+function KeptWindows({ memory }: { memory: MemoryEstimate }) {
+  const methods = 'TIES, DARE-TIES, Breadcrumbs and tensor-local RAM+';
+  const windows = (n: number): string => `${formatCount(n)} window${n === 1 ? '' : 's'}`;
+  if (memory.largestWindows <= 2)
+    return <>None needed: the two window sets hold every tensor here whole, so every method reads it once.</>;
+  const room =
+    memory.keptWindows === 0
+      ? 'No room beyond the window buffers'
+      : `Room for ${windows(memory.keptWindows)} (${formatBytes(memory.keptBytes)})`;
+  if (memory.largestWindows <= 2 + memory.keptWindows)
+    return (
+      <>
+        {room}: {methods} read every tensor here once (the largest takes {windows(memory.largestWindows)}).
+      </>
+    );
+  return (
+    <>
+      {room}: {methods} read a tensor&apos;s windows past its first {formatCount(2 + memory.keptWindows)}{' '}
+      twice (the largest here takes {windows(memory.largestWindows)}); {budgetAdvice(memory.readOnceBudget)}{' '}
+      would read every tensor once.
+    </>
+  );
+}
+
+/** The memory budget of the next jobs: larger ones keep more windows on the GPU between passes. */
+function BudgetSelect() {
+  const budget = useStudio((s) => s.studio.memoryBudget);
+  return (
+    <select
+      id="memory-budget-select"
+      data-testid="memory-budget-select"
+      value={budget}
+      onChange={(e) => void studioStore.getState().setMemoryBudget(Number(e.target.value))}
+    >
+      {MEMORY_BUDGETS.map((b) => (
+        <option key={b} value={b}>
+          {formatBytes(b)}
+        </option>
+      ))}
+    </select>
+  );
+}
+
 function CompatReportView() {
   const check = useStudio((s) => s.studio.check);
   if (check.status === 'idle') return null;
@@ -630,10 +680,19 @@ function CompatReportView() {
             </dd>
           </div>
           <div className="facts__row">
-            <dt>Memory budget</dt>
+            <dt>Kept between passes</dt>
+            <dd data-testid="memory-kept" data-kept={memory.keptWindows}>
+              <KeptWindows memory={memory} />
+            </dd>
+          </div>
+          <div className="facts__row">
+            <dt>
+              <label htmlFor="memory-budget-select">Memory budget</label>
+            </dt>
             <dd data-testid="memory-budget">
               {formatBytes(memory.budgetBytes)} for GPU buffers, their copies in the worker, the read-ahead,
-              the write-behind and the checksums' copies together, at any model size
+              the write-behind and the checksums' copies together, at any model size. A larger one keeps more
+              windows on the GPU between passes: <BudgetSelect />
             </dd>
           </div>
         </dl>

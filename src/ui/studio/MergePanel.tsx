@@ -11,7 +11,8 @@ import { studioStore, useStudio } from '../../state/store.ts';
 import { mergeInputs, storageLooksPrivate, type StudioData } from '../../state/studio-slice.ts';
 import { derivationVerdict } from '../../engine/derivation.ts';
 import { tensorRecords } from '../../engine/model-transfer.ts';
-import type { MergeSummary } from '../../engine/worker-protocol.ts';
+import { budgetAdvice, type MergeSummary } from '../../engine/worker-protocol.ts';
+import { describeWindowCache } from '../../engine/window-cache.ts';
 import { formatBytes, formatCount, formatDuration } from '../format.ts';
 import { ErrorBox, idPart, ProgressBar } from './common.tsx';
 import { directoryPicker } from './LoadPanel.tsx';
@@ -206,7 +207,17 @@ function PrivateStorageNote({ data, canPick }: { data: StudioData; canPick: bool
 
 /** What the merge just wrote and where, said where the Merge button is. */
 function MergeDone({ summary }: { summary: MergeSummary }) {
+  const budget = useStudio((s) => s.studio.memoryBudget);
   const bytes = summary.files.reduce((sum, f) => sum + f.bytes, 0);
+  const cache = summary.stages.windowCache;
+  const kept =
+    cache &&
+    describeWindowCache(
+      cache,
+      budget,
+      formatBytes,
+      (b) => `${budgetAdvice(b)}, set under Engine and memory,`,
+    );
   const where =
     summary.location === 'opfs'
       ? `this browser's storage, merges/${summary.folder}`
@@ -215,6 +226,7 @@ function MergeDone({ summary }: { summary: MergeSummary }) {
     <p className="notice notice--ok" role="status" data-testid="merge-done">
       Wrote {summary.files.length} files ({formatBytes(bytes)}) to {where} in{' '}
       {formatDuration(summary.elapsedMs)}. <a href="#export-heading">See it under Export</a>.
+      {kept && <span data-testid="merge-kept"> {kept}</span>}
     </p>
   );
 }

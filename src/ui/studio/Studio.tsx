@@ -9,6 +9,7 @@ import {
 } from '../../state/session.ts';
 import { studioStore } from '../../state/store.ts';
 import { sessionRecipe } from '../../state/studio-slice.ts';
+import { MEMORY_BUDGETS } from '../../engine/worker-protocol.ts';
 import { ArenaPanel } from './ArenaPanel.tsx';
 import { ExportPanel } from './ExportPanel.tsx';
 import { InspectPanel } from './InspectPanel.tsx';
@@ -44,6 +45,30 @@ function restoreRecipe(): string | null {
   return null;
 }
 
+/** Where this browser keeps the engine card's memory budget (bytes), apart from the shareable recipe. */
+export const BUDGET_STORAGE_KEY = 'merge-studio.memory-budget.v1';
+
+/** Sets the memory budget this browser saved, where it is one the engine card offers. */
+function restoreBudget(): void {
+  const saved = Number(localStorage.getItem(BUDGET_STORAGE_KEY));
+  if (saved !== studioStore.getState().studio.memoryBudget && MEMORY_BUDGETS.includes(saved))
+    void studioStore.getState().setMemoryBudget(saved);
+}
+
+/** Saves the memory budget whenever it changes: it is this machine's, so it is no part of the recipe. */
+function saveBudget(): () => void {
+  let last = studioStore.getState().studio.memoryBudget;
+  return studioStore.subscribe((state) => {
+    if (state.studio.memoryBudget === last) return;
+    last = state.studio.memoryBudget;
+    try {
+      localStorage.setItem(BUDGET_STORAGE_KEY, String(last));
+    } catch {
+      // Storage full or disabled: the default budget comes back after a reload.
+    }
+  });
+}
+
 /** Saves the recipe whenever it changes, so a reload brings it back. */
 function saveRecipe(): () => void {
   let last = '';
@@ -63,14 +88,15 @@ export function Studio() {
   useEffect(() => {
     // StrictMode mounts twice; only a studio with nothing loaded restores and starts the demo.
     if (studioStore.getState().studio.source === 'none') {
+      restoreBudget();
       const problem = restoreRecipe();
       if (problem) studioStore.getState().setRecipeProblem(problem);
       void studioStore.getState().loadDemo();
     }
-    const unsubscribe = saveRecipe();
+    const unsubscribe = [saveRecipe(), saveBudget()];
     // Merges written before a reload are still in OPFS: list them.
     void studioStore.getState().refreshLibrary();
-    return unsubscribe;
+    return () => unsubscribe.forEach((u) => u());
   }, []);
   return (
     // On wide screens the merge panel is a second column that stays in view (see studio.css).
