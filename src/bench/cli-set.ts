@@ -15,12 +15,17 @@ import { childrenCpuSeconds, sampleMemory, treeOf, type Memory } from './memory.
 import { rawRead } from './raw-read.ts';
 
 export interface SetOptions {
-  /** Layers of the generated set (hidden 896 and Qwen2's other widths; vocab below). */
+  /** Layers of the generated set (Qwen2's widths for `hidden`; vocab below). */
   layers: number;
+  /** Hidden width (default 896, Qwen2-0.5B's) and MLP width (default Qwen2's ratio to it). */
+  hidden?: number;
+  intermediate?: number;
   vocab: number;
   agents: number;
   /** Where sets go; they are kept for the next run unless `clean`. */
   workDir: string;
+  /** Both sides' memory budget in bytes (the CLI's --memory-budget, the engine card's choice); none: the default. */
+  memoryBudget?: number;
 }
 
 export interface BenchSet {
@@ -38,14 +43,17 @@ export interface BenchSet {
 export async function benchSet(o: SetOptions): Promise<BenchSet> {
   const set: LlamaSetOptions = {
     layers: o.layers,
-    hidden: 896,
+    hidden: o.hidden ?? 896,
+    ...(o.intermediate ? { intermediate: o.intermediate } : {}),
     vocab: o.vocab,
     agents: o.agents,
     seed: 1,
     shardBytes: 400_000_000,
   };
   const modelBytes = llamaSpecs(set).reduce((sum, s) => sum + s.shape.reduce((a, b) => a * b, 1) * 2, 0);
-  const dir = join(o.workDir, `llama-${o.layers}l-${o.vocab}v-${o.agents}a`);
+  const widths =
+    o.hidden && o.hidden !== 896 ? `-${o.hidden}h${o.intermediate ? `-${o.intermediate}i` : ''}` : '';
+  const dir = join(o.workDir, `llama-${o.layers}l${widths}-${o.vocab}v-${o.agents}a`);
   if (!existsSync(join(dir, `agent-${o.agents - 1}`, 'config.json'))) {
     process.stderr.write(`Generating ${o.agents + 1} models of ${formatBytes(modelBytes)} in ${dir}…\n`);
     await writeLlamaSet(set, (name) => nodeFolder(join(dir, name)));
@@ -128,11 +136,16 @@ export async function cliMerge(
   workDir: string,
   statsPath: string,
   ticks: DawnTicks = 'paced',
+  memoryBudget?: number,
 ): Promise<CliRun> {
   const out = join(workDir, `cli-${method}`);
   await rm(out, { recursive: true, force: true });
   const statsIn = usesStatsIn(method) ? ['--stats-in', statsPath] : [];
-  const run = await cli(['merge', ...set.modelArgs, '--method', method, ...statsIn, '--out', out], ticks);
+  const budget = memoryBudget ? ['--memory-budget', String(memoryBudget)] : [];
+  const run = await cli(
+    ['merge', ...set.modelArgs, '--method', method, ...statsIn, ...budget, '--out', out],
+    ticks,
+  );
   await rm(out, { recursive: true, force: true });
   return run;
 }
@@ -175,7 +188,10 @@ export async function runCliBench(
           );
           const byTicks = runs.get(method) ?? new Map<DawnTicks, CliRun[]>();
           runs.set(method, byTicks);
-          byTicks.set(t, [...(byTicks.get(t) ?? []), await cliMerge(set, method, o.workDir, statsPath, t)]);
+          byTicks.set(t, [
+            ...(byTicks.get(t) ?? []),
+            await cliMerge(set, method, o.workDir, statsPath, t, o.memoryBudget),
+          ]);
         }
   } finally {
     if (o.clean) await rm(set.dir, { recursive: true, force: true });
@@ -191,7 +207,8 @@ export async function runCliBench(
   const [firstTicks] = ticks;
   const first = firstMethod && firstTicks ? medianOf(firstMethod, firstTicks) : undefined;
   const lines = [
-    `Set: ${set.dir}, ${formatBytes(set.raw.bytes)} over base + ${o.agents} agents (bf16, Qwen2 widths, ${o.layers} layers, vocab ${o.vocab}); raw read ${seconds(set.raw.ms)} = ${rawGbps.toFixed(3)} GB/s.`,
+    `Set: ${set.dir}, ${formatBytes(set.raw.bytes)} over base + ${o.agents} agents (bf16, Qwen2 widths, hidden ${o.hidden ?? 896}, ${o.layers} layers, vocab ${o.vocab}); raw read ${seconds(set.raw.ms)} = ${rawGbps.toFixed(3)} GB/s.`,
+    `Memory budget: ${o.memoryBudget ? formatBytes(o.memoryBudget) : 'the default'}.`,
     `Engine: ${first ? engineLine(first.stderr) : '—'}.`,
     `Statistics: CLI analyze ${stats ? seconds(stats.ms) : '— (not run)'}.`,
     ...(repeat > 1 ? [`Medians of ${repeat} rounds.`] : []),

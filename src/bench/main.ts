@@ -35,6 +35,11 @@ const { values } = parseArgs({
     /** The studio bench's set and methods through the CLI alone, where no Chromium is (a GPU server). */
     'cli-only': { type: 'boolean', default: false },
     layers: { type: 'string', default: '8' },
+    /** The set's hidden and MLP widths (default 896, Qwen2-0.5B's, and Qwen2's ratio): 4096 and 11008 for a 7B's. */
+    hidden: { type: 'string', default: '896' },
+    intermediate: { type: 'string' },
+    /** Both sides' memory budget in MiB (the studio takes 512, 1024, 2048 or 4096); none: the default. */
+    'memory-budget': { type: 'string' },
     vocab: { type: 'string', default: '32000' },
     port: { type: 'string', default: '5223' },
     clean: { type: 'boolean', default: false },
@@ -61,6 +66,9 @@ if (values['cli-only'] || values.studio) {
   // The generated Llama-shaped set, through the CLI alone (cli-set.ts) or the studio and the CLI.
   const options = {
     layers: Number(values.layers),
+    hidden: Number(values.hidden),
+    ...(values.intermediate ? { intermediate: Number(values.intermediate) } : {}),
+    ...(values['memory-budget'] ? { memoryBudget: Number(values['memory-budget']) * 2 ** 20 } : {}),
     vocab: Number(values.vocab),
     agents: Number(values.agents),
     methods: values.methods.split(',') as MethodName[],

@@ -238,6 +238,10 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
     const page = context.pages()[0] ?? (await context.newPage());
     await page.goto(`http://127.0.0.1:${o.port}/`);
     statsMs = await loadSet(page, dir, o.agents);
+    if (o.memoryBudget) {
+      await page.getByTestId('engine-card').locator('summary').click();
+      await page.getByTestId('memory-budget-select').selectOption(String(o.memoryBudget));
+    }
     // Idle is without the engine the statistics leave kept (its buffers), as a page a minute later.
     await page.evaluate(async (missing) => {
       if (!window.__mergeStudio) throw new Error(missing);
@@ -265,7 +269,7 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
         }
         // The CLI runs as often, each right after the studio's run of its round.
         process.stderr.write(`${method}: CLI${round}…\n`);
-        cliRuns.push(await cliMerge(set, method, o.workDir, statsPath));
+        cliRuns.push(await cliMerge(set, method, o.workDir, statsPath, 'paced', o.memoryBudget));
       }
       const studioRuns = o.overlap === 'off' ? withoutRuns : withRuns;
       const browser = median(studioRuns);
@@ -292,7 +296,7 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
   const rawGbps = raw.bytes / 1e9 / (raw.ms / 1000);
   const s = seconds;
   const lines = [
-    `Set: ${dir}, ${formatBytes(raw.bytes)} over base + ${o.agents} agents (bf16, Qwen2 widths, ${o.layers} layers, vocab ${o.vocab}); raw read ${s(raw.ms)} = ${rawGbps.toFixed(3)} GB/s.`,
+    `Set: ${dir}, ${formatBytes(raw.bytes)} over base + ${o.agents} agents (bf16, Qwen2 widths, hidden ${o.hidden ?? 896}, ${o.layers} layers, vocab ${o.vocab}); raw read ${s(raw.ms)} = ${rawGbps.toFixed(3)} GB/s.`,
     `Chromium's File.slice reads of the same files (16 MiB pieces, every file's at once): ${s(browserRead.ms)} = ${(browserRead.bytes / 1e9 / (browserRead.ms / 1000)).toFixed(3)} GB/s.`,
     `Statistics: studio ${s(statsMs)} (loading included), CLI analyze ${analyze ? s(analyze.ms) : '— (not run)'}.`,
     `Chromium idle with the set loaded: PSS ${formatBytes(idle.pss)}, RSS ${formatBytes(idle.rss)} (${idle.processes} processes).`,
@@ -302,8 +306,10 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
       ? ['The studio merged without read-ahead and write-behind (--overlap off).']
       : []),
     '',
-    '| method | studio | CLI | studio ÷ CLI | ÷ RAM (studio / CLI) | studio GB/s | ÷ raw read | read | upload | compute | readback | write | Chromium peak PSS (Δ idle) | Chromium peak RSS | CLI peak PSS / RSS | studio without overlap (÷ with) |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    `Memory budget: ${o.memoryBudget ? formatBytes(o.memoryBudget) : 'the default'} on both sides.`,
+    '',
+    '| method | studio | CLI | studio ÷ CLI | ÷ RAM (studio / CLI) | studio GB/s | ÷ raw read | studio read ÷ inputs | read | upload | compute | readback | write | Chromium peak PSS (Δ idle) | Chromium peak RSS | CLI peak PSS / RSS | studio without overlap (÷ with) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   // Each method beside a RAM merge of the same run, where one ran.
   const ram = results.find((r) => r.method === 'ram');
@@ -312,7 +318,7 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
   for (const r of results) {
     const st = r.browser.record.stages;
     lines.push(
-      `| ${r.method} | ${s(r.browser.ms)} | ${s(r.cli.ms)} | ${(r.browser.ms / r.cli.ms).toFixed(2)} | ${perRam(r)} | ${gbps(r.browser.ms).toFixed(3)} | ${(gbps(r.browser.ms) / rawGbps).toFixed(3)} | ` +
+      `| ${r.method} | ${s(r.browser.ms)} | ${s(r.cli.ms)} | ${(r.browser.ms / r.cli.ms).toFixed(2)} | ${perRam(r)} | ${gbps(r.browser.ms).toFixed(3)} | ${(gbps(r.browser.ms) / rawGbps).toFixed(3)} | ${(st.readBytes / inputBytes).toFixed(2)} | ` +
         `${s(st.readMs)} | ${s(st.uploadMs)} | ${s(st.computeMs)} | ${s(st.readbackMs)} | ${s(st.writeMs)} | ` +
         `${formatBytes(r.browser.peak.pss)} (+${formatBytes(r.browser.peak.pss - idle.pss)}) | ${formatBytes(r.browser.peak.rss)} | ` +
         `${formatBytes(r.cli.peak.pss)} / ${formatBytes(r.cli.peak.rss)} | ` +
