@@ -35,7 +35,8 @@ ${METHOD_LIST.map((d) => `  ${d.name.padEnd(17)}${d.help}\n${' '.repeat(19)}${d.
 --window-elements N caps the elements per GPU window (default 2^23; smaller uses less memory).
 --memory-budget BYTES bounds all GPU window buffers, their staging copies, the next tensor read
   ahead and the output queued for the disk together (default 536870912, 512 MiB); windows shrink to
-  fit it.`;
+  fit it. What is left keeps windows on the GPU between a counting pass and the merge (TIES,
+  Breadcrumbs, tensor-local RAM+), so that they read each input once.`;
 
 async function inspect(positionals: string[], values: Values): Promise<void> {
   const path = positionals[0];

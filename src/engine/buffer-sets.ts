@@ -54,6 +54,14 @@ export interface BufferSetsOptions {
   poisonOutput: boolean;
 }
 
+/**
+ * The usage of a set's inputs buffer, and of the window cache's buffers, which trade places with them
+ * (a function: WebGPU's constants exist only where WebGPU does).
+ */
+export function inputUsage(): GPUBufferUsageFlags {
+  return GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST;
+}
+
 /** One engine buffer, labelled and padded to the 4-byte multiple WebGPU copies need. */
 export function engineBuffer(
   device: GPUDevice,
@@ -137,6 +145,16 @@ export class BufferSets {
     if (this.options.poisonOutput) this.poison = new Uint8Array(capacity.outputBytes).fill(0xff);
   }
 
+  /**
+   * Gives `set` another inputs buffer (of the sets' input size and inputUsage()): the window cache
+   * takes the one holding a window it keeps and hands back one it held. The set's io is a new object,
+   * so that no bind group of the old buffer is used again.
+   */
+  swapInputs(set: BufferSet, inputs: GPUBuffer): void {
+    set.inputs = inputs;
+    set.io = { ...set.io, inputs };
+  }
+
   /** The set's staging buffer, made (mapped) on first use, as large as its inputs. */
   staging(set: BufferSet): GPUBuffer {
     if (!set.staging) {
@@ -188,13 +206,7 @@ export class BufferSets {
       old && kept ? old[name] : engineBuffer(device, `set${index}.${name}`, size, usage);
     const readWrite = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
     const normBytes = dareNormsBytes(agents);
-    const inputs = part(
-      'inputs',
-      keep.inputs,
-      c.inputBytes,
-      // COPY_SRC: a pass before a merge may keep the window (WindowCache).
-      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
-    );
+    const inputs = part('inputs', keep.inputs, c.inputBytes, inputUsage());
     const output = part('output', keep.output, c.outputBytes, readWrite);
     const counters = part('counters', true, counterBytes, readWrite);
     const norms = part('norms', true, normBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC);

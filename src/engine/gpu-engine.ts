@@ -233,7 +233,8 @@ class GpuEngine implements MergeEngine {
   private readonly cache: WindowCache;
   /** Per buffer set (by window parity): the merge kernels' branch counters, bound whether or not they count. */
   private readonly branchBuffers: BranchBuffers[];
-  private readonly mergeIos = new WeakMap<BufferSet, KernelIo>();
+  /** Per set's io object (a new one whenever its inputs buffer changes): the io with its branch counters. */
+  private readonly mergeIos = new WeakMap<KernelIo, KernelIo>();
   private serial = 0;
   private destroyed = false;
   /**
@@ -530,10 +531,10 @@ class GpuEngine implements MergeEngine {
 
   /** The set's buffers and its branch counters, which the merge kernels bind. */
   private mergeIo(set: BufferSet): KernelIo {
-    let io = this.mergeIos.get(set);
+    let io = this.mergeIos.get(set.io);
     if (!io) {
       io = { ...set.io, branches: this.branchSet(set).counters };
-      this.mergeIos.set(set, io);
+      this.mergeIos.set(set.io, io);
     }
     return io;
   }
@@ -795,8 +796,8 @@ class GpuEngine implements MergeEngine {
    * Reads window w of every input into the set's staging memory and uploads it into the set's
    * inputs, unless they hold it already: mapped (the reads land in a MAP_WRITE buffer, copied into the
    * inputs on the GPU) or copied (they land in host memory that one writeBuffer copies): uploads.
-   * A window the window cache holds is copied from it instead; with `keep`, the window the set lets
-   * go is kept there first (keepEvicted).
+   * A window the window cache holds is traded in instead; with `keep`, the window the set lets go is
+   * kept there first (keepEvicted).
    */
   private async upload(job: Job, set: BufferSet, w: Window, withBase: boolean, keep: boolean): Promise<void> {
     const tag = residentTag(job, w, withBase);
@@ -810,12 +811,10 @@ class GpuEngine implements MergeEngine {
     const slots = Array.from({ length: this.agents + 1 - first }, (_, i) => first + i);
     const from = first * job.slotBytes;
     const bytes = this.agents * job.slotBytes + padded;
-    // Kept by the pass before (with the base, which serves a pass without it as well): copied back.
-    const kept = this.cache.find(residentTag(job, w, true));
+    // Kept by a pass before (with the base, which serves a pass without it as well): traded back in.
+    const kept = this.cache.give(residentTag(job, w, true), set.inputs);
     if (kept) {
-      this.scheduler.submit('unkeep', (encoder) =>
-        encoder.copyBufferToBuffer(kept, from, set.inputs, from, bytes - from),
-      );
+      this.sets.swapInputs(set, kept);
       this.cache.reused(slots.length * used);
       this.holds(job, set, w, withBase);
       return;
@@ -873,20 +872,18 @@ class GpuEngine implements MergeEngine {
   }
 
   /**
-   * Before set lets go of a window of this job that it holds with the base: copies it into the window
-   * cache, where it has room and does not hold it already.
+   * Before set lets go of a window of this job that it holds with the base: the window cache takes
+   * the set's inputs buffer, where it has room, and the set takes a spare one.
    */
   private keepEvicted(job: Job, set: BufferSet): void {
     const held = job.held.get(set.index);
     if (!held) return;
     const tag = residentTag(job, held, true);
-    if (set.resident !== tag || this.cache.find(tag)) return;
+    if (set.resident !== tag) return;
     job.wanted.add(held.index);
     this.cache.want(job.wanted.size);
-    const slot = this.cache.slotFor(tag, job.serial);
-    if (!slot) return;
-    const bytes = this.agents * job.slotBytes + pad4(held.count * job.inBytes);
-    this.scheduler.submit('keep', (encoder) => encoder.copyBufferToBuffer(set.inputs, 0, slot, 0, bytes));
+    const spare = this.cache.take(set.inputs, tag, job.serial);
+    if (spare) this.sets.swapInputs(set, spare);
   }
 
   private windowParams(job: Job, w: Window, d: Dispatch): WindowParams {

@@ -1,15 +1,18 @@
-// Windows a counting pass uploaded, kept on the GPU for the passes that follow it. TIES, DARE-TIES,
-// Breadcrumbs, DARE and tensor-local RAM+ visit a tensor's windows in a pass before the merge; the two
+// Windows a counting pass uploaded, kept on the GPU for the passes that follow it. TIES, Breadcrumbs,
+// tensor-local RAM+ and DARE's l1 rescaling visit a tensor's windows in a pass before the merge; the two
 // buffer sets still hold two of them when it starts, and every other window the merge would read from
 // the files again. Where the memory budget has room beside the buffer sets and the driver, a pass
-// before the merge copies each window of its tensor that a set is about to let go into a slot here (a
-// GPU-side copy), and the next pass copies it back into its set instead of reading it: a tensor of up
-// to 2 + slots windows is read once whatever the method (every window, where a second counting pass
-// follows the first).
+// before the merge keeps each window of its tensor that a set is about to let go: the set's inputs
+// buffer moves into a slot here and the set takes a spare one instead; the next pass that needs the
+// window trades the set's buffer for it again. Nothing is copied (a first version copied each window
+// out and back on the GPU, and in Chromium on SwiftShader those copies cost more than the reads they
+// spared). A tensor of up to 2 + slots windows is read once whatever the method (every window, where a
+// second counting pass follows the first).
 
 import type { WindowCacheReport } from '../methods/merge-types.ts';
+import { inputUsage } from './buffer-sets.ts';
 
-/** One window's inputs: their buffer, and which job's window (its resident tag) it holds. */
+/** A buffer of a set's input size: which job's window (its resident tag) it holds, if any. */
 interface Slot {
   buffer: GPUBuffer;
   tag: string | null;
@@ -70,24 +73,20 @@ export class WindowCache {
     while (this.slots.length > max) this.slots.pop()?.buffer.destroy();
   }
 
-  /** The buffer that holds window `tag`, if one does. */
-  find(tag: string): GPUBuffer | null {
-    return this.slots.find((s) => s.tag === tag)?.buffer ?? null;
-  }
-
   /**
-   * A slot for window `tag` of job `job`: one that holds an earlier job's window or none, else a new
-   * one while there are fewer than the most; null where every slot holds a window of this job. The
-   * caller copies the window in.
+   * Takes `holding`, a set's inputs buffer that holds window `tag` of job `job`, and returns the
+   * buffer the set gets instead: one a slot held spare (no window, or an earlier job's), or a new one
+   * while there are fewer than the most. Null where every slot holds a window of this job: then
+   * nothing changes.
    */
-  slotFor(tag: string, job: number): GPUBuffer | null {
+  take(holding: GPUBuffer, tag: string, job: number): GPUBuffer | null {
     let slot = this.slots.find((s) => s.job < job || s.tag === null);
     if (!slot && this.slots.length < this.max) {
       slot = {
         buffer: this.device.createBuffer({
           label: `MergeEngine.kept${this.slots.length}`,
           size: this.slotBytes,
-          usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+          usage: inputUsage(),
         }),
         tag: null,
         job,
@@ -95,10 +94,22 @@ export class WindowCache {
       this.slots.push(slot);
     }
     if (!slot) return null;
-    slot.tag = tag;
-    slot.job = job;
+    const spare = slot.buffer;
+    Object.assign(slot, { buffer: holding, tag, job });
     this.counts.kept++;
-    return slot.buffer;
+    return spare;
+  }
+
+  /**
+   * The buffer that holds window `tag`, traded for `spare` (a set's inputs, whose window is not
+   * wanted any more); null where no slot holds it.
+   */
+  give(tag: string, spare: GPUBuffer): GPUBuffer | null {
+    const slot = this.slots.find((s) => s.tag === tag);
+    if (!slot) return null;
+    const held = slot.buffer;
+    Object.assign(slot, { buffer: spare, tag: null });
+    return held;
   }
 
   /** Counts a window taken from the cache instead of reading `bytes` of inputs. */

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { encodeFloats, type FloatDtype } from '../format/dtype.ts';
 import { defaultParams } from '../methods/defaults.ts';
 import { seededRandom, tensorInput } from '../methods/test-tensors.ts';
-import type { MethodName } from '../methods/types.ts';
+import type { MethodName, MethodParams } from '../methods/types.ts';
 import { createGpuEngine } from './gpu-engine.ts';
 import { openGpuHarness } from '../test/gpu-harness.ts';
 import type { TensorInput, WindowCacheReport } from '../methods/merge-types.ts';
@@ -68,7 +68,7 @@ async function agentReads(
   method: MethodName,
   dtype: FloatDtype,
   window: number,
-  o: { oneFine?: boolean; slots?: number } = {},
+  o: { oneFine?: boolean; slots?: number; params?: Partial<MethodParams> } = {},
 ): Promise<Reads> {
   const tensor = input(dtype, o.oneFine);
   let reads = 0;
@@ -89,7 +89,7 @@ async function agentReads(
   try {
     await harness!.run(() =>
       engine.merge(counted, {
-        params: defaultParams(method, AGENTS),
+        params: { ...defaultParams(method, AGENTS), ...o.params },
         lambdas: [1, 1, 1],
         outDtype: dtype,
         emit: async (bytes) => void pieces.push(bytes.slice()),
@@ -115,10 +115,21 @@ describe.skipIf(!harness)(`windows read per merge ${opened.skip ?? ''}`, () => {
       expect(r.cache?.kept).toBe(method === 'ram' ? 0 : WINDOWS - 2);
       expect(r.cache?.rereadBytes).toBe(0);
     }
-    // Two histogram passes and the merge, every window read once: the second pass starts on windows the
-    // first kept, and keeps the two it ended on as the sets let them go.
+    // Two histogram passes and the merge, every window read once: the second pass trades the windows
+    // the first kept back into its sets, and the cache takes each again as a set lets it go (the two the
+    // first ended on as well): 5 + 7 windows taken.
     const f32 = await agentReads('ties', 'F32', W);
-    expect({ reads: f32.reads, kept: f32.cache?.kept }).toEqual({ reads: WINDOWS, kept: WINDOWS });
+    expect({ reads: f32.reads, kept: f32.cache?.kept }).toEqual({ reads: WINDOWS, kept: 2 * WINDOWS - 2 });
+  });
+
+  it("reads DARE's l1 rescaling, whose pass visits the windows in order, once less its last two", async () => {
+    const kept = await agentReads('dare_ties', 'BF16', W, { params: { rescale: 'l1' } });
+    expect({ reads: kept.reads, kept: kept.cache?.kept }).toEqual({ reads: WINDOWS + 2, kept: WINDOWS - 2 });
+    expect((await agentReads('dare_ties', 'BF16', W, { params: { rescale: 'l1' }, slots: 0 })).reads).toBe(
+      2 * WINDOWS,
+    );
+    // Without l1 DARE-TIES has no pass before the merge.
+    expect((await agentReads('dare_ties', 'BF16', W, { slots: 0 })).reads).toBe(WINDOWS);
   });
 
   it('reads TIES (a sample of one window and one count pass) and ramplus_tl twice less two windows where the budget keeps none', async () => {

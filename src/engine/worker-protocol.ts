@@ -54,7 +54,7 @@ export interface MemoryEstimate {
   budgetBytes: number;
   /**
    * Windows the budget has room to keep on the GPU between a counting pass and the merge
-   * (src/engine/window-cache.ts), and their bytes: TIES, DARE-TIES, Breadcrumbs and tensor-local RAM+
+   * (src/engine/window-cache.ts), and their bytes: TIES, Breadcrumbs and tensor-local RAM+
    * read a tensor of up to keptWindows + 2 windows once.
    */
   keptWindows: number;

@@ -547,7 +547,7 @@ function CompatIssues({ issues }: { issues: IssueColumns }) {
 
 /** What the budget leaves to keep windows between a counting pass and the merge, and what that reads. */
 function KeptWindows({ memory }: { memory: MemoryEstimate }) {
-  const methods = 'TIES, DARE-TIES, Breadcrumbs and tensor-local RAM+';
+  const methods = 'TIES, Breadcrumbs and tensor-local RAM+';
   const windows = (n: number): string => `${formatCount(n)} window${n === 1 ? '' : 's'}`;
   if (memory.largestWindows <= 2)
     return <>None needed: the two window sets hold every tensor here whole, so every method reads it once.</>;
