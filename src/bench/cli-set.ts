@@ -152,6 +152,15 @@ export async function cliMerge(
 
 export const seconds = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
 
+/** The set and its raw read, and the memory budget both sides ran with: the first lines of both benches' reports. */
+export function describeSet(set: BenchSet, o: SetOptions): string[] {
+  const rawGbps = set.raw.bytes / 1e9 / (set.raw.ms / 1000);
+  return [
+    `Set: ${set.dir}, ${formatBytes(set.raw.bytes)} over base + ${o.agents} agents (bf16, Qwen2 widths, hidden ${o.hidden ?? 896}, ${o.layers} layers, vocab ${o.vocab}); raw read ${seconds(set.raw.ms)} = ${rawGbps.toFixed(3)} GB/s.`,
+    `Memory budget: ${o.memoryBudget ? formatBytes(o.memoryBudget) : 'the default'}.`,
+  ];
+}
+
 /** The run of median time (the later of the two middle ones, for an even count). */
 export function median<T extends { ms: number }>(runs: readonly T[]): T {
   const sorted = [...runs].sort((a, b) => a.ms - b.ms);
@@ -207,8 +216,7 @@ export async function runCliBench(
   const [firstTicks] = ticks;
   const first = firstMethod && firstTicks ? medianOf(firstMethod, firstTicks) : undefined;
   const lines = [
-    `Set: ${set.dir}, ${formatBytes(set.raw.bytes)} over base + ${o.agents} agents (bf16, Qwen2 widths, hidden ${o.hidden ?? 896}, ${o.layers} layers, vocab ${o.vocab}); raw read ${seconds(set.raw.ms)} = ${rawGbps.toFixed(3)} GB/s.`,
-    `Memory budget: ${o.memoryBudget ? formatBytes(o.memoryBudget) : 'the default'}.`,
+    ...describeSet(set, o),
     `Engine: ${first ? engineLine(first.stderr) : '—'}.`,
     `Statistics: CLI analyze ${stats ? seconds(stats.ms) : '— (not run)'}.`,
     ...(repeat > 1 ? [`Medians of ${repeat} rounds.`] : []),

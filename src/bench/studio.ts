@@ -17,6 +17,7 @@ import type {} from '../state/test-api.ts';
 import {
   benchSet,
   cliMerge,
+  describeSet,
   cliStats,
   engineLine,
   median,
@@ -296,7 +297,7 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
   const rawGbps = raw.bytes / 1e9 / (raw.ms / 1000);
   const s = seconds;
   const lines = [
-    `Set: ${dir}, ${formatBytes(raw.bytes)} over base + ${o.agents} agents (bf16, Qwen2 widths, hidden ${o.hidden ?? 896}, ${o.layers} layers, vocab ${o.vocab}); raw read ${s(raw.ms)} = ${rawGbps.toFixed(3)} GB/s.`,
+    ...describeSet(set, o),
     `Chromium's File.slice reads of the same files (16 MiB pieces, every file's at once): ${s(browserRead.ms)} = ${(browserRead.bytes / 1e9 / (browserRead.ms / 1000)).toFixed(3)} GB/s.`,
     `Statistics: studio ${s(statsMs)} (loading included), CLI analyze ${analyze ? s(analyze.ms) : '— (not run)'}.`,
     `Chromium idle with the set loaded: PSS ${formatBytes(idle.pss)}, RSS ${formatBytes(idle.rss)} (${idle.processes} processes).`,
@@ -306,7 +307,6 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
       ? ['The studio merged without read-ahead and write-behind (--overlap off).']
       : []),
     '',
-    `Memory budget: ${o.memoryBudget ? formatBytes(o.memoryBudget) : 'the default'} on both sides.`,
     '',
     '| method | studio | CLI | studio ÷ CLI | ÷ RAM (studio / CLI) | studio GB/s | ÷ raw read | studio read ÷ inputs | read | upload | compute | readback | write | Chromium peak PSS (Δ idle) | Chromium peak RSS | CLI peak PSS / RSS | studio without overlap (÷ with) |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',

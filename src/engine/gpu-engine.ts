@@ -46,7 +46,6 @@ import {
   tieRowsPerAgent,
   windowCapacity,
   windowElements,
-  windowMemory,
   DEFAULT_MEMORY_BUDGET,
   type Dispatch,
   type DriverMemory,
@@ -57,7 +56,7 @@ import {
 } from './plumbing.ts';
 import { Scheduler } from './scheduler.ts';
 import { BufferSets, engineBuffer, type BufferSet } from './buffer-sets.ts';
-import { cacheSlots, WindowCache } from './window-cache.ts';
+import { keptSlots, WindowCache } from './window-cache.ts';
 import type { MethodParams } from '../methods/types.ts';
 import { bandCounts } from '../methods/band.ts';
 import { DEFAULT_GAMMA } from '../methods/defaults.ts';
@@ -923,11 +922,7 @@ class GpuEngine implements MergeEngine {
     const slotBytes = slotBytesFor(size, inBytes);
     await this.sets.ensure(windowCapacity(size, this.agents, inBytes, outBytes, tieRows));
     const room = this.sets.room;
-    const { readAhead, writeBehind } = this.driverMemory;
-    this.cache.fit(
-      room.inputBytes,
-      cacheSlots(this.memoryBudget, windowMemory(room), readAhead + writeBehind, room.inputBytes),
-    );
+    this.cache.fit(room.inputBytes, keptSlots(this.memoryBudget, room, this.driverMemory));
     return {
       serial: ++this.serial,
       tensor,

@@ -11,6 +11,7 @@
 
 import type { WindowCacheReport } from '../methods/merge-types.ts';
 import { inputUsage } from './buffer-sets.ts';
+import { windowMemory, type DriverMemory, type WindowCapacity } from './plumbing.ts';
 
 /** A buffer of a set's input size: which job's window (its resident tag) it holds, if any. */
 interface Slot {
@@ -35,6 +36,14 @@ export function cacheSlots(
 ): number {
   if (inputBytes <= 0) return 0;
   return Math.max(0, Math.floor((budget - setsBytes - driverBytes) / inputBytes));
+}
+
+/**
+ * The windows of a set's input size (`room`) that `budget` keeps beside both buffer sets and the
+ * driver's read-ahead and write-behind: what the engine sizes its cache by and the engine card shows.
+ */
+export function keptSlots(budget: number, room: WindowCapacity, driver: DriverMemory): number {
+  return cacheSlots(budget, windowMemory(room), driver.readAhead + driver.writeBehind, room.inputBytes);
 }
 
 export class WindowCache {

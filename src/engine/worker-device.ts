@@ -21,7 +21,7 @@ import {
   windowMemory,
 } from './plumbing.ts';
 import { MEMORY_BUDGETS, type EngineInfo, type MemoryEstimate } from './worker-protocol.ts';
-import { cacheSlots } from './window-cache.ts';
+import { keptSlots } from './window-cache.ts';
 
 let device: Promise<EngineDevice | { error: string }> | null = null;
 
@@ -70,6 +70,11 @@ export function setMemoryBudget(bytes: number): void {
   if (!MEMORY_BUDGETS.includes(bytes))
     throw new RangeError(`the memory budget must be one of ${MEMORY_BUDGETS.join(', ')} bytes, not ${bytes}`);
   studioBudget = bytes;
+}
+
+/** The studio's memory budget now (one of MEMORY_BUDGETS). */
+export function memoryBudget(): number {
+  return studioBudget;
 }
 
 /** The budget of the engine's windows and the driver's read-ahead and write-behind. */
@@ -172,12 +177,10 @@ export function estimateMemory(
         );
   const capacity = windowCapacity(window, agents, widest, widest, tieRows);
   const gpuBytes = windowMemory(capacity);
-  const share = driverMemory(engineBudget(), agents, DEFAULT_WINDOW_ELEMENTS);
-  const keptWindows = cacheSlots(
+  const keptWindows = keptSlots(
     engineBudget(),
-    gpuBytes,
-    share.readAhead + share.writeBehind,
-    capacity.inputBytes,
+    capacity,
+    driverMemory(engineBudget(), agents, DEFAULT_WINDOW_ELEMENTS),
   );
   // The two buffer sets hold two windows of a tensor; the cache, the rest where it has room.
   const largestWindows = window > 0 ? Math.ceil(largest / window) : 0;

@@ -12,7 +12,7 @@ import {
 } from '../io/sha256-offload.ts';
 import { BROWSER_SHARD_BYTES, mergeModels, predictOutputBytes, type Progress } from './driver.ts';
 import { StageClock, timedFolder } from '../io/timed.ts';
-import { withEngine } from './worker-device.ts';
+import { memoryBudget, withEngine } from './worker-device.ts';
 import type { MergeEngine, StageTimings } from '../methods/merge-types.ts';
 import { model, readTotals, recalledAnalysis, snapshot } from './worker-models.ts';
 import type { MergeStages, ReadBackFile, WorkerCalls } from './worker-protocol.ts';
@@ -140,6 +140,7 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
         // A kept engine's stage clocks count its earlier jobs too.
         const before = stageTimings(engine);
         const cacheBefore = engine.windowCache;
+        const budget = memoryBudget();
         const result = await mergeModels({
           base,
           agents,
@@ -169,7 +170,8 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
           readback: after.readback - before.readback,
         };
         const cacheAfter = engine.windowCache;
-        const windowCache = cacheBefore && cacheAfter && windowCacheSince(cacheBefore, cacheAfter);
+        const windowCache = cacheBefore &&
+          cacheAfter && { ...windowCacheSince(cacheBefore, cacheAfter), memoryBudget: budget };
         return { result, description: engine.description, warm, timings, windowCache };
       },
     );

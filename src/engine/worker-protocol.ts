@@ -68,15 +68,6 @@ export interface MemoryEstimate {
 /** The memory budgets the engine card offers (bytes): the default, 512 MiB, and larger ones for GPUs with room. */
 export const MEMORY_BUDGETS: readonly number[] = [512, 1024, 2048, 4096].map((m) => m * 2 ** 20);
 
-/** The smallest budget the engine card offers of at least `bytes`, in words for a sentence. */
-export function budgetAdvice(bytes: number): string {
-  const mib = (b: number): string => (b >= 2 ** 30 ? `${b / 2 ** 30} GiB` : `${Math.ceil(b / 2 ** 20)} MiB`);
-  const offered = MEMORY_BUDGETS.find((b) => b >= bytes);
-  return offered
-    ? `a memory budget of ${mib(offered)}`
-    : `a memory budget of ${mib(bytes)} (more than the studio offers; the command line takes any)`;
-}
-
 /** Per agent: the bit-identical share of a small sample against the base, or why it could not be read. */
 export type DerivationReport =
   | { slot: string; sample: DerivationSample; error?: undefined }
@@ -153,8 +144,11 @@ export interface MergeStages {
   warmEngine?: boolean;
   readMs: number;
   readBytes: number;
-  /** What the engine's window cache did in this merge (absent on the CPU reference). */
-  windowCache?: WindowCacheReport;
+  /**
+   * What the engine's window cache did in this merge (absent on the CPU reference), and the studio's
+   * memory budget it ran with.
+   */
+  windowCache?: WindowCacheReport & { memoryBudget: number };
   uploadMs: number;
   computeMs: number;
   readbackMs: number;

@@ -129,7 +129,7 @@ export interface MergeEngine {
  * them again, and the bytes read again for want of room.
  */
 export interface WindowCacheReport {
-  /** Windows copied into the cache. */
+  /** Windows the cache took from a buffer set as it let them go. */
   kept: number;
   /** Windows taken from it instead of being read again, and their bytes of inputs. */
   reused: number;

@@ -218,6 +218,13 @@ export function initialStudioData(): StudioData {
   };
 }
 
+/** The check of the ready base and agents, or null where there is no ready base or agent. */
+function checkRequest(data: StudioData): { base: string; agents: string[] } | null {
+  const base = data.models.find((m) => m.role === 'base' && m.status === 'ready');
+  const agents = data.models.filter((m) => m.role === 'agent' && m.status === 'ready');
+  return base && agents.length > 0 ? { base: base.slot, agents: agents.map((a) => a.slot) } : null;
+}
+
 /** The recipe of the studio as it stands: the models' labels and order, method, parameters, dtype. */
 export function sessionRecipe(data: Pick<StudioData, 'models' | 'params' | 'outDtype'>): SessionRecipe {
   return {
@@ -484,16 +491,12 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
       analysisJob?.cancel();
       patch({ check: idleTask(), analysis: idleTask() });
       const data = get().studio;
-      const base = data.models.find((m) => m.role === 'base' && m.status === 'ready');
-      const agents = data.models.filter((m) => m.role === 'agent' && m.status === 'ready');
-      if (!base || agents.length === 0 || data.models.some((m) => m.status === 'loading')) return;
+      const request = checkRequest(data);
+      if (!request || data.models.some((m) => m.status === 'loading')) return;
       patchTask('check', { status: 'running' });
       const sent = performance.now();
       try {
-        const report = await services.engine.call('check', {
-          base: base.slot,
-          agents: agents.map((a) => a.slot),
-        }).promise;
+        const report = await services.engine.call('check', request).promise;
         performance.measure('merge-studio:check', { start: sent });
         if (mine !== generation) return;
         patchTask('check', { status: 'done', result: report });
@@ -893,15 +896,10 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
         patch({ memoryBudget: bytes });
         await services.engine.call('configure', { memoryBudget: bytes }).promise;
         // Only the memory estimate depends on the budget: the check is asked again, the statistics kept.
-        const data = get().studio;
-        const base = data.models.find((m) => m.role === 'base' && m.status === 'ready');
-        const agents = data.models.filter((m) => m.role === 'agent' && m.status === 'ready');
-        if (data.check.status !== 'done' || !base || agents.length === 0) return;
+        const request = checkRequest(get().studio);
+        if (get().studio.check.status !== 'done' || !request) return;
         const mine = generation;
-        const report = await services.engine.call('check', {
-          base: base.slot,
-          agents: agents.map((a) => a.slot),
-        }).promise;
+        const report = await services.engine.call('check', request).promise;
         if (mine === generation && get().studio.check.status === 'done')
           patchTask('check', { result: report });
       },

@@ -4,7 +4,6 @@
 import { useId, useMemo, useState, type DragEvent } from 'react';
 import { derivationVerdict } from '../../engine/derivation.ts';
 import {
-  budgetAdvice,
   MEMORY_BUDGETS,
   type DerivationReport,
   type FileRef,
@@ -543,6 +542,14 @@ function CompatIssues({ issues }: { issues: IssueColumns }) {
       ))}
     </div>
   );
+}
+
+/** The smallest budget the engine card offers of at least `bytes`, in words for a sentence. */
+export function budgetAdvice(bytes: number): string {
+  const offered = MEMORY_BUDGETS.find((b) => b >= bytes);
+  return offered
+    ? `a memory budget of ${formatBytes(offered)}`
+    : `a memory budget of ${formatBytes(bytes)} (more than the studio offers; the command line takes any)`;
 }
 
 /** What the budget leaves to keep windows between a counting pass and the merge, and what that reads. */

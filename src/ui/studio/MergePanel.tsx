@@ -11,11 +11,11 @@ import { studioStore, useStudio } from '../../state/store.ts';
 import { mergeInputs, storageLooksPrivate, type StudioData } from '../../state/studio-slice.ts';
 import { derivationVerdict } from '../../engine/derivation.ts';
 import { tensorRecords } from '../../engine/model-transfer.ts';
-import { budgetAdvice, type MergeSummary } from '../../engine/worker-protocol.ts';
+import type { MergeSummary } from '../../engine/worker-protocol.ts';
 import { describeWindowCache } from '../../engine/window-cache.ts';
 import { formatBytes, formatCount, formatDuration } from '../format.ts';
 import { ErrorBox, idPart, ProgressBar } from './common.tsx';
-import { directoryPicker } from './LoadPanel.tsx';
+import { budgetAdvice, directoryPicker } from './LoadPanel.tsx';
 import { RecipeTools } from './RecipeTools.tsx';
 import { useStudioWithoutProgress } from './picks.ts';
 import { branchCounts, expectedOutputBytes, percent } from './summary.ts';
@@ -207,14 +207,13 @@ function PrivateStorageNote({ data, canPick }: { data: StudioData; canPick: bool
 
 /** What the merge just wrote and where, said where the Merge button is. */
 function MergeDone({ summary }: { summary: MergeSummary }) {
-  const budget = useStudio((s) => s.studio.memoryBudget);
   const bytes = summary.files.reduce((sum, f) => sum + f.bytes, 0);
   const cache = summary.stages.windowCache;
   const kept =
     cache &&
     describeWindowCache(
       cache,
-      budget,
+      cache.memoryBudget,
       formatBytes,
       (b) => `${budgetAdvice(b)}, set under Engine and memory,`,
     );
