@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { formatBytes } from '../format/inspect.ts';
 import type { WindowCacheReport } from '../methods/merge-types.ts';
-import { cacheSlots, describeWindowCache } from './window-cache.ts';
+import {
+  cacheSlots,
+  describeWindowCache,
+  MIN_READ_ONCE_WINDOW,
+  readOnce,
+  readOnceWindow,
+  WindowCache,
+} from './window-cache.ts';
 
 const MIB = 2 ** 20;
 
@@ -20,6 +27,63 @@ describe('cacheSlots', () => {
   it('gives none where the sets already take more than the budget, or a window is empty', () => {
     expect(cacheSlots(512 * MIB, 600 * MIB, 0, 64 * MIB)).toBe(0);
     expect(cacheSlots(512 * MIB, 0, 0, 0)).toBe(0);
+  });
+});
+
+describe('WindowCache.shortBytes', () => {
+  it('counts what each tensor lacked in its own windows, the most of any', () => {
+    // No buffer is made: nothing is taken.
+    const cache = new WindowCache({} as GPUDevice);
+    cache.fit(64 * MIB, 1);
+    cache.want(5);
+    expect(cache.shortBytes).toBe(4 * 64 * MIB);
+    // The engine cut later tensors into windows of a quarter: 12 wanted of 10 is less.
+    cache.fit(16 * MIB, 10);
+    cache.want(12);
+    expect(cache.shortBytes).toBe(4 * 64 * MIB);
+    cache.want(30);
+    expect(cache.shortBytes).toBe(20 * 16 * MIB);
+  });
+});
+
+describe('readOnceWindow', () => {
+  // The CLI's default: 512 MiB, of which the driver holds 64 MiB of read-ahead and 16 of write-behind;
+  // bf16 TIES (one tie row per agent) over base + 3 agents.
+  const cli = {
+    budget: 512 * MIB,
+    driver: { readAhead: 64 * MIB, writeBehind: 16 * MIB },
+    agents: 3,
+    inBytes: 2,
+    outBytes: 2,
+    tieRows: 1,
+  };
+  const MLP = 11_008 * 4_096;
+
+  it('keeps the largest window where the tensor is read once in it', () => {
+    // Two windows: the sets hold both.
+    expect(readOnceWindow(4_096 * 4_096, 2 ** 23, cli)).toBe(2 ** 23);
+  });
+
+  it('cuts a 7B MLP projection into the fewest windows the budget keeps, as small as that many allow', () => {
+    // In 6 windows of 2^23 the sets take 2 × 179 MiB and leave room for 1 (64 MiB each).
+    expect(readOnce(MLP, 2 ** 23, cli)).toBe(false);
+    // 15 windows of 3,014,656 elements (184 tie chunks): the sets take 134,905,856 bytes, and
+    // (512 MiB − 80 MiB − that) ÷ 24,117,248 bytes per window = 13.19, so 13 kept + 2 = 15.
+    expect(readOnceWindow(MLP, 2 ** 23, cli)).toBe(3_014_656);
+    expect(readOnce(MLP, 3_014_656, cli)).toBe(true);
+    // 14 windows of 3,227,648 would need 12 kept, and 11.95 fit.
+    expect(readOnce(MLP, 3_227_648, cli)).toBe(false);
+  });
+
+  it('gives none where no window of MIN_READ_ONCE_WINDOW or more is read once, or below a smaller max', () => {
+    // A 7B embedding (32000 × 4096): its inputs alone are 1000 MiB.
+    expect(readOnceWindow(32_000 * 4_096, 2 ** 23, cli)).toBeNull();
+    // An engine whose windows are below the floor already is not cut smaller, though smaller ones
+    // would be read once (2^17: 342 kept of 1 MiB beside 5.6 MiB of sets; 2^19: 84 of 4 MiB beside 22.4).
+    const tight = { ...cli, budget: 432 * MIB };
+    expect(readOnce(MLP, MIN_READ_ONCE_WINDOW / 8, tight)).toBe(true);
+    expect(readOnce(MLP, MIN_READ_ONCE_WINDOW / 2, tight)).toBe(false);
+    expect(readOnceWindow(MLP, MIN_READ_ONCE_WINDOW / 2, tight)).toBeNull();
   });
 });
 

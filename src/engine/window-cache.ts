@@ -7,11 +7,13 @@
 // window trades the set's buffer for it again. Nothing is copied (a first version copied each window
 // out and back on the GPU, and in Chromium on SwiftShader those copies cost more than the reads they
 // spared). A tensor of up to 2 + slots windows is read once whatever the method (every window, where a
-// second counting pass follows the first).
+// second counting pass follows the first). Where a tensor has more, the engine cuts it into smaller
+// windows (readOnceWindow): each set's staging and outputs shrink with the window, so the same budget
+// keeps more of the tensor.
 
 import type { WindowCacheReport } from '../methods/merge-types.ts';
 import { inputUsage } from './buffer-sets.ts';
-import { windowMemory, type DriverMemory, type WindowCapacity } from './plumbing.ts';
+import { windowCapacity, windowMemory, type DriverMemory, type WindowCapacity } from './plumbing.ts';
 
 /** A buffer of a set's input size: which job's window (its resident tag) it holds, if any. */
 interface Slot {
@@ -46,10 +48,62 @@ export function keptSlots(budget: number, room: WindowCapacity, driver: DriverMe
   return cacheSlots(budget, windowMemory(room), driver.readAhead + driver.writeBehind, room.inputBytes);
 }
 
+/**
+ * The smallest window the engine cuts a tensor into so that the passes before its merge read it once:
+ * below it the dispatches and round trips per byte would cost more than the reads they spare.
+ */
+export const MIN_READ_ONCE_WINDOW = 2 ** 20;
+
+/** What sizes a job's windows and the cache's room besides the tensor: the engine's and the job's. */
+export interface ReadOnceLimits {
+  budget: number;
+  driver: DriverMemory;
+  agents: number;
+  inBytes: number;
+  outBytes: number;
+  /** Tie-count rows per agent of the method (tieRowsPerAgent). */
+  tieRows: number;
+}
+
+/**
+ * Whether a tensor of `numel` elements cut into windows of `n` is read once by the passes before its
+ * merge: its windows past the two the buffer sets hold all fit the cache.
+ */
+export function readOnce(numel: number, n: number, limits: ReadOnceLimits): boolean {
+  const { budget, driver, agents, inBytes, outBytes, tieRows } = limits;
+  const room = windowCapacity(n, agents, inBytes, outBytes, tieRows);
+  return Math.ceil(numel / n) <= 2 + keptSlots(budget, room, driver);
+}
+
+/**
+ * The window a tensor is read once in by the passes before its merge: `max` where it is already;
+ * else one of at least MIN_READ_ONCE_WINDOW elements (smaller windows leave the cache more of the
+ * budget, since each set's staging and outputs shrink with them): for the fewest windows that do, the
+ * smallest size that many allow, which is the one with the most room and cuts the tensor evenly. Null
+ * where the budget holds the tensor in no window of that size.
+ */
+export function readOnceWindow(numel: number, max: number, limits: ReadOnceLimits): number | null {
+  if (readOnce(numel, max, limits)) return max;
+  const least = Math.min(MIN_READ_ONCE_WINDOW, max);
+  for (let windows = Math.ceil(numel / max); ; windows++) {
+    const even = Math.ceil(numel / windows);
+    if (even < least) return null;
+    // Whole tie chunks where that changes neither the count nor the verdict.
+    const aligned = Math.ceil(even / WINDOW_ALIGN) * WINDOW_ALIGN;
+    if (aligned <= max && Math.ceil(numel / aligned) === windows && readOnce(numel, aligned, limits))
+      return aligned;
+    if (readOnce(numel, even, limits)) return even;
+  }
+}
+
+/** What readOnceWindow rounds a window up to where it can: whole tie chunks of elements. */
+const WINDOW_ALIGN = 2 ** 14;
+
 export class WindowCache {
   private slots: Slot[] = [];
   private slotBytes = 0;
   private max = 0;
+  private short = 0;
   readonly counts: WindowCacheCounts = { kept: 0, reused: 0, reusedBytes: 0, rereadBytes: 0, wanted: 0 };
 
   constructor(private readonly device: GPUDevice) {}
@@ -59,14 +113,18 @@ export class WindowCache {
     return this.slots.length * this.slotBytes;
   }
 
-  /** Bytes beyond the room it has that would have kept every window a tensor's passes wanted kept. */
+  /**
+   * Bytes beyond the room it had that would have kept every window a tensor's passes wanted kept: the
+   * most of any tensor, each in its own windows (the engine makes them smaller as it goes).
+   */
   get shortBytes(): number {
-    return Math.max(0, this.counts.wanted - this.max) * this.slotBytes;
+    return this.short;
   }
 
-  /** Notes that one tensor's passes would keep `windows` windows, room or not. */
+  /** Notes that one tensor's passes would keep `windows` windows of the slots' size, room or not. */
   want(windows: number): void {
     this.counts.wanted = Math.max(this.counts.wanted, windows);
+    this.short = Math.max(this.short, Math.max(0, windows - this.max) * this.slotBytes);
   }
 
   /**

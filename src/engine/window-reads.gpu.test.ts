@@ -14,6 +14,7 @@ import { openGpuHarness } from '../test/gpu-harness.ts';
 import type { TensorInput, WindowCacheReport } from '../methods/merge-types.ts';
 import { methodOf } from '../methods/registry/index.ts';
 import { driverMemory, tieRowsPerAgent, windowCapacity, windowMemory } from './plumbing.ts';
+import { MIN_READ_ONCE_WINDOW, readOnce, readOnceWindow } from './window-cache.ts';
 
 const opened = await openGpuHarness();
 const harness = opened.harness;
@@ -250,6 +251,154 @@ describe.skipIf(!harness)(`windows read per merge ${opened.skip ?? ''}`, () => {
         windows: 2,
         kept: 0,
       });
+    }
+  });
+});
+
+// A tensor too large for the budget to keep in the engine's windows, but not in smaller ones: the
+// engine cuts it (and every later tensor) into windows no smaller than MIN_READ_ONCE_WINDOW.
+const LARGE = 6 * MIN_READ_ONCE_WINDOW + 4_099;
+
+/** Base and agents of LARGE bf16 elements: random bits, each agent changing a third of them. */
+function largeInput(seed: number): TensorInput {
+  const random = seededRandom(seed);
+  const base = Uint16Array.from({ length: LARGE }, () => 0x3c00 + Math.floor(random() * 0x800));
+  const models = [base];
+  for (let t = 0; t < AGENTS; t++)
+    models.push(base.map((b) => (random() < 1 / 3 ? b + 1 + Math.floor(random() * 8) : b)));
+  return tensorInput(
+    'model.layers.0.mlp.up_proj.weight',
+    'BF16',
+    models.map((m) => new Uint8Array(m.buffer)),
+  );
+}
+
+/** Every read of agent 0 through `tensor` appended to `into` as [start, count]. */
+function readsOf(tensor: TensorInput, into: [number, number][]): TensorInput {
+  return {
+    ...tensor,
+    read: (k, start, count, bytes) => {
+      if (k === 1) into.push([start, count]);
+      return tensor.read(k, start, count, bytes);
+    },
+  };
+}
+
+/** Whether the ranges cover [0, numel) once each, in any order. */
+function coverOnce(ranges: readonly [number, number][], numel: number): boolean {
+  const sorted = [...ranges].sort((a, b) => a[0] - b[0]);
+  let at = 0;
+  for (const [start, count] of sorted) {
+    if (start !== at) return false;
+    at += count;
+  }
+  return at === numel;
+}
+
+describe.skipIf(!harness)(`windows made smaller to read a tensor once ${opened.skip ?? ''}`, () => {
+  const MAX = 2 * MIN_READ_ONCE_WINDOW;
+  const limits = (budget: number, tieRows = 0) => ({
+    budget,
+    driver: driverMemory(budget, AGENTS, MAX),
+    agents: AGENTS,
+    inBytes: 2,
+    outBytes: 2,
+    tieRows,
+  });
+  // The least budget (in MiB) that reads LARGE once in the smallest windows, with `tieRows` of ties.
+  const MIB = 2 ** 20;
+  const least = (tieRows: number): number => {
+    let b = 64 * MIB;
+    while (!readOnce(LARGE, MIN_READ_ONCE_WINDOW, limits(b, tieRows))) b += MIB;
+    return b;
+  };
+  const budget = least(0);
+
+  const merge = async (
+    engine: ReturnType<typeof createGpuEngine>,
+    tensor: TensorInput,
+    method: MethodName,
+  ): Promise<Buffer> => {
+    const pieces: Uint8Array[] = [];
+    await harness!.run(() =>
+      engine.merge(tensor, {
+        params: defaultParams(method, AGENTS),
+        lambdas: [1, 1, 1],
+        outDtype: 'BF16',
+        emit: async (bytes) => void pieces.push(bytes.slice()),
+      }),
+    );
+    return Buffer.concat(pieces);
+  };
+  const make = (memoryBudget: number) =>
+    createGpuEngine(harness!.device, {
+      agents: AGENTS,
+      adapterDescription: harness!.adapterDescription,
+      maxWindowElements: MAX,
+      memoryBudget,
+    });
+
+  it('reads tensor-local RAM+ once in windows made smaller, and RAM after it in those windows', async () => {
+    expect(readOnce(LARGE, MAX, limits(budget))).toBe(false);
+    const tensor = largeInput(21);
+    const small = make(budget);
+    const roomy = make(2 ** 30);
+    try {
+      const reads: [number, number][] = [];
+      const merged = await merge(small, readsOf(tensor, reads), 'ramplus_tl');
+      const window = Math.max(...reads.map(([, count]) => count));
+      expect(window).toBeLessThan(MAX);
+      expect(window).toBeGreaterThanOrEqual(MIN_READ_ONCE_WINDOW);
+      expect(coverOnce(reads, LARGE)).toBe(true);
+      expect(small.windowCache).toMatchObject({ rereadBytes: 0, shortBytes: 0 });
+      expect(small.windowCache?.reused).toBeGreaterThan(0);
+      // Byte for byte what an engine with room to keep the tensor in its largest windows merges.
+      const whole: [number, number][] = [];
+      const expected = await merge(roomy, readsOf(tensor, whole), 'ramplus_tl');
+      expect(Math.max(...whole.map(([, count]) => count))).toBe(MAX);
+      expect(coverOnce(whole, LARGE)).toBe(true);
+      expect(merged.length).toBe(LARGE * 2);
+      expect(merged.equals(expected)).toBe(true);
+      // The smaller windows stay: a RAM merge after it on the same engine is cut the same way.
+      const after: [number, number][] = [];
+      await merge(small, readsOf(largeInput(22), after), 'ram');
+      expect(Math.max(...after.map(([, count]) => count))).toBe(window);
+      expect(coverOnce(after, LARGE)).toBe(true);
+    } finally {
+      small.destroy();
+      roomy.destroy();
+    }
+  });
+
+  it('merges TIES in the smaller windows byte for byte as in the largest', async () => {
+    const tensor = largeInput(24);
+    const small = make(least(1));
+    const roomy = make(2 ** 30);
+    try {
+      const reads: [number, number][] = [];
+      const merged = await merge(small, readsOf(tensor, reads), 'ties');
+      expect(Math.max(...reads.map(([, count]) => count))).toBeLessThan(MAX);
+      expect(small.windowCache?.rereadBytes).toBe(0);
+      expect(merged.equals(await merge(roomy, tensor, 'ties'))).toBe(true);
+    } finally {
+      small.destroy();
+      roomy.destroy();
+    }
+  });
+
+  it('keeps its windows where the budget reads the tensor once in none of at least the smallest size', async () => {
+    let tight = budget;
+    while (readOnceWindow(LARGE, MAX, limits(tight)) !== null) tight -= MIB;
+    const engine = make(tight);
+    try {
+      const reads: [number, number][] = [];
+      await merge(engine, readsOf(largeInput(23), reads), 'ramplus_tl');
+      // Windows as large as the budget allows (below MAX here), the middle ones read twice.
+      const window = Math.max(...reads.map(([, count]) => count));
+      expect(window).toBeGreaterThan(MIN_READ_ONCE_WINDOW);
+      expect(engine.windowCache?.rereadBytes).toBeGreaterThan(0);
+    } finally {
+      engine.destroy();
     }
   });
 });
