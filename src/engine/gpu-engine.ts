@@ -223,8 +223,8 @@ class GpuEngine implements MergeEngine {
   private readonly scheduler: Scheduler;
   private readonly maxWindow: number;
   /**
-   * The largest window from now on: maxWindow, until a tensor of a method with passes before its
-   * merge is read once only in smaller ones (job()).
+   * The largest window from now on: maxWindow, but smaller from a job with passes before its merge
+   * whose tensor is read once only in smaller ones, until a job without such passes (job()).
    */
   private windowCap: number;
   private readonly memoryBudget: number;
@@ -920,6 +920,8 @@ class GpuEngine implements MergeEngine {
       throw new RangeError(`bad element count ${tensor.numel}`);
     const inBytes = dtypeBits(tensor.dtype) / 8;
     const limits = this.device.limits;
+    // A job without passes before it reads each window once in any size: the largest serve it best.
+    if (!counted) this.windowCap = this.maxWindow;
     let size = Math.max(
       1,
       Math.min(
@@ -950,8 +952,8 @@ class GpuEngine implements MergeEngine {
     const capacity = (n: number): WindowCapacity =>
       windowCapacity(n, this.agents, inBytes, outBytes, tieRows);
     if (smaller !== null && smaller < size) {
-      // From now on no window is larger, so that the sets are not made again for every other tensor
-      // (a merge's largest tensors are read once from here on; the rest merge as fast in smaller ones).
+      // No window is larger until a job without passes before it comes, so that the sets are not
+      // made again for every other tensor of this merge.
       this.windowCap = size = smaller;
       await this.sets.resize(capacity(size));
     }
