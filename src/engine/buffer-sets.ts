@@ -130,20 +130,7 @@ export class BufferSets {
     };
     // Each job's windows fit the budget, but the largest parts of two jobs with other dtypes may
     // not fit together: then the sets are made for this job alone.
-    this.remake(windowMemory(grown) <= this.options.memoryBudget ? grown : need);
-  }
-
-  /**
-   * Makes both sets for windows of `capacity` exactly, smaller ones too (the engine shrinks its
-   * windows for the window cache's room), once every window still in them has been read back.
-   */
-  async resize(capacity: WindowCapacity): Promise<void> {
-    await Promise.all(this.sets.map((s) => s.busy));
-    this.remake(capacity);
-  }
-
-  private remake(capacity: WindowCapacity): void {
-    const have = this.capacity;
+    const capacity = windowMemory(grown) <= this.options.memoryBudget ? grown : need;
     // Only the parts whose size changes are made anew: a merge after the statistics (which have no
     // output) keeps their inputs, which the device would otherwise clear again.
     const keep: Keep = {

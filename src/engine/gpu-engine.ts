@@ -50,14 +50,13 @@ import {
   type Dispatch,
   type DriverMemory,
   type Window,
-  type WindowCapacity,
   TIE_BLOCK_PAIRS,
   TIE_BLOCK_WORDS,
   WORKGROUP_SIZE,
 } from './plumbing.ts';
 import { Scheduler } from './scheduler.ts';
 import { BufferSets, engineBuffer, type BufferSet } from './buffer-sets.ts';
-import { keptSlots, readOnceWindow, WindowCache } from './window-cache.ts';
+import { keptSlots, WindowCache } from './window-cache.ts';
 import type { MethodParams } from '../methods/types.ts';
 import { bandCounts } from '../methods/band.ts';
 import { DEFAULT_GAMMA } from '../methods/defaults.ts';
@@ -222,11 +221,6 @@ class GpuEngine implements MergeEngine {
   readonly driverMemory: DriverMemory;
   private readonly scheduler: Scheduler;
   private readonly maxWindow: number;
-  /**
-   * The largest window from now on: maxWindow, but smaller from a job with passes before its merge
-   * whose tensor is read once only in smaller ones, until a job without such passes (job()).
-   */
-  private windowCap: number;
   private readonly memoryBudget: number;
   private readonly uploads: 'mapped' | 'copied';
   private readonly kernels = new Map<string, Promise<Kernel>>();
@@ -264,7 +258,6 @@ class GpuEngine implements MergeEngine {
     this.agents = n;
     this.description = options.adapterDescription;
     this.maxWindow = options.maxWindowElements ?? DEFAULT_WINDOW_ELEMENTS;
-    this.windowCap = this.maxWindow;
     this.memoryBudget = options.memoryBudget ?? DEFAULT_MEMORY_BUDGET;
     this.uploads = options.uploads ?? 'mapped';
     // Windows are sized to the rest (windowElements).
@@ -342,7 +335,7 @@ class GpuEngine implements MergeEngine {
     return this.serialized(
       (submitted) =>
         forTensor(tensor.name, async () => {
-          const job = await this.job(tensor, signal, 4, 0, false);
+          const job = await this.job(tensor, signal, 4, 0);
           const stats = emptyTensorStats(tensor.name, tensor.dtype, tensor.numel, this.agents);
           await this.statsPass(job, epsilon, stats, submitted);
           return deriveTensorStats(stats);
@@ -381,13 +374,7 @@ class GpuEngine implements MergeEngine {
     const lambdas = checkMergeOptions(options, this.agents);
     const outBytes = dtypeBits(outDtype) / 8;
     const { plan } = methodOf(params.method);
-    // Passes before the merge: tensor-local λ, a top-k select, DARE's L1 norms.
-    const counted =
-      plan.lambdas === 'tensor' ||
-      plan.sparsify === 'topk' ||
-      plan.sparsify === 'band' ||
-      dareScalePlan(params) === 'pass';
-    const job = await this.job(tensor, options.signal, outBytes, tieRowsPerAgent(plan), counted);
+    const job = await this.job(tensor, options.signal, outBytes, tieRowsPerAgent(plan));
     const variant: MergeVariant = {
       inDtype: tensor.dtype,
       outDtype,
@@ -902,17 +889,12 @@ class GpuEngine implements MergeEngine {
     return { count: w.count, slotWords: job.slotBytes / 4, start: w.start, groupsX: d.x, groups: d.groups };
   }
 
-  /**
-   * `tieRows`: tie-count rows per agent the job's merge ranks ties in (tieRowsPerAgent). `counted`:
-   * passes before the merge visit the tensor, so its windows are made small enough, where the budget
-   * allows, for the cache to keep all but the two the sets hold (readOnceWindow).
-   */
+  /** `tieRows`: tie-count rows per agent the job's merge ranks ties in (tieRowsPerAgent). */
   private async job(
     tensor: TensorInput,
     signal: AbortSignal | undefined,
     outBytes: number,
     tieRows: number,
-    counted: boolean,
   ): Promise<Job> {
     if (this.destroyed) throw new Error('this GPU engine has been destroyed');
     this.scheduler.check();
@@ -920,9 +902,7 @@ class GpuEngine implements MergeEngine {
       throw new RangeError(`bad element count ${tensor.numel}`);
     const inBytes = dtypeBits(tensor.dtype) / 8;
     const limits = this.device.limits;
-    // A job without passes before it reads each window once in any size: the largest serve it best.
-    if (!counted) this.windowCap = this.maxWindow;
-    let size = Math.max(
+    const size = Math.max(
       1,
       Math.min(
         tensor.numel,
@@ -934,31 +914,13 @@ class GpuEngine implements MergeEngine {
           maxStorageBufferBindingSize: limits.maxStorageBufferBindingSize,
           maxBufferSize: limits.maxBufferSize,
           maxComputeWorkgroupsPerDimension: limits.maxComputeWorkgroupsPerDimension,
-          maxWindowElements: this.windowCap,
+          maxWindowElements: this.maxWindow,
           memoryBudget: this.memoryBudget,
         }),
       ),
     );
-    const smaller = counted
-      ? readOnceWindow(tensor.numel, size, {
-          budget: this.memoryBudget,
-          driver: this.driverMemory,
-          agents: this.agents,
-          inBytes,
-          outBytes,
-          tieRows,
-        })
-      : null;
-    const capacity = (n: number): WindowCapacity =>
-      windowCapacity(n, this.agents, inBytes, outBytes, tieRows);
-    if (smaller !== null && smaller < size) {
-      // No window is larger until a job without passes before it comes, so that the sets are not
-      // made again for every other tensor of this merge.
-      this.windowCap = size = smaller;
-      await this.sets.resize(capacity(size));
-    }
     const slotBytes = slotBytesFor(size, inBytes);
-    await this.sets.ensure(capacity(size));
+    await this.sets.ensure(windowCapacity(size, this.agents, inBytes, outBytes, tieRows));
     const room = this.sets.room;
     this.cache.fit(room.inputBytes, keptSlots(this.memoryBudget, room, this.driverMemory));
     return {

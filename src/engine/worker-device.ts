@@ -21,7 +21,7 @@ import {
   windowMemory,
 } from './plumbing.ts';
 import { MEMORY_BUDGETS, type EngineInfo, type MemoryEstimate } from './worker-protocol.ts';
-import { keptSlots, readOnceWindow } from './window-cache.ts';
+import { keptSlots } from './window-cache.ts';
 
 let device: Promise<EngineDevice | { error: string }> | null = null;
 
@@ -142,21 +142,22 @@ export function estimateMemory(
   limits: EngineLimits | null,
 ): MemoryEstimate {
   const tensors = report.ok ? mergeableTensors(base, report) : [];
-  const sizes = tensors.map((t) => t.shape.reduce((a, b) => a * b, 1));
   let inputBytes = 0;
   let outputBytes = 0;
   let largest = 0;
   let widest = 2;
-  for (const [i, t] of tensors.entries()) {
+  for (const t of tensors) {
     inputBytes += (t.end - t.begin) * (agents + 1);
     outputBytes += t.end - t.begin;
-    largest = Math.max(largest, sizes[i] ?? 0);
+    largest = Math.max(
+      largest,
+      t.shape.reduce((a, b) => a * b, 1),
+    );
     widest = Math.max(widest, dtypeBits(t.dtype as FloatDtype) / 8);
   }
   // The engine sizes windows as here; the widest dtype in and out gives the largest buffers, and
   // (the method not chosen yet) the method that ranks the most ties the largest tie counts.
   const tieRows = Math.max(...METHOD_LIST.map((d) => tieRowsPerAgent(d.plan)));
-  const budget = engineBudget();
   const window =
     tensors.length === 0
       ? 0
@@ -171,26 +172,18 @@ export function estimateMemory(
             maxBufferSize: limits?.maxBufferSize ?? SPEC_BINDING,
             maxComputeWorkgroupsPerDimension: limits?.maxComputeWorkgroupsPerDimension ?? 65535,
             maxWindowElements: DEFAULT_WINDOW_ELEMENTS,
-            memoryBudget: budget,
+            memoryBudget: engineBudget(),
           }),
         );
-  const driver = driverMemory(budget, agents, DEFAULT_WINDOW_ELEMENTS);
   const capacity = windowCapacity(window, agents, widest, widest, tieRows);
   const gpuBytes = windowMemory(capacity);
-  // The windows of the methods with passes before the merge: as the engine makes them smaller, for the
-  // smallest any tensor here needs to be read once (the order the engine meets them does not matter).
-  const once = { budget, driver, agents, inBytes: widest, outBytes: widest, tieRows };
-  let counted = window;
-  for (const numel of new Set(sizes)) {
-    const size = Math.min(numel, counted);
-    const n = readOnceWindow(numel, size, once);
-    if (n !== null && n < size) counted = n;
-  }
-  const room = windowCapacity(counted, agents, widest, widest, tieRows);
-  const keptWindows = keptSlots(budget, room, driver);
+  const keptWindows = keptSlots(
+    engineBudget(),
+    capacity,
+    driverMemory(engineBudget(), agents, DEFAULT_WINDOW_ELEMENTS),
+  );
   // The two buffer sets hold two windows of a tensor; the cache, the rest where it has room.
-  const windowsOf = (numel: number): number => (counted > 0 ? Math.ceil(numel / counted) : 0);
-  const largestWindows = windowsOf(largest);
+  const largestWindows = window > 0 ? Math.ceil(largest / window) : 0;
   const short = Math.max(0, largestWindows - 2 - keptWindows);
   return {
     mergedTensors: tensors.length,
@@ -200,11 +193,9 @@ export function estimateMemory(
     gpuBytes,
     driverBytes: driverBytes(agents, largest * widest, outputBytes),
     budgetBytes: studioBudget,
-    countedWindowElements: counted,
     keptWindows,
-    keptBytes: keptWindows * room.inputBytes,
+    keptBytes: keptWindows * capacity.inputBytes,
     largestWindows,
-    rereadTensors: sizes.filter((numel) => windowsOf(numel) > 2 + keptWindows).length,
-    readOnceBudget: studioBudget + short * room.inputBytes,
+    readOnceBudget: studioBudget + short * capacity.inputBytes,
   };
 }

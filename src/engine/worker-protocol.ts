@@ -53,22 +53,14 @@ export interface MemoryEstimate {
   /** The memory budget the window buffers and the driver's bytes are sized to stay within together. */
   budgetBytes: number;
   /**
-   * Elements per window of the methods with passes before the merge (TIES, Breadcrumbs, tensor-local
-   * RAM+, DARE's L1 rescaling): windowElements, or fewer where that lets the budget keep every window
-   * of a tensor here (src/engine/window-cache.ts readOnceWindow).
-   */
-  countedWindowElements: number;
-  /**
-   * Windows of countedWindowElements the budget has room to keep on the GPU between a counting pass
-   * and the merge (src/engine/window-cache.ts), and their bytes: those methods read a tensor of up to
-   * keptWindows + 2 windows once.
+   * Windows the budget has room to keep on the GPU between a counting pass and the merge
+   * (src/engine/window-cache.ts), and their bytes: TIES, Breadcrumbs and tensor-local RAM+
+   * read a tensor of up to keptWindows + 2 windows once.
    */
   keptWindows: number;
   keptBytes: number;
-  /** Windows of countedWindowElements the largest tensor takes. */
+  /** Windows of the largest tensor. */
   largestWindows: number;
-  /** Tensors those methods read some windows of twice: more than keptWindows + 2 windows. */
-  rereadTensors: number;
   /** The smallest budget whose kept windows let those methods read the largest tensor once. */
   readOnceBudget: number;
 }

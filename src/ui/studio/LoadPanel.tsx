@@ -558,36 +558,21 @@ function KeptWindows({ memory }: { memory: MemoryEstimate }) {
   const windows = (n: number): string => `${formatCount(n)} window${n === 1 ? '' : 's'}`;
   if (memory.largestWindows <= 2)
     return <>None needed: the two window sets hold every tensor here whole, so every method reads it once.</>;
-  // The engine cuts their tensors smaller where that makes room to keep them whole.
-  const cut =
-    memory.countedWindowElements < memory.windowElements
-      ? ` of ${formatCount(memory.countedWindowElements)} elements, cut smaller than ${formatCount(memory.windowElements)} to keep tensors whole`
-      : '';
   const room =
     memory.keptWindows === 0
       ? 'No room beyond the window buffers'
-      : `Room for ${windows(memory.keptWindows)} (${formatBytes(memory.keptBytes)})${cut}`;
-  const largest = windows(memory.largestWindows);
-  const twice = `${formatCount(2 + memory.keptWindows)} they read twice; ${budgetAdvice(memory.readOnceBudget)} would read every tensor once.`;
-  if (memory.rereadTensors === 0)
+      : `Room for ${windows(memory.keptWindows)} (${formatBytes(memory.keptBytes)})`;
+  if (memory.largestWindows <= 2 + memory.keptWindows)
     return (
       <>
-        {room}: {methods} read every tensor here once (the largest takes {largest}).
+        {room}: {methods} read every tensor here once (the largest takes {windows(memory.largestWindows)}).
       </>
     );
-  if (memory.rereadTensors === memory.mergedTensors)
-    return (
-      <>
-        {room}: {methods} read every tensor here in part twice (the largest takes {largest}): the windows past
-        the first {twice}
-      </>
-    );
-  const which =
-    memory.rereadTensors === 1 ? 'the largest' : `the ${formatCount(memory.rereadTensors)} largest`;
   return (
     <>
-      {room}: {methods} read every tensor here once but {which} ({largest}), whose windows past the first{' '}
-      {twice}
+      {room}: {methods} read a tensor&apos;s windows past its first {formatCount(2 + memory.keptWindows)}{' '}
+      twice (the largest here takes {windows(memory.largestWindows)}); {budgetAdvice(memory.readOnceBudget)}{' '}
+      would read every tensor once.
     </>
   );
 }
