@@ -4,7 +4,8 @@
 # the WebGPU tests with every mergekit parity case (every GPU result against the CPU reference or
 # mergekit's), the studio bench's set through the CLI with every method, one in-memory tensor per
 # method (merge-ratio), the synthetic bench with its stage times, and dawn.node's tick pacer against
-# its own spinning loop (one small round trip, then the CLI on RAM and TIES). Logs go to $OUT (default
+# its own spinning loop (one small round trip, then the CLI on RAM and TIES), and with WIDE_LIMIT set a
+# 7B-wide set in the engine's windows and in smaller ones (ninth round). Logs go to $OUT (default
 # .bench/real-gpu). Needs node, npm's node_modules and a Vulkan loader (libvulkan1); with
 # VK_ICD_FILENAMES unset, dawn.node takes the system's Vulkan driver (src/cli/node-gpu.ts).
 set -uo pipefail
@@ -45,3 +46,13 @@ tail -n 4 "$OUT/round-trip.log"
 step dawn-ticks "${TICKS_LIMIT:-120}" $bench/main.ts --cli-only --layers "${LAYERS:-8}" --vocab 32000 \
   --dawn-ticks both --repeat 3 --methods ram,ties
 tail -n 12 "$OUT/dawn-ticks.log"
+# A 7B's widths (2 layers, 4.5 GiB, generated first) at the default memory budget: TIES and
+# tensor-local RAM+ in the engine's windows, which read the MLP projections in part twice, then in
+# the windows the CLI names for this budget, which read them once (README, ninth round). Skipped
+# unless WIDE_LIMIT is set (the set takes minutes to write).
+step wide "${WIDE_LIMIT:-0}" $bench/main.ts --cli-only --layers 2 --hidden 4096 --intermediate 11008 \
+  --vocab 32000 --methods ram,ties,ramplus_tl
+tail -n 8 "$OUT/wide.log"
+step wide-windows "${WIDE_LIMIT:-0}" $bench/main.ts --cli-only --layers 2 --hidden 4096 --intermediate 11008 \
+  --vocab 32000 --methods ram,ties,ramplus_tl --window-elements 3014656
+tail -n 8 "$OUT/wide-windows.log"

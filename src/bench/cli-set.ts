@@ -26,6 +26,8 @@ export interface SetOptions {
   workDir: string;
   /** Both sides' memory budget in bytes (the CLI's --memory-budget, the engine card's choice); none: the default. */
   memoryBudget?: number;
+  /** The CLI's --window-elements (the studio has no such setting); none: the default. */
+  windowElements?: number;
 }
 
 export interface BenchSet {
@@ -136,14 +138,15 @@ export async function cliMerge(
   workDir: string,
   statsPath: string,
   ticks: DawnTicks = 'paced',
-  memoryBudget?: number,
+  limits: Pick<SetOptions, 'memoryBudget' | 'windowElements'> = {},
 ): Promise<CliRun> {
   const out = join(workDir, `cli-${method}`);
   await rm(out, { recursive: true, force: true });
   const statsIn = usesStatsIn(method) ? ['--stats-in', statsPath] : [];
-  const budget = memoryBudget ? ['--memory-budget', String(memoryBudget)] : [];
+  const budget = limits.memoryBudget ? ['--memory-budget', String(limits.memoryBudget)] : [];
+  const windows = limits.windowElements ? ['--window-elements', String(limits.windowElements)] : [];
   const run = await cli(
-    ['merge', ...set.modelArgs, '--method', method, ...statsIn, ...budget, '--out', out],
+    ['merge', ...set.modelArgs, '--method', method, ...statsIn, ...budget, ...windows, '--out', out],
     ticks,
   );
   await rm(out, { recursive: true, force: true });
@@ -157,7 +160,7 @@ export function describeSet(set: BenchSet, o: SetOptions): string[] {
   const rawGbps = set.raw.bytes / 1e9 / (set.raw.ms / 1000);
   return [
     `Set: ${set.dir}, ${formatBytes(set.raw.bytes)} over base + ${o.agents} agents (bf16, Qwen2 widths, hidden ${o.hidden ?? 896}, ${o.layers} layers, vocab ${o.vocab}); raw read ${seconds(set.raw.ms)} = ${rawGbps.toFixed(3)} GB/s.`,
-    `Memory budget: ${o.memoryBudget ? formatBytes(o.memoryBudget) : 'the default'}.`,
+    `Memory budget: ${o.memoryBudget ? formatBytes(o.memoryBudget) : 'the default'}${o.windowElements ? `; the CLI's windows: ${o.windowElements} elements at most` : ''}.`,
   ];
 }
 
@@ -199,7 +202,7 @@ export async function runCliBench(
           runs.set(method, byTicks);
           byTicks.set(t, [
             ...(byTicks.get(t) ?? []),
-            await cliMerge(set, method, o.workDir, statsPath, t, o.memoryBudget),
+            await cliMerge(set, method, o.workDir, statsPath, t, o),
           ]);
         }
   } finally {

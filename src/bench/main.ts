@@ -40,6 +40,8 @@ const { values } = parseArgs({
     intermediate: { type: 'string' },
     /** Both sides' memory budget in MiB (the studio takes 512, 1024, 2048 or 4096); none: the default. */
     'memory-budget': { type: 'string' },
+    /** With --cli-only, the CLI's --window-elements (the studio has no such setting). */
+    'window-elements': { type: 'string' },
     vocab: { type: 'string', default: '32000' },
     port: { type: 'string', default: '5223' },
     clean: { type: 'boolean', default: false },
@@ -69,6 +71,7 @@ if (values['cli-only'] || values.studio) {
     hidden: Number(values.hidden),
     ...(values.intermediate ? { intermediate: Number(values.intermediate) } : {}),
     ...(values['memory-budget'] ? { memoryBudget: Number(values['memory-budget']) * 2 ** 20 } : {}),
+    ...(values['window-elements'] ? { windowElements: Number(values['window-elements']) } : {}),
     vocab: Number(values.vocab),
     agents: Number(values.agents),
     methods: values.methods.split(',') as MethodName[],
@@ -79,6 +82,10 @@ if (values['cli-only'] || values.studio) {
     { paced: ['paced'], spin: ['spin'], both: ['spin', 'paced'] } as Record<string, DawnTicks[]>
   )[values['dawn-ticks']];
   if (!ticks) throw new Error(`--dawn-ticks takes paced, spin or both, not ${values['dawn-ticks']}`);
+  if (values.studio && values['window-elements'])
+    throw new Error(
+      "--window-elements is the CLI's: the studio has no such setting (use it with --cli-only)",
+    );
   const table = values['cli-only']
     ? await (
         await import('./cli-set.ts')

@@ -270,7 +270,9 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
         }
         // The CLI runs as often, each right after the studio's run of its round.
         process.stderr.write(`${method}: CLI${round}…\n`);
-        cliRuns.push(await cliMerge(set, method, o.workDir, statsPath, 'paced', o.memoryBudget));
+        cliRuns.push(
+          await cliMerge(set, method, o.workDir, statsPath, 'paced', { memoryBudget: o.memoryBudget }),
+        );
       }
       const studioRuns = o.overlap === 'off' ? withoutRuns : withRuns;
       const browser = median(studioRuns);

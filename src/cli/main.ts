@@ -36,8 +36,9 @@ ${METHOD_LIST.map((d) => `  ${d.name.padEnd(17)}${d.help}\n${' '.repeat(19)}${d.
 --memory-budget BYTES bounds all GPU window buffers, their staging copies, the next tensor read
   ahead and the output queued for the disk together (default 536870912, 512 MiB); windows shrink to
   fit it. What is left keeps windows on the GPU between a counting pass and the merge (TIES,
-  Breadcrumbs, tensor-local RAM+, DARE's l1), so that they read each input once; where a tensor's
-  windows would not all fit, they are cut smaller (down to 2^20 elements) until they do.`;
+  Breadcrumbs, tensor-local RAM+, DARE's l1), so that they read each input once; where some were read
+  twice, the merge names the budget that would keep them and the --window-elements that would read
+  more of them once within this one.`;
 
 async function inspect(positionals: string[], values: Values): Promise<void> {
   const path = positionals[0];

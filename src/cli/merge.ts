@@ -17,8 +17,9 @@ import { claimOutput, handleSignals, type RunStage } from './output.ts';
 import { ProgressPrinter } from './progress.ts';
 import { formatBytes } from '../format/inspect.ts';
 import { runRecipeFile } from './recipe-run.ts';
-import { describeWindowCache } from '../engine/window-cache.ts';
-import { DEFAULT_MEMORY_BUDGET } from '../engine/plumbing.ts';
+import { describeWindowCache, readOnceWindowFor } from '../engine/window-cache.ts';
+import { DEFAULT_MEMORY_BUDGET, tieRowsPerAgent } from '../engine/plumbing.ts';
+import { dtypeBits, isMergeableDtype, type FloatDtype } from '../format/dtype.ts';
 
 // Engines load on demand: `inspect` and `arena` never pay for dawn.node.
 async function makeEngine(
@@ -86,6 +87,40 @@ function windowElements(values: Values): WindowOptions {
   if (budget !== undefined && !(Number.isInteger(budget) && budget >= 2 ** 20))
     throw new UsageError('--memory-budget must be a whole number of bytes, at least 1048576 (1 MiB)');
   return { maxWindowElements: n, memoryBudget: budget };
+}
+
+/**
+ * Where windows were read twice for want of room: the --window-elements that would read more tensors
+ * once within the same budget (readOnceWindowFor), or null where smaller windows would not.
+ */
+async function smallerWindows(
+  base: Model,
+  recipe: Recipe,
+  engine: MergeEngine,
+  windows: WindowOptions,
+): Promise<string | null> {
+  const { DEFAULT_WINDOW_ELEMENTS } = await import('../engine/gpu-engine.ts');
+  const tensors = [...base.tensors.values()].filter((t) => isMergeableDtype(t.dtype));
+  const inBytes = Math.max(2, ...tensors.map((t) => dtypeBits(t.dtype as FloatDtype) / 8));
+  const budget = windows.memoryBudget ?? DEFAULT_MEMORY_BUDGET;
+  const found = readOnceWindowFor(
+    tensors.map((t) => t.shape.reduce((a, b) => a * b, 1)),
+    windows.maxWindowElements ?? DEFAULT_WINDOW_ELEMENTS,
+    {
+      budget,
+      driver: engine.driverMemory ?? { readAhead: 0, writeBehind: 0 },
+      agents: engine.agents,
+      inBytes,
+      outBytes: recipe.outDtype ? dtypeBits(recipe.outDtype) / 8 : inBytes,
+      tieRows: tieRowsPerAgent(methodOf(recipe.params.method).plan),
+    },
+  );
+  if (!found) return null;
+  const but = found.twice === 0 ? '' : ` but the ${found.twice} largest`;
+  return (
+    `Within this budget, --window-elements ${found.window} would read every tensor here once${but}, ` +
+    'in more windows (which on a CPU adapter such as SwiftShader cost more time than the reads they spare).'
+  );
 }
 
 export async function analyze(values: Values): Promise<void> {
@@ -301,6 +336,10 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
         (b) => `--memory-budget ${b} (${formatBytes(b)})`,
       );
     if (kept) process.stderr.write(`${kept}\n`);
+    if (engine.windowCache?.rereadBytes) {
+      const smaller = await smallerWindows(inputs.base, recipe, engine, windows);
+      if (smaller) process.stderr.write(`${smaller}\n`);
+    }
   } catch (error) {
     if (stage !== 'published') await claim.discard();
     throw error;

@@ -7,6 +7,7 @@ import {
   MIN_READ_ONCE_WINDOW,
   readOnce,
   readOnceWindow,
+  readOnceWindowFor,
   WindowCache,
 } from './window-cache.ts';
 
@@ -73,6 +74,14 @@ describe('readOnceWindow', () => {
     expect(readOnce(MLP, 3_014_656, cli)).toBe(true);
     // 14 windows of 3,227,648 would need 12 kept, and 11.95 fit.
     expect(readOnce(MLP, 3_227_648, cli)).toBe(false);
+  });
+
+  it('names for a model the window its largest tensor that can be read once needs, and what it leaves', () => {
+    const sizes = [32_000 * 4_096, MLP, MLP, MLP, 4_096 * 4_096, 4_096];
+    // The embedding is read in part twice in any window; the rest once in the MLP projections' window.
+    expect(readOnceWindowFor(sizes, 2 ** 23, cli)).toEqual({ window: 3_014_656, twice: 1 });
+    // Where every tensor is read once in the largest windows already, none is named.
+    expect(readOnceWindowFor([MLP, 4_096], 2 ** 23, { ...cli, budget: 2 ** 31 })).toBeNull();
   });
 
   it('gives none where no window of MIN_READ_ONCE_WINDOW or more is read once, or below a smaller max', () => {

@@ -7,9 +7,10 @@
 // window trades the set's buffer for it again. Nothing is copied (a first version copied each window
 // out and back on the GPU, and in Chromium on SwiftShader those copies cost more than the reads they
 // spared). A tensor of up to 2 + slots windows is read once whatever the method (every window, where a
-// second counting pass follows the first). Where a tensor has more, the engine cuts it into smaller
-// windows (readOnceWindow): each set's staging and outputs shrink with the window, so the same budget
-// keeps more of the tensor.
+// second counting pass follows the first). Where a tensor has more, smaller windows may hold it
+// (readOnceWindow): each set's staging and outputs shrink with the window, so the same budget keeps more
+// of the tensor. The engine does not cut them smaller by itself: on SwiftShader the extra windows cost
+// more time than the reads they spared (README, ninth round); the command line names the size.
 
 import type { WindowCacheReport } from '../methods/merge-types.ts';
 import { inputUsage } from './buffer-sets.ts';
@@ -94,6 +95,26 @@ export function readOnceWindow(numel: number, max: number, limits: ReadOnceLimit
       return aligned;
     if (readOnce(numel, even, limits)) return even;
   }
+}
+
+/**
+ * The window that reads once, within the budget, every tensor of `sizes` (element counts) that some
+ * window of at least MIN_READ_ONCE_WINDOW elements reads once: the smallest any of them needs, and
+ * how many tensors it still leaves to read in part twice. Null where none needs a window below `max`.
+ */
+export function readOnceWindowFor(
+  sizes: readonly number[],
+  max: number,
+  limits: ReadOnceLimits,
+): { window: number; twice: number } | null {
+  let window = max;
+  for (const numel of new Set(sizes)) {
+    const size = Math.min(numel, window);
+    const n = readOnceWindow(numel, size, limits);
+    if (n !== null && n < size) window = n;
+  }
+  if (window >= max) return null;
+  return { window, twice: sizes.filter((numel) => !readOnce(numel, Math.min(numel, window), limits)).length };
 }
 
 /** What readOnceWindow rounds a window up to where it can: whole tie chunks of elements. */

@@ -14,7 +14,7 @@ import { openGpuHarness } from '../test/gpu-harness.ts';
 import type { TensorInput, WindowCacheReport } from '../methods/merge-types.ts';
 import { methodOf } from '../methods/registry/index.ts';
 import { driverMemory, tieRowsPerAgent, windowCapacity, windowMemory } from './plumbing.ts';
-import { MIN_READ_ONCE_WINDOW, readOnce, readOnceWindow } from './window-cache.ts';
+import { MIN_READ_ONCE_WINDOW, readOnceWindow } from './window-cache.ts';
 
 const opened = await openGpuHarness();
 const harness = opened.harness;
@@ -256,7 +256,7 @@ describe.skipIf(!harness)(`windows read per merge ${opened.skip ?? ''}`, () => {
 });
 
 // A tensor too large for the budget to keep in the engine's windows, but not in smaller ones: the
-// engine cuts it (and every later tensor) into windows no smaller than MIN_READ_ONCE_WINDOW.
+// window readOnceWindow names (the command line's --window-elements advice) reads it once.
 const LARGE = 6 * MIN_READ_ONCE_WINDOW + 4_099;
 
 /** Base and agents of LARGE bf16 elements: random bits, each agent changing a third of them. */
@@ -295,9 +295,10 @@ function coverOnce(ranges: readonly [number, number][], numel: number): boolean 
   return at === numel;
 }
 
-describe.skipIf(!harness)(`windows made smaller to read a tensor once ${opened.skip ?? ''}`, () => {
+describe.skipIf(!harness)(`the smaller windows readOnceWindow names ${opened.skip ?? ''}`, () => {
   const MAX = 2 * MIN_READ_ONCE_WINDOW;
-  const limits = (budget: number, tieRows = 0) => ({
+  const MIB = 2 ** 20;
+  const limits = (budget: number, tieRows: number) => ({
     budget,
     driver: driverMemory(budget, AGENTS, MAX),
     agents: AGENTS,
@@ -305,14 +306,6 @@ describe.skipIf(!harness)(`windows made smaller to read a tensor once ${opened.s
     outBytes: 2,
     tieRows,
   });
-  // The least budget (in MiB) that reads LARGE once in the smallest windows, with `tieRows` of ties.
-  const MIB = 2 ** 20;
-  const least = (tieRows: number): number => {
-    let b = 64 * MIB;
-    while (!readOnce(LARGE, MIN_READ_ONCE_WINDOW, limits(b, tieRows))) b += MIB;
-    return b;
-  };
-  const budget = least(0);
 
   const merge = async (
     engine: ReturnType<typeof createGpuEngine>,
@@ -330,78 +323,42 @@ describe.skipIf(!harness)(`windows made smaller to read a tensor once ${opened.s
     );
     return Buffer.concat(pieces);
   };
-  const make = (memoryBudget: number) =>
+  const make = (memoryBudget: number, maxWindowElements: number) =>
     createGpuEngine(harness!.device, {
       agents: AGENTS,
       adapterDescription: harness!.adapterDescription,
-      maxWindowElements: MAX,
+      maxWindowElements,
       memoryBudget,
     });
 
-  it('reads tensor-local RAM+ once in windows made smaller, kept for TIES after it, not for RAM', async () => {
-    expect(readOnce(LARGE, MAX, limits(budget))).toBe(false);
-    const tensor = largeInput(21);
-    const small = make(budget);
-    const roomy = make(2 ** 30);
-    try {
-      const reads: [number, number][] = [];
-      const merged = await merge(small, readsOf(tensor, reads), 'ramplus_tl');
-      const window = Math.max(...reads.map(([, count]) => count));
+  it('reads the tensor once in them where the engine read part of it twice, merging the same bytes', async () => {
+    for (const method of ['ramplus_tl', 'ties'] as const) {
+      const tieRows = tieRowsPerAgent(methodOf(method).plan);
+      // The least budget (in MiB) that some window of MIN_READ_ONCE_WINDOW or more reads LARGE once in.
+      let budget = 64 * MIB;
+      while (readOnceWindow(LARGE, MAX, limits(budget, tieRows)) === null) budget += MIB;
+      const window = readOnceWindow(LARGE, MAX, limits(budget, tieRows));
       expect(window).toBeLessThan(MAX);
-      expect(window).toBeGreaterThanOrEqual(MIN_READ_ONCE_WINDOW);
-      expect(coverOnce(reads, LARGE)).toBe(true);
-      expect(small.windowCache).toMatchObject({ rereadBytes: 0, shortBytes: 0 });
-      expect(small.windowCache?.reused).toBeGreaterThan(0);
-      // Byte for byte what an engine with room to keep the tensor in its largest windows merges.
-      const whole: [number, number][] = [];
-      const expected = await merge(roomy, readsOf(tensor, whole), 'ramplus_tl');
-      expect(Math.max(...whole.map(([, count]) => count))).toBe(MAX);
-      expect(coverOnce(whole, LARGE)).toBe(true);
-      expect(merged.length).toBe(LARGE * 2);
-      expect(merged.equals(expected)).toBe(true);
-      // The smaller windows stay for the next tensor of such a method, and go with a RAM merge.
-      const next: [number, number][] = [];
-      await merge(small, readsOf(largeInput(22), next), 'ties');
-      expect(Math.max(...next.map(([, count]) => count))).toBeLessThanOrEqual(window);
-      const after: [number, number][] = [];
-      await merge(small, readsOf(largeInput(22), after), 'ram');
-      expect(Math.max(...after.map(([, count]) => count))).toBeGreaterThan(window);
-      expect(coverOnce(after, LARGE)).toBe(true);
-    } finally {
-      small.destroy();
-      roomy.destroy();
-    }
-  });
-
-  it('merges TIES in the smaller windows byte for byte as in the largest', async () => {
-    const tensor = largeInput(24);
-    const small = make(least(1));
-    const roomy = make(2 ** 30);
-    try {
-      const reads: [number, number][] = [];
-      const merged = await merge(small, readsOf(tensor, reads), 'ties');
-      expect(Math.max(...reads.map(([, count]) => count))).toBeLessThan(MAX);
-      expect(small.windowCache?.rereadBytes).toBe(0);
-      expect(merged.equals(await merge(roomy, tensor, 'ties'))).toBe(true);
-    } finally {
-      small.destroy();
-      roomy.destroy();
-    }
-  });
-
-  it('keeps its windows where the budget reads the tensor once in none of at least the smallest size', async () => {
-    let tight = budget;
-    while (readOnceWindow(LARGE, MAX, limits(tight)) !== null) tight -= MIB;
-    const engine = make(tight);
-    try {
-      const reads: [number, number][] = [];
-      await merge(engine, readsOf(largeInput(23), reads), 'ramplus_tl');
-      // Windows as large as the budget allows (below MAX here), the middle ones read twice.
-      const window = Math.max(...reads.map(([, count]) => count));
-      expect(window).toBeGreaterThan(MIN_READ_ONCE_WINDOW);
-      expect(engine.windowCache?.rereadBytes).toBeGreaterThan(0);
-    } finally {
-      engine.destroy();
+      const tensor = largeInput(21);
+      const engines = [make(budget, MAX), make(budget, window!), make(2 ** 30, MAX)];
+      try {
+        const reads: [number, number][][] = [[], [], []];
+        const out = [];
+        for (const [i, engine] of engines.entries())
+          out.push(await merge(engine, readsOf(tensor, reads[i]!), method));
+        // In the engine's own windows the budget keeps too few: windows read twice.
+        expect(engines[0]!.windowCache?.rereadBytes, method).toBeGreaterThan(0);
+        expect(coverOnce(reads[0]!, LARGE), method).toBe(false);
+        // In the named ones, every element read once.
+        expect(Math.max(...reads[1]!.map(([, count]) => count)), method).toBe(window);
+        expect(engines[1]!.windowCache?.rereadBytes, method).toBe(0);
+        expect(coverOnce(reads[1]!, LARGE), method).toBe(true);
+        // All three merge the same bytes, a roomy engine's included.
+        expect(out[0]!.length).toBe(LARGE * 2);
+        expect(out[0]!.equals(out[1]!) && out[1]!.equals(out[2]!), method).toBe(true);
+      } finally {
+        for (const engine of engines) engine.destroy();
+      }
     }
   });
 });
