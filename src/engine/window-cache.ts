@@ -50,8 +50,9 @@ export function keptSlots(budget: number, room: WindowCapacity, driver: DriverMe
 }
 
 /**
- * The smallest window the engine cuts a tensor into so that the passes before its merge read it once:
- * below it the dispatches and round trips per byte would cost more than the reads they spare.
+ * The smallest window readOnceWindow names to read a tensor once: below it the dispatches and round
+ * trips per byte would cost more than the reads they spare (on SwiftShader even 3M-element windows cost
+ * TIES more time than they spare, README, ninth round).
  */
 export const MIN_READ_ONCE_WINDOW = 2 ** 20;
 
@@ -136,7 +137,8 @@ export class WindowCache {
 
   /**
    * Bytes beyond the room it had that would have kept every window a tensor's passes wanted kept: the
-   * most of any tensor, each in its own windows (the engine makes them smaller as it goes).
+   * most of any tensor, each counted in its own windows (the sets grow with a larger dtype, and the
+   * slots with them).
    */
   get shortBytes(): number {
     return this.short;
