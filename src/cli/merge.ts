@@ -18,7 +18,7 @@ import { ProgressPrinter } from './progress.ts';
 import { formatBytes } from '../format/inspect.ts';
 import { runRecipeFile } from './recipe-run.ts';
 import { describeWindowCache, readOnceWindowFor } from '../engine/window-cache.ts';
-import { DEFAULT_MEMORY_BUDGET, tieRowsPerAgent } from '../engine/plumbing.ts';
+import { DEFAULT_MEMORY_BUDGET, DEFAULT_WINDOW_ELEMENTS, tieRowsPerAgent } from '../engine/plumbing.ts';
 import { dtypeBits, isMergeableDtype, type FloatDtype } from '../format/dtype.ts';
 
 // Engines load on demand: `inspect` and `arena` never pay for dawn.node.
@@ -93,13 +93,12 @@ function windowElements(values: Values): WindowOptions {
  * Where windows were read twice for want of room: the --window-elements that would read more tensors
  * once within the same budget (readOnceWindowFor), or null where smaller windows would not.
  */
-async function smallerWindows(
+function smallerWindows(
   base: Model,
   recipe: Recipe,
   engine: MergeEngine,
   windows: WindowOptions,
-): Promise<string | null> {
-  const { DEFAULT_WINDOW_ELEMENTS } = await import('../engine/gpu-engine.ts');
+): string | null {
   const tensors = [...base.tensors.values()].filter((t) => isMergeableDtype(t.dtype));
   const inBytes = Math.max(2, ...tensors.map((t) => dtypeBits(t.dtype as FloatDtype) / 8));
   const budget = windows.memoryBudget ?? DEFAULT_MEMORY_BUDGET;
@@ -337,7 +336,7 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
       );
     if (kept) process.stderr.write(`${kept}\n`);
     if (engine.windowCache?.rereadBytes) {
-      const smaller = await smallerWindows(inputs.base, recipe, engine, windows);
+      const smaller = smallerWindows(inputs.base, recipe, engine, windows);
       if (smaller) process.stderr.write(`${smaller}\n`);
     }
   } catch (error) {

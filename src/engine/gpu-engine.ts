@@ -47,6 +47,7 @@ import {
   windowCapacity,
   windowElements,
   DEFAULT_MEMORY_BUDGET,
+  DEFAULT_WINDOW_ELEMENTS,
   type Dispatch,
   type DriverMemory,
   type Window,
@@ -119,8 +120,6 @@ interface TieBreak {
   spans: { first: number; end: number; kernel: Kernel }[];
   scan: Kernel;
 }
-
-export const DEFAULT_WINDOW_ELEMENTS = 2 ** 23;
 
 /** The statistics kernel keeps per-element agent sets in one u32 bitmask. */
 export const MAX_GPU_AGENTS = 32;

@@ -68,6 +68,9 @@ export function statsGroups(count: number): number {
   return Math.ceil(count / (WORKGROUP_SIZE * STATS_ITEMS));
 }
 
+/** The engine's own cap on a window's elements (GpuEngineOptions.maxWindowElements, --window-elements). */
+export const DEFAULT_WINDOW_ELEMENTS = 2 ** 23;
+
 /**
  * The engine's default memory budget: every window buffer it holds, on the GPU and in JavaScript,
  * together. 512 MiB keeps bf16 merges of up to 8 agents at the engine's 2^23-element cap (so the

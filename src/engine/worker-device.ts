@@ -9,11 +9,12 @@ import { describeAdapter, requestEngineDevice, type EngineDevice, type EngineLim
 import { mergeableTensors } from './driver.ts';
 import { readAheadShare } from './read-ahead.ts';
 import { HASH_OFFLOAD_BYTES } from '../io/sha256-offload.ts';
-import { createGpuEngine, DEFAULT_WINDOW_ELEMENTS } from './gpu-engine.ts';
+import { createGpuEngine } from './gpu-engine.ts';
 import { METHOD_LIST } from '../methods/registry/index.ts';
 import { WarmPool } from './warm-pool.ts';
 import {
   DEFAULT_MEMORY_BUDGET,
+  DEFAULT_WINDOW_ELEMENTS,
   driverMemory,
   tieRowsPerAgent,
   windowCapacity,
