@@ -7,6 +7,13 @@ import { statsLayout } from './kernels/stats.ts';
 import { PARAMS_BYTES } from './layout.ts';
 import { pad4, TIE_BLOCK_WORDS, windowMemory, type WindowCapacity } from './plumbing.ts';
 
+/** What a set's inputs hold: window `index` of the job numbered `job`, with the base or without. */
+export interface Resident {
+  job: number;
+  index: number;
+  withBase: boolean;
+}
+
 export interface BufferSet {
   /** 0 or 1: the set's place in BufferSets.sets. */
   index: number;
@@ -34,8 +41,8 @@ export interface BufferSet {
   stagingMapped: Promise<void> | null;
   /** Every buffer a kernel may bind, by its WGSL name. */
   io: KernelIo;
-  /** Which job's window (and whether with the base) the inputs buffer holds. */
-  resident: string | null;
+  /** Which job's window the inputs buffer holds, and whether with the base. */
+  resident: Resident | null;
   /**
    * Resolves when this set's previous window has been read back and consumed, whether or not that
    * succeeded (its pass reports the failure): never rejects, so the next job's wait cannot fail.

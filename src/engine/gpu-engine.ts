@@ -140,9 +140,15 @@ function tieMarks(
 
 const noop = (): void => undefined;
 
-/** What a buffer set's inputs hold: which job's window, with or without the base. */
-function residentTag(job: Job, w: Window, withBase: boolean): string {
-  return `${job.serial}/${w.index}/${withBase}`;
+/** The window cache's name for window `index` of the job numbered `job` (kept with the base). */
+function keptTag(job: number, index: number): string {
+  return `${job}/${index}`;
+}
+
+/** Whether set's inputs hold window w of job, with the base or (withBase false) without. */
+function holding(set: BufferSet, job: Job, w: Window, withBase: boolean): boolean {
+  const r = set.resident;
+  return r !== null && r.job === job.serial && r.index === w.index && r.withBase === withBase;
 }
 
 /** A merge pass's kernel and its dispatch for the window's merge dispatch (one invocation per pair). */
@@ -168,8 +174,6 @@ interface Job {
   windows: Window[];
   /** The windows read from the files so far (of any pass). */
   read: Set<number>;
-  /** The window each buffer set (by index) took last with the base. */
-  held: Map<number, Window>;
   /** The windows a buffer set let go of in a pass before the merge, kept or not (WindowCache.want). */
   wanted: Set<number>;
 }
@@ -783,8 +787,7 @@ class GpuEngine implements MergeEngine {
    */
   private setFor(job: Job, w: Window, withBase: boolean): BufferSet {
     const sets = this.sets.sets;
-    const tag = residentTag(job, w, withBase);
-    let index = sets.findIndex((s) => s.resident === tag);
+    let index = sets.findIndex((s) => holding(s, job, w, withBase));
     if (index < 0) index = this.nextSet;
     this.nextSet = 1 - index;
     return at(sets, index, 'buffer set');
@@ -798,8 +801,7 @@ class GpuEngine implements MergeEngine {
    * kept there first (keepEvicted).
    */
   private async upload(job: Job, set: BufferSet, w: Window, withBase: boolean, keep: boolean): Promise<void> {
-    const tag = residentTag(job, w, withBase);
-    if (set.resident === tag) return;
+    if (holding(set, job, w, withBase)) return;
     if (keep) this.keepEvicted(job, set);
     set.resident = null;
     const started = performance.now();
@@ -810,7 +812,7 @@ class GpuEngine implements MergeEngine {
     const from = first * job.slotBytes;
     const bytes = this.agents * job.slotBytes + padded;
     // Kept by a pass before (with the base, which serves a pass without it as well): traded back in.
-    const kept = this.cache.give(residentTag(job, w, true), set.inputs);
+    const kept = this.cache.give(keptTag(job.serial, w.index), set.inputs);
     if (kept) {
       this.sets.swapInputs(set, kept);
       this.cache.reused(slots.length * used);
@@ -865,8 +867,7 @@ class GpuEngine implements MergeEngine {
 
   /** Notes that set holds window w of job (with or without the base). */
   private holds(job: Job, set: BufferSet, w: Window, withBase: boolean): void {
-    set.resident = residentTag(job, w, withBase);
-    if (withBase) job.held.set(set.index, w);
+    set.resident = { job: job.serial, index: w.index, withBase };
   }
 
   /**
@@ -874,13 +875,11 @@ class GpuEngine implements MergeEngine {
    * the set's inputs buffer, where it has room, and the set takes a spare one.
    */
   private keepEvicted(job: Job, set: BufferSet): void {
-    const held = job.held.get(set.index);
-    if (!held) return;
-    const tag = residentTag(job, held, true);
-    if (set.resident !== tag) return;
+    const held = set.resident;
+    if (held?.job !== job.serial || !held.withBase) return;
     job.wanted.add(held.index);
     this.cache.want(job.wanted.size);
-    const spare = this.cache.take(set.inputs, tag, job.serial);
+    const spare = this.cache.take(set.inputs, keptTag(held.job, held.index), job.serial);
     if (spare) this.sets.swapInputs(set, spare);
   }
 
@@ -932,7 +931,6 @@ class GpuEngine implements MergeEngine {
       slotBytes,
       windows: tensorWindows(tensor.numel, size),
       read: new Set(),
-      held: new Map(),
       wanted: new Set(),
     };
   }

@@ -16,7 +16,7 @@ import type { WindowCacheReport } from '../methods/merge-types.ts';
 import { inputUsage } from './buffer-sets.ts';
 import { windowCapacity, windowMemory, type DriverMemory, type WindowCapacity } from './plumbing.ts';
 
-/** A buffer of a set's input size: which job's window (its resident tag) it holds, if any. */
+/** A buffer of a set's input size: which window of which job (the engine's tag for it) it holds, if any. */
 interface Slot {
   buffer: GPUBuffer;
   tag: string | null;
