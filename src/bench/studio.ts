@@ -309,7 +309,6 @@ export async function runStudioBench(o: StudioBenchOptions): Promise<string> {
       ? ['The studio merged without read-ahead and write-behind (--overlap off).']
       : []),
     '',
-    '',
     '| method | studio | CLI | studio ÷ CLI | ÷ RAM (studio / CLI) | studio GB/s | ÷ raw read | studio read ÷ inputs | read | upload | compute | readback | write | Chromium peak PSS (Δ idle) | Chromium peak RSS | CLI peak PSS / RSS | studio without overlap (÷ with) |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
