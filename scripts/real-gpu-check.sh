@@ -48,7 +48,7 @@ step dawn-ticks "${TICKS_LIMIT:-120}" $bench/main.ts --cli-only --layers "${LAYE
 tail -n 12 "$OUT/dawn-ticks.log"
 # A 7B's widths (2 layers, 4.5 GiB, generated first) at the default memory budget: TIES and
 # tensor-local RAM+ in the engine's windows, which read the MLP projections in part twice, then in
-# the windows the CLI names for this budget, which read them once (README, ninth round). Skipped
+# the windows the CLI names for this budget, which read them once (docs/speed-log.md, ninth round). Skipped
 # unless WIDE_LIMIT is set (the set takes minutes to write).
 step wide "${WIDE_LIMIT:-0}" $bench/main.ts --cli-only --layers 2 --hidden 4096 --intermediate 11008 \
   --vocab 32000 --methods ram,ties,ramplus_tl

@@ -10,7 +10,7 @@
 // second counting pass follows the first). Where a tensor has more, smaller windows may hold it
 // (readOnceWindow): each set's staging and outputs shrink with the window, so the same budget keeps more
 // of the tensor. The engine does not cut them smaller by itself: on SwiftShader the extra windows cost
-// more time than the reads they spared (README, ninth round); the command line names the size.
+// more time than the reads they spared (docs/speed-log.md, ninth round); the command line names the size.
 
 import type { WindowCacheReport } from '../methods/merge-types.ts';
 import { inputUsage } from './buffer-sets.ts';
@@ -52,7 +52,7 @@ export function keptSlots(budget: number, room: WindowCapacity, driver: DriverMe
 /**
  * The smallest window readOnceWindow names to read a tensor once: below it the dispatches and round
  * trips per byte would cost more than the reads they spare (on SwiftShader even 3M-element windows cost
- * TIES more time than they spare, README, ninth round).
+ * TIES more time than they spare, docs/speed-log.md, ninth round).
  */
 export const MIN_READ_ONCE_WINDOW = 2 ** 20;
 
