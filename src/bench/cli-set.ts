@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { formatBytes } from '../format/inspect.ts';
+import { numel } from '../format/safetensors.ts';
 import { nodeFolder } from '../io/node.ts';
 import type { MethodName } from '../methods/types.ts';
 import { llamaSpecs, writeLlamaSet, type LlamaSetOptions } from './llama-set.ts';
@@ -52,7 +53,7 @@ export async function benchSet(o: SetOptions): Promise<BenchSet> {
     seed: 1,
     shardBytes: 400_000_000,
   };
-  const modelBytes = llamaSpecs(set).reduce((sum, s) => sum + s.shape.reduce((a, b) => a * b, 1) * 2, 0);
+  const modelBytes = llamaSpecs(set).reduce((sum, s) => sum + numel(s.shape) * 2, 0);
   const widths =
     o.hidden && o.hidden !== 896 ? `-${o.hidden}h${o.intermediate ? `-${o.intermediate}i` : ''}` : '';
   const dir = join(o.workDir, `llama-${o.layers}l${widths}-${o.vocab}v-${o.agents}a`);

@@ -4,6 +4,7 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { formatBytes } from '../format/inspect.ts';
+import { numel } from '../format/safetensors.ts';
 import { nodeFolder } from '../io/node.ts';
 import { llamaSpecs, writeLlamaSet, type LlamaSetOptions } from './llama-set.ts';
 
@@ -42,7 +43,7 @@ const options: LlamaSetOptions = {
   seed: int('seed', values.seed)!,
   shardBytes: int('shard-kb', values['shard-kb'])! * 1000,
 };
-const bytes = llamaSpecs(options).reduce((sum, s) => sum + s.shape.reduce((a, b) => a * b, 1) * 2, 0);
+const bytes = llamaSpecs(options).reduce((sum, s) => sum + numel(s.shape) * 2, 0);
 const out = values.out;
 process.stderr.write(`Writing ${options.agents + 1} models of ${formatBytes(bytes)} each to ${out}…\n`);
 const names = await writeLlamaSet(options, (name) => nodeFolder(join(out, name)));

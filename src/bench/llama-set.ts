@@ -3,6 +3,7 @@
 // Qwen2 has them), final norm and head, and agents whose changes are structured the way RL updates
 // are (denser in some layers, concentrated on some output rows), so views have something to show.
 import { f32ToBf16 } from '../format/dtype.ts';
+import { numel } from '../format/safetensors.ts';
 import { indexJson, planShards } from '../format/sharded.ts';
 import { layoutSafetensors, SafetensorsStreamWriter, type TensorSpec } from '../format/write.ts';
 import type { FolderSink } from '../io/sink.ts';
@@ -89,7 +90,7 @@ function layerOf(name: string): number | null {
 }
 
 function baseValues(spec: TensorSpec, random: () => number): Uint16Array {
-  const n = spec.shape.reduce((a, b) => a * b, 1);
+  const n = numel(spec.shape);
   const out = new Uint16Array(n);
   const isNorm = spec.name.includes('norm');
   const scale = spec.shape.length === 1 ? 0.02 : 1 / Math.sqrt(spec.shape[1] ?? 1);

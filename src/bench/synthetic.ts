@@ -1,6 +1,7 @@
 // A synthetic base + agents set for benchmarks: a transformer-shaped bf16 model and agents that
 // each change a sparse, tensor-dependent subset of elements (densities like the RAM paper's agents).
 import { f32ToBf16, bf16ToF32 } from '../format/dtype.ts';
+import { numel } from '../format/safetensors.ts';
 import { layoutSafetensors, SafetensorsStreamWriter, type TensorSpec } from '../format/write.ts';
 import type { FolderSink } from '../io/sink.ts';
 import { floatStream as rng } from '../demo/rng.ts';
@@ -30,7 +31,7 @@ export function syntheticSpecs(options: SyntheticOptions): TensorSpec[] {
     ['input_layernorm.weight', [h]],
     ['post_attention_layernorm.weight', [h]],
   ];
-  const layerBytes = perLayer.reduce((sum, [, shape]) => sum + shape.reduce((a, b) => a * b, 1) * 2, 0);
+  const layerBytes = perLayer.reduce((sum, [, shape]) => sum + numel(shape) * 2, 0);
   const layers = Math.max(1, Math.round(options.modelBytes / layerBytes));
   const specs: TensorSpec[] = [];
   for (let l = 0; l < layers; l++)
@@ -41,7 +42,7 @@ export function syntheticSpecs(options: SyntheticOptions): TensorSpec[] {
 }
 
 function baseValues(spec: TensorSpec, random: () => number): Uint16Array {
-  const n = spec.shape.reduce((a, b) => a * b, 1);
+  const n = numel(spec.shape);
   const out = new Uint16Array(n);
   const norm = spec.shape.length === 1;
   const scale = norm ? 0 : 1 / Math.sqrt(spec.shape[1] ?? 1);

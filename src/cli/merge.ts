@@ -18,8 +18,13 @@ import { ProgressPrinter } from './progress.ts';
 import { formatBytes } from '../format/inspect.ts';
 import { runRecipeFile } from './recipe-run.ts';
 import { describeWindowCache, readOnceWindowFor } from '../engine/window-cache.ts';
-import { DEFAULT_MEMORY_BUDGET, DEFAULT_WINDOW_ELEMENTS, tieRowsPerAgent } from '../engine/plumbing.ts';
-import { dtypeBits, isMergeableDtype, type FloatDtype } from '../format/dtype.ts';
+import {
+  DEFAULT_MEMORY_BUDGET,
+  DEFAULT_WINDOW_ELEMENTS,
+  mergeSizes,
+  tieRowsPerAgent,
+} from '../engine/plumbing.ts';
+import { dtypeBits, isMergeableDtype } from '../format/dtype.ts';
 
 // Engines load on demand: `inspect` and `arena` never pay for dawn.node.
 async function makeEngine(
@@ -99,21 +104,17 @@ function smallerWindows(
   engine: MergeEngine,
   windows: WindowOptions,
 ): string | null {
-  const tensors = [...base.tensors.values()].filter((t) => isMergeableDtype(t.dtype));
-  const inBytes = Math.max(2, ...tensors.map((t) => dtypeBits(t.dtype as FloatDtype) / 8));
+  const sizes = mergeSizes([...base.tensors.values()].filter((t) => isMergeableDtype(t.dtype)));
+  const inBytes = sizes.widestBytes;
   const budget = windows.memoryBudget ?? DEFAULT_MEMORY_BUDGET;
-  const found = readOnceWindowFor(
-    tensors.map((t) => t.shape.reduce((a, b) => a * b, 1)),
-    windows.maxWindowElements ?? DEFAULT_WINDOW_ELEMENTS,
-    {
-      budget,
-      driver: engine.driverMemory ?? { readAhead: 0, writeBehind: 0 },
-      agents: engine.agents,
-      inBytes,
-      outBytes: recipe.outDtype ? dtypeBits(recipe.outDtype) / 8 : inBytes,
-      tieRows: tieRowsPerAgent(methodOf(recipe.params.method).plan),
-    },
-  );
+  const found = readOnceWindowFor(sizes.numels, windows.maxWindowElements ?? DEFAULT_WINDOW_ELEMENTS, {
+    budget,
+    driver: engine.driverMemory ?? { readAhead: 0, writeBehind: 0 },
+    agents: engine.agents,
+    inBytes,
+    outBytes: recipe.outDtype ? dtypeBits(recipe.outDtype) / 8 : inBytes,
+    tieRows: tieRowsPerAgent(methodOf(recipe.params.method).plan),
+  });
   if (!found) return null;
   const but = found.twice === 0 ? '' : ` but the ${found.twice} largest`;
   return (

@@ -5,17 +5,10 @@
 // score does not depend on an engine's Math.exp; sampling would. Ties go to the lowest action.
 
 import { bf16ToF32, f16ToF32, type Dtype } from '../format/dtype.ts';
-import { parseSafetensorsHeader } from '../format/safetensors.ts';
+import { numel, parseSafetensorsHeader } from '../format/safetensors.ts';
 import type { Model } from '../format/model.ts';
 import { createEpisode, isTaskName, observe, step, TASKS, type TaskName } from './env.ts';
-import {
-  argmax,
-  numel,
-  Policy,
-  policyConfigFromJson,
-  type DemoModelConfig,
-  type PolicyConfig,
-} from './policy.ts';
+import { argmax, Policy, policyConfigFromJson, type DemoModelConfig, type PolicyConfig } from './policy.ts';
 import { deriveSeed } from './rng.ts';
 
 /** Episodes per task in the standard arena. */

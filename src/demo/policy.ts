@@ -3,6 +3,7 @@
 // Forward and backward passes are plain JS in f64 over f32 parameters; no platform APIs.
 
 import { bf16ToF32, f32ToBf16, type Dtype } from '../format/dtype.ts';
+import { numel } from '../format/safetensors.ts';
 import { at, atF32, atF64, must } from '../io/checked.ts';
 import { Rng } from './rng.ts';
 
@@ -56,10 +57,6 @@ export function tensorSpecs(config: PolicyConfig): TensorSpec[] {
   specs.push({ name: 'head.weight', shape: [config.numActions, inputs] });
   specs.push({ name: 'head.bias', shape: [config.numActions] });
   return specs;
-}
-
-export function numel(shape: readonly number[]): number {
-  return shape.reduce((a, b) => a * b, 1);
 }
 
 export function parameterCount(config: PolicyConfig): number {

@@ -4,6 +4,7 @@
 // elements exactly as they were; dense float32 fine-tunes change nearly all, but stay close.
 import { decodeFloats, dtypeBits, isMergeableDtype, type FloatDtype } from '../format/dtype.ts';
 import type { Model, ModelTensor } from '../format/model.ts';
+import { numel } from '../format/safetensors.ts';
 
 /** Below this share of bit-identical elements an agent does not look derived from the base. */
 export const DERIVATION_WARN_SHARE = 0.05;
@@ -51,8 +52,6 @@ export function derivationVerdict(sample: DerivationSample): DerivationVerdict {
 
 const DEFAULT_ELEMENTS = 4096;
 const DEFAULT_RUNS = 64;
-
-const numelOf = (shape: readonly number[]): number => shape.reduce((a, b) => a * b, 1);
 
 /**
  * `runs` runs of about maxElements / runs elements, their starts evenly spaced over the tensors laid
@@ -119,7 +118,7 @@ export async function sampleDerivation(
   const tensors = comparableTensors(base, agent);
   const byName = new Map(tensors.map((t) => [t.name, t]));
   const plan = samplePlan(
-    tensors.map((t) => ({ name: t.name, numel: numelOf(t.shape) })),
+    tensors.map((t) => ({ name: t.name, numel: numel(t.shape) })),
     options,
   );
   let sampled = 0;

@@ -5,7 +5,7 @@
 import { checkCompatibility, type CompatReport } from '../format/compat.ts';
 import { dtypeBits, isMergeableDtype, type FloatDtype } from '../format/dtype.ts';
 import type { Model, ModelTensor } from '../format/model.ts';
-import { readSafetensorsHeader } from '../format/safetensors.ts';
+import { numel, readSafetensorsHeader } from '../format/safetensors.ts';
 import { indexJson, planShards, type ShardPlan } from '../format/sharded.ts';
 import { layoutSafetensors, SafetensorsStreamWriter, type TensorSpec } from '../format/write.ts';
 import { ChunkPool, writeBehind, type FolderSink } from '../io/sink.ts';
@@ -119,10 +119,6 @@ function elementBytes(dtype: FloatDtype): number {
   return dtypeBits(dtype) / 8;
 }
 
-function numel(tensor: ModelTensor): number {
-  return tensor.shape.reduce((a, b) => a * b, 1);
-}
-
 /** Where tensor `name`'s bytes lie in each model (0 = base, t + 1 = agent t). */
 function tensorBytes(models: readonly Model[], name: string): TensorBytes[] {
   return models.map((model) => {
@@ -145,7 +141,7 @@ export function tensorInput(models: readonly Model[], name: string, readers?: Te
   };
   return {
     name,
-    numel: numel(first),
+    numel: numel(first.shape),
     dtype,
     async read(index, start, count, into) {
       const { source, offset } = part(index);

@@ -8,6 +8,7 @@ import {
   statsGroups,
   MAX_WINDOW_ELEMENTS,
   mergeGroups,
+  mergeSizes,
   pad4,
   splitDispatch,
   tensorWindows,
@@ -264,6 +265,23 @@ describe('windows sized by a memory budget', () => {
 
   it('refuses a budget too small for one element, saying so', () => {
     expect(() => windowElements({ ...wide, memoryBudget: 64 })).toThrow(/memory budget of 64 bytes/);
+  });
+});
+
+describe('mergeSizes', () => {
+  it('counts each tensor, the largest and the widest dtype, with the shapes the reader allows', () => {
+    const sizes = mergeSizes([
+      { shape: [11008, 4096], dtype: 'BF16' },
+      { shape: [], dtype: 'F16' },
+      { shape: [4096], dtype: 'F32' },
+      { shape: [3, 0, 5], dtype: 'BF16' },
+    ]);
+    expect(sizes).toEqual({ numels: [45_088_768, 1, 4096, 0], largest: 45_088_768, widestBytes: 4 });
+  });
+
+  it('gives 16-bit slots and no largest for no tensors or only 16-bit ones', () => {
+    expect(mergeSizes([])).toEqual({ numels: [], largest: 0, widestBytes: 2 });
+    expect(mergeSizes([{ shape: [7, 9], dtype: 'F16' }]).widestBytes).toBe(2);
   });
 });
 

@@ -1,6 +1,8 @@
 // Small pure functions of the GPU engine's geometry: 4-byte padding, words per window, dispatch
 // splitting under the per-dimension workgroup limit, window sizing to the binding limits and to
 // one memory budget in bytes.
+import { dtypeBits, type Dtype } from '../format/dtype.ts';
+import { numel } from '../format/safetensors.ts';
 import type { MethodPlan } from '../methods/registry/index.ts';
 
 /** Invocations per workgroup of every kernel (WORKGROUP in shaders/common/window.wgsl). */
@@ -150,6 +152,26 @@ export interface WindowLimits {
   maxWindowElements: number;
   /** Bytes all window buffers may take together (bytesPerWindowElement); none: no byte cap. */
   memoryBudget?: number;
+}
+
+/** A merge's tensors as window sizing sees them. */
+export interface MergeSizes {
+  /** Each tensor's elements, in the order given. */
+  numels: number[];
+  /** The most elements of any (0 for none). */
+  largest: number;
+  /** The widest dtype's bytes per element, 2 at least (every window holds 16-bit slots or wider). */
+  widestBytes: number;
+}
+
+/** Element counts and widest dtype of the tensors a merge will window (the engine card's and the CLI's estimates). */
+export function mergeSizes(tensors: readonly { shape: readonly number[]; dtype: Dtype }[]): MergeSizes {
+  const numels = tensors.map((t) => numel(t.shape));
+  return {
+    numels,
+    largest: numels.reduce((most, n) => Math.max(most, n), 0),
+    widestBytes: tensors.reduce((widest, t) => Math.max(widest, dtypeBits(t.dtype) / 8), 2),
+  };
 }
 
 /**

@@ -2,6 +2,7 @@
 // that differ, which the page shows as the share of each layer two merges disagree on.
 import { decodeFloats, dtypeBits, isMergeableDtype, type FloatDtype } from '../format/dtype.ts';
 import type { Model } from '../format/model.ts';
+import { numel } from '../format/safetensors.ts';
 import type { CompareReport } from './worker-protocol.ts';
 
 /** Elements compared per read: two windows of at most this many values are held at once. */
@@ -23,13 +24,13 @@ export async function compareModels(a: Model, b: Model, signal: AbortSignal): Pr
       unmatched.push(name);
       continue;
     }
-    const numel = x.shape.reduce((p, d) => p * d, 1);
+    const elements = numel(x.shape);
     const xw = dtypeBits(x.dtype) / 8;
     const yw = dtypeBits(y.dtype) / 8;
     let differ = 0;
-    for (let at = 0; at < numel; at += COMPARE_WINDOW) {
+    for (let at = 0; at < elements; at += COMPARE_WINDOW) {
       signal.throwIfAborted();
-      const count = Math.min(COMPARE_WINDOW, numel - at);
+      const count = Math.min(COMPARE_WINDOW, elements - at);
       const [xb, yb] = await Promise.all([
         a.source(x.file).read(x.offset + at * xw, count * xw),
         b.source(y.file).read(y.offset + at * yw, count * yw),
@@ -38,7 +39,7 @@ export async function compareModels(a: Model, b: Model, signal: AbortSignal): Pr
       const yv = decodeFloats(y.dtype as FloatDtype, yb, count);
       for (let i = 0; i < count; i++) if (!Object.is(xv[i], yv[i])) differ++;
     }
-    tensors.push({ name, numel, differ });
+    tensors.push({ name, numel: elements, differ });
   }
   for (const name of b.tensors.keys()) if (!a.tensors.has(name)) unmatched.push(name);
   return { tensors, unmatched };

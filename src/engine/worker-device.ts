@@ -1,7 +1,6 @@
 // The engine worker's GPU: one device for every job (the CPU reference when there is none), what
 // the engine card shows of it, and the memory a merge will hold.
 import type { CompatReport } from '../format/compat.ts';
-import { dtypeBits, type FloatDtype } from '../format/dtype.ts';
 import type { Model } from '../format/model.ts';
 import type { MergeEngine } from '../methods/merge-types.ts';
 import { createCpuEngine } from './cpu-engine.ts';
@@ -16,6 +15,7 @@ import {
   DEFAULT_MEMORY_BUDGET,
   DEFAULT_WINDOW_ELEMENTS,
   driverMemory,
+  mergeSizes,
   tieRowsPerAgent,
   windowCapacity,
   windowElements,
@@ -143,19 +143,9 @@ export function estimateMemory(
   limits: EngineLimits | null,
 ): MemoryEstimate {
   const tensors = report.ok ? mergeableTensors(base, report) : [];
-  let inputBytes = 0;
-  let outputBytes = 0;
-  let largest = 0;
-  let widest = 2;
-  for (const t of tensors) {
-    inputBytes += (t.end - t.begin) * (agents + 1);
-    outputBytes += t.end - t.begin;
-    largest = Math.max(
-      largest,
-      t.shape.reduce((a, b) => a * b, 1),
-    );
-    widest = Math.max(widest, dtypeBits(t.dtype as FloatDtype) / 8);
-  }
+  const outputBytes = tensors.reduce((sum, t) => sum + t.end - t.begin, 0);
+  const inputBytes = outputBytes * (agents + 1);
+  const { largest, widestBytes: widest } = mergeSizes(tensors);
   // The engine sizes windows as here; the widest dtype in and out gives the largest buffers, and
   // (the method not chosen yet) the method that ranks the most ties the largest tie counts.
   const tieRows = Math.max(...METHOD_LIST.map((d) => tieRowsPerAgent(d.plan)));

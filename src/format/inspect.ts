@@ -4,6 +4,7 @@
 import { at } from '../io/checked.ts';
 import type { Dtype } from './dtype.ts';
 import type { Model } from './model.ts';
+import { numel } from './safetensors.ts';
 
 export interface InspectReport {
   name: string;
@@ -40,7 +41,7 @@ export function modelFacts(model: Model): Omit<InspectReport, 'tensors'> {
   const dtypes: Record<string, number> = {};
   let parameters = 0;
   for (const t of model.tensors.values()) {
-    const elements = t.shape.reduce((product, dim) => product * dim, 1);
+    const elements = numel(t.shape);
     parameters += elements;
     dtypes[t.dtype] = (dtypes[t.dtype] ?? 0) + elements;
   }

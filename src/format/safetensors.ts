@@ -141,6 +141,14 @@ function regularOffsets(entries: TensorInfo[]): TensorInfo[] | undefined {
   return entries;
 }
 
+/**
+ * Elements of a shape the reader has checked (each dimension a non-negative safe integer, the tensor's
+ * bytes below 2^53, so the product is exact); 1 for a scalar's [].
+ */
+export function numel(shape: readonly number[]): number {
+  return shape.reduce((product, dim) => product * dim, 1);
+}
+
 /** Bytes of a tensor of this dtype and shape; throws for invalid shapes, sub-byte remainders and sizes past 2^53. */
 export function tensorByteLength(dtype: Dtype, shape: number[]): number {
   return specByteLength('', dtype, shape);

@@ -2,6 +2,8 @@
 // counters each block holds (shaders/mask.wgsl writes them), and their exact sums. Pure: shared by
 // the worker, the page and the tests.
 
+import { numel } from '../format/safetensors.ts';
+
 /** Offsets of one block's counters for N agents (the comment at the top of mask.wgsl). */
 export interface MaskLayout {
   /** unique to agent t at unique + t */
@@ -47,7 +49,7 @@ export interface MaskGeometry extends MaskView {
 /** A tensor as a matrix: the last dimension across, all others down (a vector is one row). */
 export function tensorMatrix(shape: readonly number[]): { rows: number; cols: number } {
   const cols = shape.length === 0 ? 1 : shape[shape.length - 1]!;
-  const rows = shape.slice(0, -1).reduce((a, b) => a * b, 1);
+  const rows = numel(shape.slice(0, -1));
   return { rows, cols };
 }
 

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, expect } from 'vitest';
 import { writeLlamaSet } from '../../bench/llama-set.ts';
 import { loadModel } from '../../cli/args.ts';
 import { decodeFloats, type FloatDtype } from '../../format/dtype.ts';
+import { numel } from '../../format/safetensors.ts';
 import { nodeFolder } from '../../io/node.ts';
 import { runCli } from '../cli.ts';
 import {
@@ -47,7 +48,7 @@ async function readAll(path: string): Promise<Map<string, Tensor>> {
   const out = new Map<string, Tensor>();
   for (const [name, t] of model.tensors) {
     const raw = await model.source(t.file).read(t.offset, t.end - t.begin);
-    const count = t.shape.reduce((a, b) => a * b, 1);
+    const count = numel(t.shape);
     const dtype = t.dtype as FloatDtype;
     out.set(name, { dtype, raw, values: decodeFloats(dtype, raw, count) });
   }
