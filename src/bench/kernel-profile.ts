@@ -2,8 +2,8 @@
 // kernel runs over one resident window (no reads, no readback) and is timed in process CPU time
 // (SwiftShader's threads are this process's) and wall time. On a shared machine compare only rows of
 // one run. `node --import ./bin/register.mjs src/bench/kernel-profile.ts [--log2 23] [--repeats 3]`
-// `--alt shaders/ties.wgsl=/tmp/ties.wgsl[,…]` also times the TIES merge (with branch counts) and the
-// count pass built with those files in place of the named ones, interleaved with the rest in the same
+// `--alt shaders/ties.wgsl=/tmp/ties.wgsl[,…]` also times the TIES merge (with branch counts), the
+// count pass and the statistics pass built with those files in place of the named ones, interleaved with the rest in the same
 // process, so that this VM's drift hits both alike (an A/A of identical files still differs by up to
 // 7% at --repeats 25 --log2 21). `--only a|b` names several rows.
 import { readFileSync } from 'node:fs';
@@ -21,7 +21,7 @@ import {
   type KernelSpec,
 } from '../engine/kernels/kernel.ts';
 import { createRamKernel } from '../engine/kernels/ram.ts';
-import { createStatsKernel, statsLayout } from '../engine/kernels/stats.ts';
+import { createStatsKernel, STATS_KERNEL, statsLayout } from '../engine/kernels/stats.ts';
 import { createOverlapCountKernel, overlapCountGroups } from '../engine/kernels/overlap_count.ts';
 import { createTiesKernel, TIES_KERNEL, tiesMergeDispatch } from '../engine/kernels/ties.ts';
 import { createTopKHistKernel, TOPK_HIST_SLOTS } from '../engine/kernels/topk_hist.ts';
@@ -427,6 +427,7 @@ const alts = [
     CONSENSUS: 1,
     COUNT_BRANCHES: 1,
   }),
+  await altStep('stats (the full statistics pass)', STATS_KERNEL, { IN_DTYPE: DTYPE_CODE.BF16, AGENTS }),
   await altStep('topk_count (threshold key guessed)', TOPK_COUNT_KERNEL, {
     IN_DTYPE: DTYPE_CODE.BF16,
     AGENTS,
