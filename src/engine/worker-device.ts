@@ -16,6 +16,7 @@ import {
   DEFAULT_WINDOW_ELEMENTS,
   driverMemory,
   mergeSizes,
+  type DriverMemory,
   tieRowsPerAgent,
   windowCapacity,
   windowElements,
@@ -128,8 +129,7 @@ const SPEC_BINDING = 128 << 20;
  * the largest tensor where that is smaller, and the write-behind, or the whole output where smaller;
  * with the shard hashes' copies (HASHING_BYTES, or the whole output where smaller).
  */
-function driverBytes(agents: number, largestBytes: number, outputBytes: number): number {
-  const share = driverMemory(engineBudget(), agents, DEFAULT_WINDOW_ELEMENTS);
+function driverBytes(share: DriverMemory, agents: number, largestBytes: number, outputBytes: number): number {
   const each = readAheadShare(share.readAhead, agents + 1);
   const hashing = Math.min(HASHING_BYTES, outputBytes);
   return (agents + 1) * Math.min(each, largestBytes) + Math.min(share.writeBehind, outputBytes) + hashing;
@@ -149,6 +149,8 @@ export function estimateMemory(
   // The engine sizes windows as here; the widest dtype in and out gives the largest buffers, and
   // (the method not chosen yet) the method that ranks the most ties the largest tie counts.
   const tieRows = Math.max(...METHOD_LIST.map((d) => tieRowsPerAgent(d.plan)));
+  const budget = engineBudget();
+  const driver = driverMemory(budget, agents, DEFAULT_WINDOW_ELEMENTS);
   const window =
     tensors.length === 0
       ? 0
@@ -163,16 +165,12 @@ export function estimateMemory(
             maxBufferSize: limits?.maxBufferSize ?? SPEC_BINDING,
             maxComputeWorkgroupsPerDimension: limits?.maxComputeWorkgroupsPerDimension ?? 65535,
             maxWindowElements: DEFAULT_WINDOW_ELEMENTS,
-            memoryBudget: engineBudget(),
+            memoryBudget: budget,
           }),
         );
   const capacity = windowCapacity(window, agents, widest, widest, tieRows);
   const gpuBytes = windowMemory(capacity);
-  const keptWindows = keptSlots(
-    engineBudget(),
-    capacity,
-    driverMemory(engineBudget(), agents, DEFAULT_WINDOW_ELEMENTS),
-  );
+  const keptWindows = keptSlots(budget, capacity, driver);
   // The two buffer sets hold two windows of a tensor; the cache, the rest where it has room.
   const largestWindows = window > 0 ? Math.ceil(largest / window) : 0;
   const short = Math.max(0, largestWindows - 2 - keptWindows);
@@ -182,7 +180,7 @@ export function estimateMemory(
     outputBytes,
     windowElements: window,
     gpuBytes,
-    driverBytes: driverBytes(agents, largest * widest, outputBytes),
+    driverBytes: driverBytes(driver, agents, largest * widest, outputBytes),
     budgetBytes: studioBudget,
     keptWindows,
     keptBytes: keptWindows * capacity.inputBytes,
