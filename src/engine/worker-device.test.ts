@@ -32,6 +32,7 @@ describe('estimateMemory: windows kept between passes', () => {
     expect(m.windowElements).toBe(2 ** 23);
     expect(m.largestWindows).toBe(16);
     expect(m.keptWindows).toBe(0);
+    expect(m.rereadTensors).toBe(1);
     // 14 windows of 4 inputs × 16 MiB beyond the sets.
     expect(m.readOnceBudget).toBe(DEFAULT_MEMORY_BUDGET + 14 * 64 * MIB);
   });
@@ -50,6 +51,7 @@ describe('estimateMemory: windows kept between passes', () => {
       expect(m.gpuBytes + m.keptBytes + beside + 64 * MIB).toBeGreaterThan(2048 * MIB);
       // Room for all 14 windows past the sets': every tensor is read once.
       expect(m.keptWindows).toBeGreaterThanOrEqual(14);
+      expect(m.rereadTensors).toBe(0);
       expect(m.readOnceBudget).toBe(2048 * MIB);
     } finally {
       setMemoryBudget(DEFAULT_MEMORY_BUDGET);

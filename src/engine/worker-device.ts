@@ -145,7 +145,7 @@ export function estimateMemory(
   const tensors = report.ok ? mergeableTensors(base, report) : [];
   const outputBytes = tensors.reduce((sum, t) => sum + t.end - t.begin, 0);
   const inputBytes = outputBytes * (agents + 1);
-  const { largest, widestBytes: widest } = mergeSizes(tensors);
+  const { numels, largest, widestBytes: widest } = mergeSizes(tensors);
   // The engine sizes windows as here; the widest dtype in and out gives the largest buffers, and
   // (the method not chosen yet) the method that ranks the most ties the largest tie counts.
   const tieRows = Math.max(...METHOD_LIST.map((d) => tieRowsPerAgent(d.plan)));
@@ -172,7 +172,8 @@ export function estimateMemory(
   const gpuBytes = windowMemory(capacity);
   const keptWindows = keptSlots(budget, capacity, driver);
   // The two buffer sets hold two windows of a tensor; the cache, the rest where it has room.
-  const largestWindows = window > 0 ? Math.ceil(largest / window) : 0;
+  const windowsOf = (numel: number): number => (window > 0 ? Math.ceil(numel / window) : 0);
+  const largestWindows = windowsOf(largest);
   const short = Math.max(0, largestWindows - 2 - keptWindows);
   return {
     mergedTensors: tensors.length,
@@ -185,6 +186,7 @@ export function estimateMemory(
     keptWindows,
     keptBytes: keptWindows * capacity.inputBytes,
     largestWindows,
+    rereadTensors: numels.filter((numel) => windowsOf(numel) > 2 + keptWindows).length,
     readOnceBudget: studioBudget + short * capacity.inputBytes,
   };
 }

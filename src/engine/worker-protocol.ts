@@ -61,6 +61,8 @@ export interface MemoryEstimate {
   keptBytes: number;
   /** Windows of the largest tensor. */
   largestWindows: number;
+  /** Tensors those methods read some windows of twice: more than keptWindows + 2 windows. */
+  rereadTensors: number;
   /** The smallest budget whose kept windows let those methods read the largest tensor once. */
   readOnceBudget: number;
 }

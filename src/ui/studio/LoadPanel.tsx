@@ -562,17 +562,22 @@ function KeptWindows({ memory }: { memory: MemoryEstimate }) {
     memory.keptWindows === 0
       ? 'No room beyond the window buffers'
       : `Room for ${windows(memory.keptWindows)} (${formatBytes(memory.keptBytes)})`;
-  if (memory.largestWindows <= 2 + memory.keptWindows)
+  const largest = windows(memory.largestWindows);
+  if (memory.rereadTensors === 0)
     return (
       <>
-        {room}: {methods} read every tensor here once (the largest takes {windows(memory.largestWindows)}).
+        {room}: {methods} read every tensor here once (the largest takes {largest}).
       </>
     );
+  const which =
+    memory.rereadTensors === memory.mergedTensors
+      ? 'read every tensor here in part twice'
+      : `read every tensor here once but ${memory.rereadTensors === 1 ? 'the largest' : `the ${formatCount(memory.rereadTensors)} largest`}`;
   return (
     <>
-      {room}: {methods} read a tensor&apos;s windows past its first {formatCount(2 + memory.keptWindows)}{' '}
-      twice (the largest here takes {windows(memory.largestWindows)}); {budgetAdvice(memory.readOnceBudget)}{' '}
-      would read every tensor once.
+      {room}: {methods} {which} (the largest takes {largest}), whose windows past the first{' '}
+      {formatCount(2 + memory.keptWindows)} they read twice; {budgetAdvice(memory.readOnceBudget)} would read
+      every tensor once.
     </>
   );
 }
