@@ -1,7 +1,7 @@
 // Page object for the studio's analysis views: the module-type table, the tensor table's filters and
 // drill-downs, the merge branch preview and the agents' derivation samples.
 import { expect, type Locator, type Page } from '@playwright/test';
-import type { AnalysisResult } from '../src/engine/driver.ts';
+import type { AnalysisResult } from '../src/driver/job.ts';
 import type { StudioData, TaskState } from '../src/state/studio-slice.ts';
 import { must } from '../src/io/checked.ts';
 

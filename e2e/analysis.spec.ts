@@ -2,7 +2,7 @@
 // drilling into a layer lists only its tensors, the merge branch counts are the statistics' counts
 // (and the expected output size is what the merge writes), and every agent's derivation sample is
 // shown: high for the demo agents, with a warning for one that does not derive from the base.
-import { sampleDerivation } from '../src/engine/derivation.ts';
+import { sampleDerivation } from '../src/driver/derivation.ts';
 import { openModel } from '../src/format/model.ts';
 import { readSafetensorsHeader } from '../src/format/safetensors.ts';
 import { memorySource } from '../src/io/source.ts';

@@ -6,7 +6,7 @@ import { decodeFloats } from '../src/format/dtype.ts';
 import { readSafetensorsHeader } from '../src/format/safetensors.ts';
 import { must } from '../src/io/checked.ts';
 import { defaultParams } from '../src/methods/defaults.ts';
-import { emptyBranchCounts } from '../src/methods/merge-types.ts';
+import { emptyBranchCounts } from '../src/methods/tensors.ts';
 import { topKTaus, type TensorValues } from '../src/methods/reference.ts';
 import { oracleBranches } from '../src/test/branch-oracle.ts';
 import { memorySource } from '../src/io/source.ts';

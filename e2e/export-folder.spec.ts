@@ -31,7 +31,7 @@ test('a merge into a picked folder equals the OPFS merge and is read back with i
   await workflow.merge(1);
   const inOpfs = at((await workflow.studio()).merges, 0, 'merges');
   expect(inOpfs.location).toBe('opfs');
-  // The shards were hashed off the engine worker, by the hash worker (src/engine/hash-worker.ts).
+  // The shards were hashed off the engine worker, by the hash worker (src/worker/hash-worker.ts).
   expect(inOpfs.stages?.hashThread).toBe('hash worker');
 
   await folders.folderButton.click();

@@ -1,4 +1,4 @@
-// The shard hash worker (src/engine/hash-worker.ts) failing to start (the test API starts it from a
+// The shard hash worker (src/worker/hash-worker.ts) failing to start (the test API starts it from a
 // missing script: Playwright does not see a nested worker's requests, so it cannot block them). The
 // merge that met it fails with a message that says so and leaves nothing in OPFS; the next merge hashes
 // on the engine worker and lands, its checksums Node's.

@@ -1,7 +1,7 @@
 // Page object for the tensor view and the element inspector: their controls by data-testid, and the
 // inspect slice of the window test API (the engine's block counts of the view).
 import { expect, type Locator, type Page } from '@playwright/test';
-import type { ElementExplanation, MaskViewResult } from '../src/engine/inspect.ts';
+import type { ElementExplanation, MaskViewResult } from '../src/driver/tensor-view.ts';
 import { must } from '../src/io/checked.ts';
 
 /** The inspector's data-json, exactly the shape issue 8 fixes. */

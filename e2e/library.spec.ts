@@ -1,7 +1,7 @@
 // The merges library across reloads, in a persistent profile: a finished merge is listed as complete
 // with its files (and its branch counts, from statistics or counted in a TIES merge) after a reload and merge-delete removes its folder from OPFS;
 // a merge interrupted by a reload is listed as incomplete.
-import { parseBranches } from '../src/engine/merge-branches.ts';
+import { parseBranches } from '../src/driver/merge-branches.ts';
 import { must } from '../src/io/checked.ts';
 import { expect, test } from './persistent.ts';
 

@@ -1,7 +1,7 @@
 // Model folders picked with showDirectoryPicker come back after a reload: an OPFS folder stands in
 // for the native picker (the same handle code path), the handle is kept in IndexedDB, and one click
 // on the restored recipe reopens it as the same agent.
-import { tensorRecords } from '../src/engine/model-transfer.ts';
+import { tensorRecords } from '../src/driver/model-transfer.ts';
 import { floatTensor, modelFolderFiles, rng } from '../src/test/fixtures.ts';
 import { ExportFolderPage } from './export-page.ts';
 import { expect, test } from './persistent.ts';

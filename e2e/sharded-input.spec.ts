@@ -5,8 +5,8 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { analyzeModels, mergeModels } from '../src/engine/driver.ts';
-import { BRANCHES_FILE } from '../src/engine/merge-branches.ts';
+import { analyzeModels, mergeModels } from '../src/driver/driver.ts';
+import { BRANCHES_FILE } from '../src/driver/merge-branches.ts';
 import { openModel, type Model } from '../src/format/model.ts';
 import { memoryFolder } from '../src/io/sink.ts';
 import { memorySource } from '../src/io/source.ts';

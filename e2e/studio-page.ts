@@ -1,7 +1,7 @@
 // Page object for the studio shell: locators by data-testid and the typed window test API.
 import { expect, type Locator, type Page } from '@playwright/test';
 import type { GpuState, WorkerProbeState } from '../src/state/gpu-slice.ts';
-import type { GpuKeyLimits } from '../src/engine/probe.ts';
+import type { GpuKeyLimits } from '../src/worker/probe.ts';
 
 export class StudioPage {
   readonly header: Locator;

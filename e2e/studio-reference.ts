@@ -2,7 +2,8 @@
 // from public/demo, and small generated checkpoints (a corrupt one, a mismatched one).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { analyzeModels, mergeModels, type AnalysisResult } from '../src/engine/driver.ts';
+import { analyzeModels, mergeModels } from '../src/driver/driver.ts';
+import { type AnalysisResult } from '../src/driver/job.ts';
 import { openModel, type Model } from '../src/format/model.ts';
 import { readSafetensorsHeader } from '../src/format/safetensors.ts';
 import { serializeSafetensors } from '../src/format/write.ts';

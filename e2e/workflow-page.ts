@@ -2,7 +2,7 @@
 // by data-testid and the studio part of the window test API.
 import { copyFile, mkdir } from 'node:fs/promises';
 import { expect, type Locator, type Page, type TestInfo } from '@playwright/test';
-import type { AnalysisResult } from '../src/engine/driver.ts';
+import type { AnalysisResult } from '../src/driver/job.ts';
 import type { ModelStats } from '../src/methods/stats.ts';
 import type { MethodName } from '../src/methods/types.ts';
 import type { StudioData, TaskState } from '../src/state/studio-slice.ts';

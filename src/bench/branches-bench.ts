@@ -4,11 +4,13 @@
 //   node --import ./bin/register.mjs src/bench/branches-bench.ts [METHOD ...]   (default: ties)
 import { encodeFloats } from '../format/dtype.ts';
 import { acquireNodeGpu } from '../cli/node-gpu.ts';
-import { describeAdapter, requestEngineDevice } from '../engine/device.ts';
-import { createGpuEngine } from '../engine/gpu-engine.ts';
+import { describeAdapter, requestEngineDevice } from '../engine/gpu/device.ts';
+import { createGpuEngine } from '../engine/gpu/gpu-engine.ts';
 import { defaultParams } from '../methods/defaults.ts';
-import { emptyBranchCounts, type MergeEngine, type TensorInput } from '../methods/merge-types.ts';
-import { seededRandom, tensorInput } from '../methods/test-tensors.ts';
+import { emptyBranchCounts, type TensorInput } from '../methods/tensors.ts';
+import { type MergeEngine } from '../engine/contract.ts';
+import { seededRandom } from '../methods/rng.ts';
+import { tensorInput } from '../methods/tensors.ts';
 import type { MethodName } from '../methods/types.ts';
 
 const NUMEL = 2 ** 23;

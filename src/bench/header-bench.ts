@@ -10,7 +10,7 @@ import { compatColumns } from '../format/compat.ts';
 import { openModel } from '../format/model.ts';
 import { detectAdapter } from '../format/peft.ts';
 import { scanRegularHeader } from '../format/safetensors.ts';
-import { summarizeModel } from '../engine/model-transfer.ts';
+import { summarizeModel } from '../driver/model-transfer.ts';
 
 function manyTensors(count: number): Uint8Array {
   const entries: string[] = [];

@@ -11,33 +11,33 @@ import { parseArgs } from 'node:util';
 import { bf16ToF32 } from '../format/dtype.ts';
 import { floatStream } from '../demo/rng.ts';
 import { acquireNodeGpu } from '../cli/node-gpu.ts';
-import { divisionIsExact } from '../engine/division.ts';
-import { requestEngineDevice } from '../engine/device.ts';
+import { divisionIsExact } from '../engine/gpu/division.ts';
+import { requestEngineDevice } from '../engine/gpu/device.ts';
 import {
   createKernel,
   DTYPE_CODE,
   type Kernel,
   type KernelIo,
   type KernelSpec,
-} from '../engine/kernels/kernel.ts';
-import { createRamKernel } from '../engine/kernels/ram.ts';
-import { createStatsKernel, STATS_KERNEL, statsLayout } from '../engine/kernels/stats.ts';
-import { createOverlapCountKernel, overlapCountGroups } from '../engine/kernels/overlap_count.ts';
-import { createTiesKernel, TIES_KERNEL, tiesMergeDispatch } from '../engine/kernels/ties.ts';
-import { createTopKHistKernel, TOPK_HIST_SLOTS } from '../engine/kernels/topk_hist.ts';
-import { createTopKScanKernel, TIE_CARRY_WORDS } from '../engine/kernels/topk_scan.ts';
-import { createTopKTiesKernel, spanMarkDispatch, tieMarkDispatch } from '../engine/kernels/topk_ties.ts';
+} from '../engine/gpu/kernels/kernel.ts';
+import { createRamKernel } from '../engine/gpu/kernels/ram.ts';
+import { createStatsKernel, STATS_KERNEL, statsLayout } from '../engine/gpu/kernels/stats.ts';
+import { createOverlapCountKernel, overlapCountGroups } from '../engine/gpu/kernels/overlap_count.ts';
+import { createTiesKernel, TIES_KERNEL, tiesMergeDispatch } from '../engine/gpu/kernels/ties.ts';
+import { createTopKHistKernel, TOPK_HIST_SLOTS } from '../engine/gpu/kernels/topk_hist.ts';
+import { createTopKScanKernel, TIE_CARRY_WORDS } from '../engine/gpu/kernels/topk_scan.ts';
+import { createTopKTiesKernel, spanMarkDispatch, tieMarkDispatch } from '../engine/gpu/kernels/topk_ties.ts';
 import {
   BRACKET_HEADER,
   bracketGroups,
   CHUNK_ELEMENTS,
   createTopKCountKernel,
   TOPK_COUNT_KERNEL,
-} from '../engine/kernels/topk_count.ts';
-import { NO_KEY } from '../engine/kernels/topk_sample.ts';
-import { flagCount, mergeConstants } from '../engine/kernels/merge-bindings.ts';
-import { branchWords } from '../engine/kernels/branches.ts';
-import { encodeAgents, encodeParams, PARAMS_BYTES, type WindowParams } from '../engine/layout.ts';
+} from '../engine/gpu/kernels/topk_count.ts';
+import { NO_KEY } from '../engine/gpu/kernels/topk_sample.ts';
+import { flagCount, mergeConstants } from '../engine/gpu/kernels/merge-bindings.ts';
+import { branchWords } from '../engine/gpu/kernels/branches.ts';
+import { encodeAgents, encodeParams, PARAMS_BYTES, type WindowParams } from '../engine/gpu/layout.ts';
 import {
   countGroups,
   mergeGroups,
@@ -45,7 +45,7 @@ import {
   statsGroups,
   windowCapacity,
   type Dispatch,
-} from '../engine/plumbing.ts';
+} from '../engine/gpu/plumbing.ts';
 import {
   RADIX_BINS,
   RADIX_DIGITS,

@@ -5,12 +5,12 @@
 import { parseArgs } from 'node:util';
 import { acquireNodeGpu } from '../cli/node-gpu.ts';
 import { floatStream } from '../demo/rng.ts';
-import { requestEngineDevice } from '../engine/device.ts';
-import { createGpuEngine } from '../engine/gpu-engine.ts';
+import { requestEngineDevice } from '../engine/gpu/device.ts';
+import { createGpuEngine } from '../engine/gpu/gpu-engine.ts';
 import { defaultParams } from '../methods/defaults.ts';
-import { tensorInput } from '../methods/test-tensors.ts';
+import { tensorInput } from '../methods/tensors.ts';
 import type { MethodName } from '../methods/types.ts';
-import { emptyBranchCounts } from '../methods/merge-types.ts';
+import { emptyBranchCounts } from '../methods/tensors.ts';
 
 const { values } = parseArgs({
   options: {

@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Page } from '@playwright/test';
-import { DEFAULT_WINDOW_ELEMENTS } from '../engine/plumbing.ts';
+import { DEFAULT_WINDOW_ELEMENTS } from '../engine/gpu/plumbing.ts';
 import { formatBytes } from '../format/inspect.ts';
 import { must } from '../io/checked.ts';
 import type { MethodName } from '../methods/types.ts';

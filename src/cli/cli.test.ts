@@ -13,7 +13,7 @@ import { loadModel } from './args.ts';
 import { floatTensor, rawTensor, WORKED_EXAMPLE, writeModelFolder } from '../test/fixtures.ts';
 import { oracleBranches } from '../test/branch-oracle.ts';
 import { bandTaus, type TensorValues } from '../methods/reference.ts';
-import { BRANCHES_FILE, parseBranches } from '../engine/merge-branches.ts';
+import { BRANCHES_FILE, parseBranches } from '../driver/merge-branches.ts';
 
 let dir: string;
 const agentNames = ['coding', 'tool', 'memory'] as const;

@@ -1,4 +1,5 @@
 // The analyze and merge commands: models from paths, the engine (WebGPU or --cpu), progress on stderr.
+import { abortError } from '../io/abort.ts';
 import { readFile, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import type { Model } from '../format/model.ts';
@@ -8,22 +9,25 @@ import { defaultParams, isMethod, validateParams } from '../methods/defaults.ts'
 import { RecipeError, shorten, type Recipe } from '../methods/recipe.ts';
 import { methodOf } from '../methods/registry/index.ts';
 import { recipeResolver } from '../methods/resolve.ts';
-import { METHODS, type DareRescale, type MethodParams } from '../methods/types.ts';
-import { analyzeModels, mergeModels, predictOutputBytes, type InputFile } from '../engine/driver.ts';
-import { statsFiles, statsJson, totalsFromStatsJson } from '../engine/stats-json.ts';
-import type { MergeEngine } from '../methods/merge-types.ts';
+import { METHODS, type MethodParams } from '../methods/types.ts';
+import { type DareRescale } from '../methods/params.ts';
+import { analyzeModels, mergeModels, predictOutputBytes } from '../driver/driver.ts';
+import { type InputFile } from '../driver/job.ts';
+import { statsFiles, statsJson, totalsFromStatsJson } from '../driver/stats-json.ts';
+import type { MergeEngine } from '../engine/contract.ts';
 import { DTYPE_FLAGS, loadModel, num, perAgent, UsageError, type Values } from './args.ts';
 import { claimOutput, handleSignals, type RunStage } from './output.ts';
 import { ProgressPrinter } from './progress.ts';
 import { formatBytes } from '../format/inspect.ts';
 import { runRecipeFile } from './recipe-run.ts';
-import { describeWindowCache, readOnceWindowFor } from '../engine/window-cache.ts';
+import { describeWindowCache } from '../driver/job.ts';
+import { readOnceWindowFor } from '../engine/gpu/window-cache.ts';
 import {
   DEFAULT_MEMORY_BUDGET,
   DEFAULT_WINDOW_ELEMENTS,
   mergeSizes,
   tieRowsPerAgent,
-} from '../engine/plumbing.ts';
+} from '../engine/gpu/plumbing.ts';
 import { dtypeBits, isMergeableDtype } from '../format/dtype.ts';
 
 // Engines load on demand: `inspect` and `arena` never pay for dawn.node.
@@ -34,8 +38,8 @@ async function makeEngine(
 ): Promise<MergeEngine> {
   if (cpu) return (await import('../engine/cpu-engine.ts')).createCpuEngine({ agents });
   const { acquireNodeGpu } = await import('./node-gpu.ts');
-  const { requestEngineDevice, describeAdapter } = await import('../engine/device.ts');
-  const { createGpuEngine } = await import('../engine/gpu-engine.ts');
+  const { requestEngineDevice, describeAdapter } = await import('../engine/gpu/device.ts');
+  const { createGpuEngine } = await import('../engine/gpu/gpu-engine.ts');
   const node = await acquireNodeGpu();
   const { device, adapterInfo } = await requestEngineDevice(node.gpu);
   const description = `${describeAdapter(adapterInfo)} via ${node.driver}`;
@@ -317,7 +321,7 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
     }
     await checkUnchanged(opened);
     // The last moment a cancel can take effect: past it, the model is published whole.
-    if (controller.signal.aborted) throw cancelled();
+    if (controller.signal.aborted) throw abortError();
     stage = 'publishing';
     await claim.publish();
     stage = 'published';
@@ -348,12 +352,6 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
     signals.dispose();
     exitSignal = signals.signal();
   }
-}
-
-function cancelled(): Error {
-  const error = new Error('The merge was cancelled.');
-  error.name = 'AbortError';
-  return error;
 }
 
 /** The signal that cancelled the last run, for its exit status. */

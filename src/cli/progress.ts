@@ -1,5 +1,5 @@
 // Progress on stderr: a redrawn bar on a terminal, a plain line every few seconds otherwise.
-import type { Progress } from '../engine/driver.ts';
+import type { Progress } from '../driver/job.ts';
 import { formatBytes } from '../format/inspect.ts';
 
 export function formatDuration(ms: number): string {

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { encodeFloats, type FloatDtype } from '../format/dtype.ts';
-import { EngineTensorError } from '../methods/errors.ts';
+import { EngineTensorError } from './contract.ts';
 import { createCpuEngine } from './cpu-engine.ts';
 import { defaultParams } from '../methods/defaults.ts';
 import { referenceMerge, referenceStats } from '../methods/reference.ts';
-import { mergeBytes, randomTensor, testParams } from '../methods/test-tensors.ts';
+import { mergeBytes, randomTensor, testParams } from '../test/tensors.ts';
 import { METHODS, type MethodName, type MethodParams } from '../methods/types.ts';
 
 const paramsFor = (method: MethodName, agents: number): MethodParams => testParams(method, agents, 1234);

@@ -2,8 +2,11 @@
 // top-k by the same radix select as the GPU, over windows), for machines with no usable adapter.
 
 import { decodeFloats, dtypeBits, encodeFloats } from '../format/dtype.ts';
-import { checkMergeOptions, forTensor, NonFiniteTally, throwIfAborted } from '../methods/errors.ts';
-import type { MergeEngine, MergeOptions, TensorInput, TensorStats } from '../methods/merge-types.ts';
+import { checkMergeOptions, forTensor } from './contract.ts';
+import { NonFiniteTally } from '../methods/errors.ts';
+import { throwIfAborted } from '../io/abort.ts';
+import type { MergeEngine, MergeOptions } from './contract.ts';
+import type { TensorInput, TensorStats } from '../methods/tensors.ts';
 import { tauKey } from '../methods/float32.ts';
 import {
   accumulateBranches,

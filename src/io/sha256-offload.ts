@@ -3,7 +3,7 @@
 // in a RAM merge of the 1.33 GiB benchmark set (1.0 of 3.8 s), on the thread that also reads, uploads and
 // writes, so on a machine with cores to spare it bounded the merge's throughput. Here each chunk is
 // copied into a buffer of a ChunkPool (memory touched before: see there) and transferred to a hash
-// worker (src/engine/hash-worker.ts), which hashes the streams in the order their chunks came and
+// worker (src/worker/hash-worker.ts), which hashes the streams in the order their chunks came and
 // transfers each buffer back. At most
 // `limit` bytes are out at a time: past that update() waits for buffers to come back, so a hash that
 // falls behind holds up the merge rather than memory. Both sides are here, platform-free, over a

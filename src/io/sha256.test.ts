@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { loadWasmSha256, Sha256, sha256Backend, type Sha256Backend } from './sha256.ts';
-import { seededRandom } from '../methods/test-tensors.ts';
+import { seededRandom } from '../methods/rng.ts';
 
 describe('Sha256', () => {
   it('uses Node’s built-in hash under Node', () => {

@@ -6,7 +6,7 @@ import { rng } from '../test/fixtures.ts';
 import { dareScalesFor } from './dare-norms.ts';
 import { defaultParams } from './defaults.ts';
 import { dareTaus, referenceMerge, type TensorValues } from './reference.ts';
-import type { TensorInput } from './merge-types.ts';
+import type { TensorInput } from './tensors.ts';
 
 function values(seed: number, n: number, agents: number): TensorValues {
   const random = rng(seed);

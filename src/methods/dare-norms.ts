@@ -3,8 +3,8 @@
 // before the first merged value: a pre-pass, streamed in windows (on the GPU: shaders/dare_norms.wgsl).
 
 import { decodeFloats, dtypeBits } from '../format/dtype.ts';
-import { throwIfAborted } from './errors.ts';
-import type { TensorInput } from './merge-types.ts';
+import { throwIfAborted } from '../io/abort.ts';
+import type { TensorInput } from './tensors.ts';
 import { taskVector } from './float32.ts';
 import { dareHash, dareKeepBelow, dareKept, fnv1a32 } from './rng.ts';
 import { methodOf } from './registry/index.ts';

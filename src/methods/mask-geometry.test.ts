@@ -1,7 +1,7 @@
 // The tensor view's grid geometry and its sums: whole-element blocks that tile the view exactly, views
 // clamped inside the tensor, and exact integer totals per class, row and column.
 import { describe, expect, it } from 'vitest';
-import { seededRandom } from './test-tensors.ts';
+import { seededRandom } from './rng.ts';
 import {
   blockCounts,
   blockNumel,

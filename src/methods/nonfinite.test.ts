@@ -4,11 +4,13 @@
 import { describe, expect, it } from 'vitest';
 import { decodeFloats, encodeFloats, type FloatDtype } from '../format/dtype.ts';
 import { nonFiniteCause } from './errors.ts';
-import type { MergeEngine, TensorInput } from './merge-types.ts';
+import type { MergeEngine } from '../engine/contract.ts';
+import type { TensorInput } from './tensors.ts';
 import { createCpuEngine } from '../engine/cpu-engine.ts';
-import { injectNonFinite, type Injected } from './nonfinite-tensors.ts';
+import { injectNonFinite, type Injected } from '../test/nonfinite-tensors.ts';
 import { referenceMerge, referenceStats, type TensorValues } from './reference.ts';
-import { mergeBytes, randomTensor, tensorInput, testParams } from './test-tensors.ts';
+import { mergeBytes, randomTensor, testParams } from '../test/tensors.ts';
+import { tensorInput } from './tensors.ts';
 import { METHODS, type MethodName } from './types.ts';
 
 const LAMBDAS = [1.1, 1.2, 1.05];

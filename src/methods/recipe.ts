@@ -6,7 +6,8 @@ import type { FloatDtype } from '../format/dtype.ts';
 import { DEFAULT_GAMMA, isMethod, mergekitDefaults } from './defaults.ts';
 import { METHOD_LIST, methodOf, type GlobalKey, type ModelKey } from './registry/index.ts';
 import { TIES_TIE_RULE } from './registry/ties.ts';
-import type { DareRescale, MethodName, MethodParams } from './types.ts';
+import type { DareRescale } from './params.ts';
+import type { MethodName, MethodParams } from './types.ts';
 
 /** A value, a gradient over the layers, or a list of values for tensors whose name contains `filter`. */
 export type Scalar = number | boolean | string;

@@ -4,7 +4,7 @@
 // is taken on f32 values and f32 parameters as the GPU takes it; merged values are computed in f64.
 
 import type { FloatDtype } from '../format/dtype.ts';
-import { emptyBranchCounts, type BranchCounts, type TensorStats } from './merge-types.ts';
+import { emptyBranchCounts, type BranchCounts, type TensorStats } from './tensors.ts';
 import type { MethodParams } from './types.ts';
 import { methodOf, type MethodPlan, type Sparsify } from './registry/index.ts';
 import { epsilonF32, f32Bits, taskVector, tauKey, ulpOf } from './float32.ts';

@@ -43,3 +43,14 @@ export function dareScale(density: number): number {
 export function dareKept(hash: number, keepBelow: number): boolean {
   return hash >>> 8 < keepBelow;
 }
+
+/** mulberry32: a small seeded PRNG, uniform in [0, 1). */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { TensorStats } from './merge-types.ts';
+import type { TensorStats } from './tensors.ts';
 import { ulpOf } from './float32.ts';
 import {
   deriveTensorStats,

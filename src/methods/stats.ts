@@ -2,7 +2,7 @@
 // the per-agent λ of the RAM family (SPEC.md) derived from them.
 
 import type { FloatDtype } from '../format/dtype.ts';
-import type { TensorStats } from './merge-types.ts';
+import type { TensorStats } from './tensors.ts';
 import type { MethodName } from './types.ts';
 import { methodOf } from './registry/index.ts';
 import { f32Bits } from './float32.ts';

@@ -1,7 +1,7 @@
 // The `gpu` slice: what WebGPU this browser offers and whether the self-test passed, as plain data,
 // plus the actions that find out by calling the engine.
 import type { StateCreator } from 'zustand';
-import type { GpuKeyLimits, GpuReport, ProbeResult } from '../engine/probe.ts';
+import type { GpuKeyLimits, GpuReport, ProbeResult } from '../worker/probe.ts';
 
 export type GpuStatus = 'probing' | 'ready' | 'unavailable' | 'error';
 

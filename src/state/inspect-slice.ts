@@ -2,10 +2,10 @@
 // the view's rectangle, the engine's block counts of that view and its explanation of one element.
 // The canvas itself is handed to the engine worker once; the page never holds weights.
 import type { StateCreator } from 'zustand';
-import type { ElementExplanation, MaskPalette, MaskViewResult } from '../engine/inspect.ts';
+import type { ElementExplanation, MaskPalette, MaskViewResult } from '../driver/tensor-view.ts';
 import type { MaskView } from '../methods/mask-geometry.ts';
-import type { EngineJob } from '../engine/worker-client.ts';
-import type { WorkerErrorInfo } from '../engine/worker-protocol.ts';
+import type { EngineJob } from '../worker/client.ts';
+import type { WorkerErrorInfo } from '../worker/protocol.ts';
 import {
   idleTask,
   mergeInputs,

@@ -1,6 +1,6 @@
 // The store's gpu slice against fake platform and engine services: every status and message path.
 import { describe, expect, it, vi } from 'vitest';
-import type { GpuReport, ProbeResult } from '../engine/probe.ts';
+import type { GpuReport, ProbeResult } from '../worker/probe.ts';
 import { GPU_MESSAGES, type GpuServices } from './gpu-slice.ts';
 import { createStudioStore } from './store.ts';
 import { createTestApi } from './test-api.ts';

@@ -2,8 +2,8 @@
 // is wired to the browser and the engine, tests build their own with fakes.
 import { useStore } from 'zustand';
 import { createStore, type StoreApi } from 'zustand/vanilla';
-import { inspectGpu } from '../engine/probe.ts';
-import { createEngineClient, fetchDemoSet } from '../engine/worker-client.ts';
+import { inspectGpu } from '../worker/probe.ts';
+import { createEngineClient, fetchDemoSet } from '../worker/client.ts';
 import { createGpuSlice, type GpuServices, type GpuSlice } from './gpu-slice.ts';
 import { createInspectSlice, type InspectSlice } from './inspect-slice.ts';
 import {

@@ -1,9 +1,9 @@
 // The studio slice's model loading against a fake engine whose answers arrive in an order the test
 // chooses: per-slot requests, several agents at once, unique labels, rename and reorder.
 import { describe, expect, it } from 'vitest';
-import type { EngineClient, EngineJob } from '../engine/worker-client.ts';
-import type { WorkerCall, WorkerCalls } from '../engine/worker-protocol.ts';
-import type { ModelSummary } from '../engine/model-transfer.ts';
+import type { EngineClient, EngineJob } from '../worker/client.ts';
+import type { WorkerCall, WorkerCalls } from '../worker/protocol.ts';
+import type { ModelSummary } from '../driver/model-transfer.ts';
 import { defaultParams } from '../methods/defaults.ts';
 import { at, must } from '../io/checked.ts';
 import { createStudioStore } from './store.ts';

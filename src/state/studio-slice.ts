@@ -2,8 +2,8 @@
 // the statistics, the recipe, the merge job and its results, and arena scores, all as plain data;
 // its actions drive the engine worker through an injected client.
 import type { StateCreator } from 'zustand';
-import type { AnalysisResult, Progress } from '../engine/driver.ts';
-import type { DemoSet, EngineClient, EngineJob } from '../engine/worker-client.ts';
+import type { AnalysisResult, Progress } from '../driver/job.ts';
+import type { DemoSet, EngineClient, EngineJob } from '../worker/client.ts';
 import type {
   ArenaScores,
   ArenaTarget,
@@ -15,10 +15,10 @@ import type {
   ReadBackReport,
   WorkerErrorInfo,
   WorkerSettings,
-} from '../engine/worker-protocol.ts';
-import type { ModelSummary } from '../engine/model-transfer.ts';
+} from '../worker/protocol.ts';
+import type { ModelSummary } from '../driver/model-transfer.ts';
 import { at } from '../io/checked.ts';
-import { DEFAULT_MEMORY_BUDGET } from '../engine/plumbing.ts';
+import { DEFAULT_MEMORY_BUDGET } from '../worker/protocol.ts';
 import type { FloatDtype } from '../format/dtype.ts';
 import { defaultParams, validateParams } from '../methods/defaults.ts';
 import type { MethodName, MethodParams } from '../methods/types.ts';

@@ -1,8 +1,8 @@
 // The typed hooks that end-to-end tests use to read the store, installed on `window` only in
 // development and e2e builds (see main.tsx).
 import type { StoreApi } from 'zustand/vanilla';
-import type { AnalysisResult } from '../engine/driver.ts';
-import { mergedFile } from '../engine/worker-client.ts';
+import type { AnalysisResult } from '../driver/job.ts';
+import { mergedFile } from '../worker/client.ts';
 import type { GpuState, WorkerProbeState } from './gpu-slice.ts';
 import type { InspectData } from './inspect-slice.ts';
 import type { StudioState } from './store.ts';

@@ -1,12 +1,12 @@
 // An oracle for the branch counts, written for the tests from the definitions in
-// src/engine/merge-branches.ts rather than from the engines: each element's summed agents as a list,
+// src/driver/merge-branches.ts rather than from the engines: each element's summed agents as a list,
 // from the reference's sparsified τ̂ of the whole tensor; and the tied inputs and parameters the
 // branch tests share.
 
 import { defaultParams } from '../methods/defaults.ts';
-import type { BranchCounts } from '../methods/merge-types.ts';
+import type { BranchCounts } from '../methods/tensors.ts';
 import type { SparseTaus } from '../methods/reference.ts';
-import { seededRandom } from '../methods/test-tensors.ts';
+import { seededRandom } from '../methods/rng.ts';
 import type { MethodName, MethodParams } from '../methods/types.ts';
 
 export const BRANCH_AGENTS = 3;

@@ -3,12 +3,13 @@
 // and a clear skip reason when no adapter exists.
 
 import { acquireNodeGpu, type NodeGpu } from '../cli/node-gpu.ts';
-import { describeAdapter, requestEngineDevice, type EngineDevice } from '../engine/device.ts';
-import { createGpuEngine, type GpuEngineOptions } from '../engine/gpu-engine.ts';
-import type { MergeEngine, TensorInput } from '../methods/merge-types.ts';
+import { describeAdapter, requestEngineDevice, type EngineDevice } from '../engine/gpu/device.ts';
+import { createGpuEngine, type GpuEngineOptions } from '../engine/gpu/gpu-engine.ts';
+import type { MergeEngine } from '../engine/contract.ts';
+import type { TensorInput } from '../methods/tensors.ts';
 import type { MethodParams } from '../methods/types.ts';
 import { createCpuEngine } from '../engine/cpu-engine.ts';
-import { mergeBytes } from '../methods/test-tensors.ts';
+import { mergeBytes } from './tensors.ts';
 import { decodeFloats } from '../format/dtype.ts';
 
 const SCOPES: readonly GPUErrorFilter[] = ['validation', 'out-of-memory', 'internal'];

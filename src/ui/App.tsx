@@ -2,7 +2,7 @@
 // the step bar, the studio's workflow, and a footer on where the work happens.
 import { useState } from 'react';
 import { useStudio } from '../state/store.ts';
-import { GpuPanel } from './GpuPanel.tsx';
+import { GpuPanel } from './gpu/GpuPanel.tsx';
 import { focusHeading, StepBar } from './studio/StepBar.tsx';
 import { Studio } from './studio/Studio.tsx';
 

@@ -1,5 +1,5 @@
 // Display formatting for the GPU panel: byte sizes, counts, durations and limit labels.
-import type { GpuKeyLimits } from '../engine/probe.ts';
+import type { GpuKeyLimits } from '../worker/probe.ts';
 
 const BYTE_UNITS = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'] as const;
 

@@ -1,7 +1,7 @@
 // What a merge method is, as data: its parameters and defaults, its mergekit mapping, and the plan the
 // CPU reference and both engines follow (which λ, which sparsification of τ, which combination). The
 // engines interpret the plan; a method never imports engine code.
-import type { DareRescale, ParamValues } from '../types.ts';
+import type { DareRescale, ParamValues } from '../params.ts';
 
 /** The parameters a method can show and read, by their MethodParams key. */
 export type ParameterKey = keyof Omit<ParamValues, 'rescale' | 'dareScales'>;

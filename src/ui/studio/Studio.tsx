@@ -9,14 +9,14 @@ import {
 } from '../../state/session.ts';
 import { studioStore } from '../../state/store.ts';
 import { sessionRecipe } from '../../state/studio-slice.ts';
-import { MEMORY_BUDGETS } from '../../engine/worker-protocol.ts';
-import { ArenaPanel } from './ArenaPanel.tsx';
-import { ExportPanel } from './ExportPanel.tsx';
-import { InspectPanel } from './InspectPanel.tsx';
-import { LoadPanel } from './LoadPanel.tsx';
-import { MergePanel } from './MergePanel.tsx';
-import { NonFinite } from './NonFinite.tsx';
-import { StatsPanel } from './StatsPanel.tsx';
+import { MEMORY_BUDGETS } from '../../worker/protocol.ts';
+import { ArenaPanel } from '../arena/ArenaPanel.tsx';
+import { ExportPanel } from '../export/ExportPanel.tsx';
+import { InspectPanel } from '../inspect/InspectPanel.tsx';
+import { LoadPanel } from '../load/LoadPanel.tsx';
+import { MergePanel } from '../merge/MergePanel.tsx';
+import { NonFinite } from '../inspect/NonFinite.tsx';
+import { StatsPanel } from '../stats/StatsPanel.tsx';
 import './studio.css';
 
 /**

@@ -1,6 +1,6 @@
 // Pieces the studio's panels share: the error box, the job progress bar (agent colours: colors.ts).
-import type { Progress } from '../../engine/driver.ts';
-import type { WorkerErrorInfo } from '../../engine/worker-protocol.ts';
+import type { Progress } from '../../driver/job.ts';
+import type { WorkerErrorInfo } from '../../worker/protocol.ts';
 import { formatBytes, formatCount, formatDuration } from '../format.ts';
 
 export { AGENT_COLORS, agentColor } from './colors.ts';

@@ -1,0 +1,17 @@
+// Pipeline module of shaders/linear.wgsl (CPU reference: linearCombine in src/methods/reference.ts).
+
+import source from '../../../../shaders/linear.wgsl?raw';
+import { createKernel, type Kernel, type KernelSpec } from './kernel.ts';
+import { MERGE_BINDINGS, mergeConstants, type MergeVariant } from './merge-bindings.ts';
+import { MERGE_SOURCES } from './sources.ts';
+
+export const LINEAR_KERNEL: KernelSpec = {
+  name: 'linear',
+  sources: [...MERGE_SOURCES, source],
+  bindings: MERGE_BINDINGS,
+  constants: ['IN_DTYPE', 'OUT_DTYPE', 'AGENTS', 'CORRECT_DIVISION'],
+};
+
+export function createLinearKernel(device: GPUDevice, variant: MergeVariant): Promise<Kernel> {
+  return createKernel(device, LINEAR_KERNEL, mergeConstants(variant));
+}

@@ -1,0 +1,18 @@
+// Pipeline module of shaders/ram.wgsl (RAM, RAM+, RAM+s, tensor-local RAM+; CPU reference:
+// ramCombine in src/methods/reference.ts).
+
+import source from '../../../../shaders/ram.wgsl?raw';
+import { createKernel, type Kernel, type KernelSpec } from './kernel.ts';
+import { MERGE_BINDINGS, mergeConstants, type MergeVariant } from './merge-bindings.ts';
+import { MERGE_SOURCES } from './sources.ts';
+
+export const RAM_KERNEL: KernelSpec = {
+  name: 'ram',
+  sources: [...MERGE_SOURCES, source],
+  bindings: MERGE_BINDINGS,
+  constants: ['IN_DTYPE', 'OUT_DTYPE', 'AGENTS', 'CORRECT_DIVISION'],
+};
+
+export function createRamKernel(device: GPUDevice, variant: MergeVariant): Promise<Kernel> {
+  return createKernel(device, RAM_KERNEL, mergeConstants(variant));
+}
