@@ -9,7 +9,7 @@ import { nodeModelFiles } from '../io/node.ts';
 import { compatColumns } from '../format/compat.ts';
 import { openModel } from '../format/model.ts';
 import { detectAdapter } from '../format/peft.ts';
-import { scanRegularHeader } from '../format/safetensors.ts';
+import { scanRegularHeader } from '../format/header-scan.ts';
 import { summarizeModel } from '../driver/model-transfer.ts';
 
 function manyTensors(count: number): Uint8Array {

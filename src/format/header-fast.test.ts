@@ -4,7 +4,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DTYPES } from './dtype.ts';
 import { dtypeBits } from './dtype.ts';
-import { headerEntries, parseSafetensorsHeader, scanRegularHeader } from './safetensors.ts';
+import { headerEntries, parseSafetensorsHeader } from './safetensors.ts';
+import { scanRegularHeader } from './header-scan.ts';
 
 type Outcome =
   { ok: true; metadata: Record<string, string>; entries: unknown[] } | { ok: false; error: string };
