@@ -2,7 +2,7 @@
 // stopped before the card, stopped mid-shard, and sharded with a shard missing.
 import { describe, expect, it } from 'vitest';
 import { indexJson, planShards } from '../format/sharded.ts';
-import { folderStatus, type LibraryFile } from './library.ts';
+import { folderStatus, listLibrary, type LibraryFile } from './library.ts';
 
 const companions: LibraryFile[] = [
   { file: 'config.json', bytes: 300 },
@@ -66,3 +66,56 @@ describe('folderStatus', () => {
     expect(folderStatus([], null).status).toBe('incomplete');
   });
 });
+
+/** A folder of in-memory files, shaped as OPFS's handles are for listLibrary. */
+function memoryFolder(name: string, files: Record<string, string>): FileSystemDirectoryHandle {
+  const handles = Object.entries(files).map(([file, text]) => ({
+    kind: 'file' as const,
+    name: file,
+    getFile: async () => new File([text], file),
+  }));
+  return {
+    kind: 'directory',
+    name,
+    async *values() {
+      yield* handles;
+    },
+    async getFileHandle(file: string) {
+      const handle = handles.find((h) => h.name === file);
+      if (!handle) throw new DOMException(`${file} not found`, 'NotFoundError');
+      return handle;
+    },
+  } as unknown as FileSystemDirectoryHandle;
+}
+
+describe('listLibrary', () => {
+  it('reads an index over 256 KiB whole: a finished many-tensor merge is complete', async () => {
+    const tensors = Array.from({ length: 4000 }, (_, i) => ({
+      name: `model.layers.${i}.mlp.experts.0.down_proj.weight`,
+      dtype: 'F32' as const,
+      shape: [64],
+    }));
+    const plan = planShards(tensors, 64 * 1024);
+    const index = indexJson(plan);
+    expect(index.length).toBeGreaterThan(256 * 1024);
+    const files: Record<string, string> = { 'model.safetensors.index.json': index, 'README.md': '# card' };
+    for (const shard of plan.shards) files[shard.file] = 'x';
+    const [entry] = await listLibrary(rootOf(memoryFolder('big', files)));
+    expect(entry).toMatchObject({ folder: 'big', status: 'complete', reason: null });
+    const lastShard = plan.shards.at(-1)?.file ?? '';
+    const { [lastShard]: _dropped, ...withoutShard } = files;
+    const [stopped] = await listLibrary(rootOf(memoryFolder('big', withoutShard)));
+    expect(stopped).toMatchObject({ status: 'incomplete', reason: `shard ${lastShard} is missing or empty` });
+  });
+});
+
+/** The merges/ root holding one folder. */
+function rootOf(folder: FileSystemDirectoryHandle): FileSystemDirectoryHandle {
+  return {
+    kind: 'directory',
+    name: 'merges',
+    async *values() {
+      yield folder;
+    },
+  } as unknown as FileSystemDirectoryHandle;
+}

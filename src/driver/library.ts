@@ -56,13 +56,21 @@ export function folderStatus(
   return { status: 'complete', reason: null };
 }
 
-/** Text files the library shows are read whole, up to this size. */
-const MAX_TEXT = 256 * 1024;
+/**
+ * Text files the library shows (card, recipe, branches) are read whole up to this size. The index is
+ * read whatever its size: a merge's completeness depends on it, and a many-tensor (MoE) merge's index
+ * passes 256 KiB (about 2,800 tensors).
+ */
+const MAX_SHOWN_TEXT = 256 * 1024;
 
-async function readText(dir: FileSystemDirectoryHandle, name: string): Promise<string | null> {
+async function readText(
+  dir: FileSystemDirectoryHandle,
+  name: string,
+  limit = MAX_SHOWN_TEXT,
+): Promise<string | null> {
   try {
     const file = await (await dir.getFileHandle(name)).getFile();
-    return file.size > MAX_TEXT ? null : await file.text();
+    return file.size > limit ? null : await file.text();
   } catch {
     return null;
   }
@@ -84,7 +92,7 @@ export async function listLibrary(root: FileSystemDirectoryHandle): Promise<Libr
     }
     files.sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
     const names = new Set(files.map((f) => f.file));
-    const index = names.has(INDEX) ? await readText(dir, INDEX) : null;
+    const index = names.has(INDEX) ? await readText(dir, INDEX, Infinity) : null;
     const { status, reason } = folderStatus(files, names.has(INDEX) ? (index ?? '') : null);
     entries.push({
       folder: dir.name,
