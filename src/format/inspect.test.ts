@@ -85,6 +85,30 @@ describe('inspectModel', () => {
     expect(new Set(rows.map((row) => row.length)).size).toBe(1);
   });
 
+  it('formats a 300k-tensor model (a spread of every row overflowed the stack past ~120k)', () => {
+    const tensors = Array.from({ length: 300_000 }, (_, i) => ({
+      name: `model.layers.${i % 64}.mlp.experts.${i >> 6}.up_proj.weight`,
+      dtype: 'BF16' as const,
+      shape: [8, i % 7 === 0 ? 1234567 : 8],
+      file: 'model.safetensors',
+      bytes: 128,
+    }));
+    const text = formatInspect({
+      name: 'moe',
+      sharded: false,
+      files: [{ file: 'model.safetensors', bytes: 128 * tensors.length, tensors: tensors.length }],
+      tensors,
+      totalBytes: 128 * tensors.length,
+      parameters: 64 * tensors.length,
+      dtypes: { BF16: 64 * tensors.length },
+      warnings: [],
+    });
+    const lines = text.split('\n');
+    expect(lines).toHaveLength(300_000 + 8);
+    // The widest shape sets the column: every row's byte column still ends at one place.
+    expect(new Set(lines.slice(1, 300_003).map((row) => row.length)).size).toBe(1);
+  });
+
   it('formats byte sizes', () => {
     expect([formatBytes(0), formatBytes(1023), formatBytes(1536), formatBytes(5 * 1024 ** 3)]).toEqual([
       '0 B',

@@ -118,9 +118,12 @@ export function formatInspect(report: InspectReport): string {
     t.file,
     String(t.bytes),
   ]);
-  const widths = header.map((h, i) =>
-    Math.max(h.length, ...rows.map((row) => at(row, i, 'table row').length)),
-  );
+  // A loop, not Math.max(...column): spreading 120k+ arguments overflows the call stack.
+  const widths = header.map((h) => h.length);
+  for (const row of rows)
+    row.forEach((cell, i) => {
+      widths[i] = Math.max(at(widths, i, 'column widths'), cell.length);
+    });
   const line = (cells: string[]): string =>
     cells
       .map((cell, i) => {
