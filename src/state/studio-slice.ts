@@ -20,7 +20,8 @@ import type { ModelSummary } from '../driver/model-transfer.ts';
 import { at } from '../io/checked.ts';
 import { DEFAULT_MEMORY_BUDGET } from '../worker/protocol.ts';
 import type { FloatDtype } from '../format/dtype.ts';
-import { defaultParams, validateParams } from '../methods/defaults.ts';
+import { defaultParams, paramsRecord, validateParams } from '../methods/defaults.ts';
+import { specOf, USER_PARAMS } from '../methods/params.ts';
 import type { MethodName, MethodParams } from '../methods/types.ts';
 import type { SessionRecipe } from './session.ts';
 
@@ -266,16 +267,44 @@ async function requestWrite(handle: FileSystemDirectoryHandle): Promise<WorkerEr
   };
 }
 
-/** Params resized to N agents: per-agent lists keep what was set and fill with the defaults. */
+/** The per-agent parameters (a list each, one value per agent, in merge order). */
+const AGENT_PARAMS = USER_PARAMS.filter((key) => specOf(key).scope === 'agent');
+
+/**
+ * Params resized to N agents: each per-agent list the method's defaults have keeps what was set and
+ * fills with the defaults.
+ */
 function fitParams(params: MethodParams, agents: number): MethodParams {
-  const defaults = defaultParams(params.method, agents);
-  const fit = (values: number[], fill: number[]): number[] => fill.map((d, t) => values[t] ?? d);
-  return {
-    ...params,
-    weights: fit(params.weights, defaults.weights),
-    density: fit(params.density, defaults.density),
-    ...(defaults.gamma ? { gamma: fit(params.gamma ?? [], defaults.gamma) } : {}),
-  };
+  const defaults = paramsRecord(defaultParams(params.method, agents));
+  const next = { ...params };
+  const record = paramsRecord(next);
+  for (const key of AGENT_PARAMS) {
+    const fill = defaults[key] as number[] | undefined;
+    const values = (record[key] as number[] | undefined) ?? [];
+    if (fill) record[key] = fill.map((d, t) => values[t] ?? d);
+  }
+  return next;
+}
+
+/** Params with every per-agent list's entries i and j exchanged, as their agents were. */
+function swapAgents(params: MethodParams, i: number, j: number): MethodParams {
+  const next = { ...params };
+  const record = paramsRecord(next);
+  for (const key of AGENT_PARAMS) {
+    const values = record[key] as number[] | undefined;
+    if (values) record[key] = swapped(values, i, j);
+  }
+  return next;
+}
+
+/** The new method's defaults, with the parameters kept across a change of method (ε, the weights). */
+function switchMethod(current: MethodParams, method: MethodName, agents: number): MethodParams {
+  const next = defaultParams(method, agents);
+  const kept = paramsRecord(fitParams(current, agents));
+  const record = paramsRecord(next);
+  for (const key of USER_PARAMS)
+    if (specOf(key).keepOnMethodChange && kept[key] !== undefined) record[key] = kept[key];
+  return next;
 }
 
 /** A copy of `items` with the entries at i and j (both inside it) exchanged. */
@@ -630,30 +659,16 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
         const to = from + delta;
         if (from < 0 || to < 0 || to >= agents.length) return;
         const moved = swapped(agents, from, to);
-        // Per-agent weights, densities and gammas move with their agent.
-        const swap = (values: number[]): number[] => swapped(values, from, to);
-        const params = get().studio.params;
         generation++;
-        patch({
-          models: [...base, ...moved],
-          params: {
-            ...params,
-            weights: swap(params.weights),
-            density: swap(params.density),
-            ...(params.gamma ? { gamma: swap(params.gamma) } : {}),
-          },
-        });
+        // Every per-agent value moves with its agent.
+        patch({ models: [...base, ...moved], params: swapAgents(get().studio.params, from, to) });
         // The statistics' per-agent arrays are in the old order: run them again.
         await refresh();
       },
 
       setMethod(method) {
-        const current = get().studio.params;
-        const next = defaultParams(method, agentCount());
-        // ε and the per-agent weights carry over; the rest takes the method's defaults.
-        patch({
-          params: { ...next, epsilon: current.epsilon, weights: fitParams(current, agentCount()).weights },
-        });
+        // ε and the per-agent weights carry over (keepOnMethodChange); the rest takes the method's defaults.
+        patch({ params: switchMethod(get().studio.params, method, agentCount()) });
       },
 
       setParams(changes) {
