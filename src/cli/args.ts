@@ -1,30 +1,24 @@
-// Command-line flags shared by the merge-studio commands, and loading models from paths.
+// Command-line flags shared by the merge-studio commands (each merge parameter's flag from its spec,
+// src/methods/params.ts), and loading models from paths.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { readdir, stat } from 'node:fs/promises';
 import { openModel, type Model } from '../format/model.ts';
 import { nodeModelFiles } from '../io/node.ts';
 import type { FloatDtype } from '../format/dtype.ts';
+import { defaultParams, paramsRecord } from '../methods/defaults.ts';
+import { listed, specOf, USER_PARAMS, type ParameterKey, type ParamSpec } from '../methods/params.ts';
+import type { MethodName, MethodParams } from '../methods/types.ts';
 
 export class UsageError extends Error {
   override name = 'UsageError';
 }
 
-export const OPTIONS = {
+/** The commands' own flags; each merge parameter's flag comes from its spec (PARAM_OPTIONS). */
+const COMMAND_OPTIONS = {
   json: { type: 'string' },
   base: { type: 'string' },
   model: { type: 'string', multiple: true },
   method: { type: 'string' },
-  epsilon: { type: 'string' },
-  r: { type: 'string' },
-  alpha: { type: 'string' },
-  lambda: { type: 'string' },
-  density: { type: 'string', multiple: true },
-  gamma: { type: 'string', multiple: true },
-  weight: { type: 'string', multiple: true },
-  seed: { type: 'string' },
-  rescale: { type: 'string' },
-  normalize: { type: 'boolean' },
-  'no-normalize': { type: 'boolean' },
   dtype: { type: 'string' },
   'shard-size': { type: 'string' },
   out: { type: 'string' },
@@ -38,9 +32,34 @@ export const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } satisfies ParseArgsConfig['options'];
 
+type FlagOption = { type: 'string'; multiple?: boolean } | { type: 'boolean' };
+
+/** The parameters that have a flag, each with its spec. */
+export const PARAM_FLAGS: { key: ParameterKey; spec: ParamSpec; flag: string }[] = USER_PARAMS.flatMap(
+  (key) => {
+    const spec = specOf(key);
+    return spec.flag ? [{ key, spec, flag: spec.flag }] : [];
+  },
+);
+
+/** Each parameter's flag: per-agent ones repeat, a boolean has --flag and --no-flag. */
+export const PARAM_OPTIONS: Record<string, FlagOption> = Object.fromEntries(
+  PARAM_FLAGS.flatMap(({ spec, flag }): [string, FlagOption][] =>
+    spec.kind === 'boolean'
+      ? [
+          [flag, { type: 'boolean' }],
+          [`no-${flag}`, { type: 'boolean' }],
+        ]
+      : [[flag, spec.scope === 'agent' ? { type: 'string', multiple: true } : { type: 'string' }]],
+  ),
+);
+
+export const OPTIONS: ParseArgsConfig['options'] = { ...COMMAND_OPTIONS, ...PARAM_OPTIONS };
+
+/** The parsed flags: the commands' own typed, the parameters' by their flag. */
 export type Values = ReturnType<
-  typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>
->['values'];
+  typeof parseArgs<{ options: typeof COMMAND_OPTIONS; allowPositionals: true }>
+>['values'] & { readonly [flag: string]: string | boolean | string[] | undefined };
 
 export function num(value: string | undefined, flag: string): number | undefined {
   return value === undefined ? undefined : numberOf(value, flag);
@@ -96,4 +115,49 @@ export async function emptyOrMissing(dir: string): Promise<void> {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
+}
+
+/** How a flag is written in the help: --epsilon E, --weight W ..., --rescale density|l1|none. */
+export function flagUsage(spec: ParamSpec, flag: string): string {
+  if (spec.kind === 'boolean') return `--${flag}|--no-${flag}`;
+  if (spec.kind === 'enum') return `--${flag} ${(spec.values ?? []).join('|')}`;
+  return `--${flag} ${flag.charAt(0).toUpperCase()}${spec.scope === 'agent' ? ' ...' : ''}`;
+}
+
+/** The parameter a flag gives, read as its spec says; undefined where the flag is not given. */
+function flagValue(
+  values: Values,
+  spec: ParamSpec,
+  flag: string,
+  agents: number,
+  fallback: unknown,
+): unknown {
+  if (spec.kind === 'boolean') return values[flag] ? true : values[`no-${flag}`] ? false : undefined;
+  const given = values[flag];
+  if (given === undefined) return undefined;
+  if (spec.scope === 'agent') {
+    // A per-agent flag of an optional parameter the method does not read (no list of it) is ignored.
+    if (!Array.isArray(fallback)) return undefined;
+    return perAgent(given as string[], flag, agents, fallback as number[]);
+  }
+  const text = given as string;
+  if (spec.kind === 'enum') {
+    if ((spec.values ?? []).includes(text)) return text;
+    throw new UsageError(`--${flag} must be ${listed(spec.values ?? [])}, not ${text}`);
+  }
+  return num(text, flag);
+}
+
+/**
+ * The method's parameters from the flags, its defaults where a flag is not given. Ranges are checked
+ * after, with the recipe's (validateParams), so every path refuses the same values.
+ */
+export function paramsFromFlags(values: Values, method: MethodName, agents: number): MethodParams {
+  const params = defaultParams(method, agents);
+  const record = paramsRecord(params);
+  for (const { key, spec, flag } of PARAM_FLAGS) {
+    const value = flagValue(values, spec, flag, agents, record[key]);
+    if (value !== undefined) record[key] = value as number;
+  }
+  return params;
 }

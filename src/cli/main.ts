@@ -3,32 +3,62 @@ import { parseArgs } from 'node:util';
 import { writeFile } from 'node:fs/promises';
 import { escapeTerminal, inspectModel, formatInspect } from '../format/inspect.ts';
 import { METHOD_LIST } from '../methods/registry/index.ts';
-import { loadModel, num, OPTIONS, UsageError, type Values } from './args.ts';
+import { specOf } from '../methods/params.ts';
+import { flagUsage, loadModel, num, OPTIONS, PARAM_FLAGS, UsageError, type Values } from './args.ts';
 
-/** The flag that sets a parameter (MethodParams calls the per-agent weights `weights`). */
-function flagOf(key: string): string {
-  return key === 'weights' ? '--weight' : key === 'normalize' ? '--[no-]normalize' : `--${key}`;
+/** The flag that sets a parameter, as a method's line of the help names it. */
+function flagOf(key: Parameters<typeof specOf>[0]): string {
+  const { kind, flag } = specOf(key);
+  return flag === undefined ? '' : kind === 'boolean' ? `--[no-]${flag}` : `--${flag}`;
 }
+
+/** Words wrapped to lines of at most `width`, each line after the first indented by `indent`. */
+function wrap(words: string[], indent: number, width = 104): string {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of words) {
+    if (line && line.length + 1 + word.length > width - (lines.length ? indent : 0)) {
+      lines.push(line);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  lines.push(line);
+  return lines.join(`\n${' '.repeat(indent)}`);
+}
+
+const MERGE_LINE = wrap(
+  [
+    'merge-studio merge --base PATH --model PATH [--model PATH ...] --method NAME',
+    ...PARAM_FLAGS.map(({ spec, flag }) => `[${flagUsage(spec, flag)}]`),
+    '[--dtype bf16|f16|f32] [--shard-size BYTES] --out DIR [--stats OUT.json] [--cpu]',
+    '[--stats-in STATS.json (from analyze: RAM+ without a statistics pass)]',
+  ],
+  21,
+);
+
+const PER_AGENT_FLAGS = PARAM_FLAGS.filter(({ spec }) => spec.scope === 'agent').map(
+  ({ flag }) => `--${flag}`,
+);
+
+/** Each parameter's flag and what it does (its spec's help). */
+const PARAMETER_LINES = PARAM_FLAGS.map(
+  ({ spec, flag }) => `  ${wrap([flagUsage(spec, flag).padEnd(26), ...spec.help.split(' ')], 29, 104)}`,
+).join('\n');
 
 export const USAGE = `merge-studio: merge RL-trained agent checkpoints that share one base model.
 
   merge-studio inspect PATH [--json]
   merge-studio analyze --base PATH --model PATH [--model PATH ...] [--epsilon E] [--r R] [--alpha A]
                        --json OUT.json [--cpu]
-  merge-studio merge --base PATH --model PATH [--model PATH ...] --method NAME
-                     [--epsilon E] [--r R] [--alpha A] [--lambda L] [--density D ...] [--weight W ...]
-                     [--gamma G ...] [--seed S] [--rescale density|l1|none] [--normalize|--no-normalize]
-                     [--dtype bf16|f16|f32] [--shard-size BYTES] --out DIR [--stats OUT.json] [--cpu]
-                     [--stats-in STATS.json (from analyze: RAM+ without a statistics pass)]
+  ${MERGE_LINE}
   merge-studio merge --config RECIPE.yaml --out DIR [--cpu]
   merge-studio arena MODEL_PATH [--json OUT.json] [--episodes N]
 
 PATH is a .safetensors file or a model folder (single or sharded).
 Methods (--method NAME; each reads the flags listed):
 ${METHOD_LIST.map((d) => `  ${d.name.padEnd(17)}${d.help}\n${' '.repeat(19)}${d.parameters.map(flagOf).join(' ')}`).join('\n')}
---weight, --density and --gamma are given once per --model, in order (or once, for all).
---rescale: DARE's kept entries × 1/density (default), or each agent's L1 norm per tensor kept (l1,
-  mergekit's rule), or as they are (none).
+Parameters (${PER_AGENT_FLAGS.join(', ')}: once per --model, in order, or once for all):
+${PARAMETER_LINES}
 --config reads mergekit YAML with mergekit's meaning (its defaults, gradients, filters); a file of
   several documents runs them in order, each named stage written to DIR.stages/NAME.
 --cpu merges with the CPU reference instead of WebGPU (slow; for machines without any adapter).
@@ -72,7 +102,8 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`merge-studio: ${(error as Error).message}\n\n${USAGE}\n`);
     return 2;
   }
-  const { values, positionals } = parsed;
+  const { positionals } = parsed;
+  const values = parsed.values as Values;
   const [command, ...rest] = positionals;
   if (values.help || !command) {
     (values.help ? process.stdout : process.stderr).write(`${USAGE}\n`);

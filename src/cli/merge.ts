@@ -5,17 +5,16 @@ import { basename, join, resolve } from 'node:path';
 import type { Model } from '../format/model.ts';
 import { at } from '../io/checked.ts';
 import { checkUnchanged, fileIdentity, nodeFolder, sha256File } from '../io/node.ts';
-import { defaultParams, isMethod, validateParams } from '../methods/defaults.ts';
+import { isMethod, paramProblems, validateParams } from '../methods/defaults.ts';
 import { RecipeError, shorten, type Recipe } from '../methods/recipe.ts';
 import { methodOf } from '../methods/registry/index.ts';
 import { recipeResolver } from '../methods/resolve.ts';
 import { METHODS, type MethodParams } from '../methods/types.ts';
-import { type DareRescale } from '../methods/params.ts';
 import { analyzeModels, mergeModels, predictOutputBytes } from '../driver/driver.ts';
 import { type InputFile } from '../driver/job.ts';
 import { statsFiles, statsJson, totalsFromStatsJson } from '../driver/stats-json.ts';
 import type { MergeEngine } from '../engine/contract.ts';
-import { DTYPE_FLAGS, loadModel, num, perAgent, UsageError, type Values } from './args.ts';
+import { DTYPE_FLAGS, loadModel, num, paramsFromFlags, UsageError, type Values } from './args.ts';
 import { claimOutput, handleSignals, type RunStage } from './output.ts';
 import { ProgressPrinter } from './progress.ts';
 import { formatBytes } from '../format/inspect.ts';
@@ -130,7 +129,12 @@ function smallerWindows(
 export async function analyze(values: Values): Promise<void> {
   if (!values.json) throw new UsageError('analyze needs --json OUT.json');
   const inputs = await loadInputs(values.base, values.model);
-  const epsilon = num(values.epsilon, 'epsilon') ?? 1e-5;
+  // The statistics read ε, and write RAM+'s λ from r and α: their flags, RAM+'s defaults.
+  const { epsilon, r, alpha } = paramsFromFlags(values, 'ramplus', inputs.agents.length);
+  const problems = (['epsilon', 'r', 'alpha'] as const).flatMap((key) =>
+    paramProblems(key, { epsilon, r, alpha }[key], inputs.agents.length),
+  );
+  if (problems.length) throw new UsageError(problems.join('; '));
   const engine = await makeEngine(values.cpu, inputs.agents.length, windowElements(values));
   process.stderr.write(`Engine: ${engine.description}\n`);
   const progress = new ProgressPrinter(process.stderr);
@@ -148,8 +152,8 @@ export async function analyze(values: Values): Promise<void> {
     const json = statsJson(
       analysis,
       inputs.modelPaths,
-      num(values.r, 'r') ?? 0.1,
-      num(values.alpha, 'alpha') ?? 2,
+      r,
+      alpha,
       undefined,
       await statsFiles([inputs.base, ...inputs.agents]),
     );
@@ -166,25 +170,7 @@ function recipeFromFlags(values: Values, agents: number): MethodParams {
   const method = values.method;
   if (!method) throw new UsageError(`--method is required (one of ${METHODS.join(', ')})`);
   if (!isMethod(method)) throw new UsageError(`unknown --method ${method} (one of ${METHODS.join(', ')})`);
-  const d = defaultParams(method, agents);
-  return {
-    method,
-    epsilon: num(values.epsilon, 'epsilon') ?? d.epsilon,
-    r: num(values.r, 'r') ?? d.r,
-    alpha: num(values.alpha, 'alpha') ?? d.alpha,
-    lambda: num(values.lambda, 'lambda') ?? d.lambda,
-    density: perAgent(values.density, 'density', agents, d.density),
-    weights: perAgent(values.weight, 'weight', agents, d.weights),
-    normalize: values.normalize ? true : values['no-normalize'] ? false : d.normalize,
-    seed: num(values.seed, 'seed') ?? d.seed,
-    ...(values.rescale === undefined ? {} : { rescale: rescaleFlag(values.rescale) }),
-    ...(d.gamma ? { gamma: perAgent(values.gamma, 'gamma', agents, d.gamma) } : {}),
-  };
-}
-
-function rescaleFlag(value: string): DareRescale {
-  if (value === 'density' || value === 'l1' || value === 'none') return value;
-  throw new UsageError(`--rescale must be density, l1 or none, not ${value}`);
+  return paramsFromFlags(values, method, agents);
 }
 
 export async function merge(values: Values): Promise<void> {

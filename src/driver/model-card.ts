@@ -7,6 +7,8 @@ import type { Model } from '../format/model.ts';
 import type { FolderSink } from '../io/sink.ts';
 import { dtypeToYaml, toMergekitYaml, type Recipe } from '../methods/recipe.ts';
 import { methodOf } from '../methods/registry/index.ts';
+import { paramsRecord } from '../methods/defaults.ts';
+import { specOf, USER_PARAMS } from '../methods/params.ts';
 import type { MethodParams } from '../methods/types.ts';
 import type { AnalysisResult, InputFile, MergeJob, WrittenFile } from './job.ts';
 
@@ -72,42 +74,35 @@ export function recipeOf(job: MergeJob, outDtype: FloatDtype | undefined): Recip
     : { base: job.baseLabel, models: job.agentLabels, params: job.params, outDtype, labels: true };
 }
 
+/** The parameters the card's per-tensor table shows (specs with a `card` column), in table order. */
+const CARD_COLUMNS = USER_PARAMS.filter((key) => specOf(key).card !== undefined);
+
 /** What varied per tensor (gradients, filters), grouped so the card stays short. */
 function perTensorLines(used: Map<string, MethodParams>, labels: string[]): string[] {
   const groups = new Map<string, string[]>();
   for (const [name, p] of used) {
-    const key = JSON.stringify({
-      weight: p.weights,
-      density: p.density,
-      gamma: p.gamma,
-      lambda: p.lambda,
-      epsilon: p.epsilon,
-    });
+    const record = paramsRecord(p);
+    const key = JSON.stringify(Object.fromEntries(CARD_COLUMNS.map((k) => [k, record[k]])));
     groups.set(key, [...(groups.get(key) ?? []), name]);
   }
   const lines: string[] = [];
   if (groups.size > 1) {
     lines.push('', '## Parameters per tensor', '', `Agents in order: ${labels.join(', ')}.`, '');
-    // Breadcrumbs' gamma gets a column; the other methods' tables are as they were.
-    const gamma = [...used.values()].some((p) => p.gamma !== undefined);
+    // An optional parameter gets a column only where some tensor has it (the other methods' tables stay as they were).
+    const columns = CARD_COLUMNS.filter(
+      (k) => !specOf(k).optional || [...used.values()].some((p) => paramsRecord(p)[k] !== undefined),
+    );
     lines.push(
-      `| weight | density |${gamma ? ' gamma |' : ''} λ | ε | tensors |`,
-      `|---|---|${gamma ? '---|' : ''}---|---|---|`,
+      `| ${columns.map((k) => specOf(k).card).join(' | ')} | tensors |`,
+      `|${columns.map(() => '---|').join('')}---|`,
     );
     for (const [key, names] of groups) {
-      const p = JSON.parse(key) as {
-        weight: number[];
-        density: number[];
-        gamma?: number[];
-        lambda: number;
-        epsilon: number;
-      };
+      const p = JSON.parse(key) as Record<string, number | number[] | undefined>;
       const shown =
         names.length > 3 ? `${names.slice(0, 3).join(', ')} … (${names.length})` : names.join(', ');
-      lines.push(
-        `| ${p.weight.join(', ')} | ${p.density.join(', ')} |${gamma ? ` ${(p.gamma ?? []).join(', ')} |` : ''} ` +
-          `${p.lambda} | ${p.epsilon} | ${shown} |`,
-      );
+      const cell = (value: number | number[] | undefined): string =>
+        Array.isArray(value) ? value.join(', ') : value === undefined ? '' : String(value);
+      lines.push(`| ${columns.map((k) => cell(p[k])).join(' | ')} | ${shown} |`);
     }
   }
   return lines;

@@ -20,7 +20,7 @@ import {
   type TensorValues,
 } from '../methods/reference.ts';
 import { bandCounts } from '../methods/band.ts';
-import { DEFAULT_GAMMA } from '../methods/defaults.ts';
+import { DEFAULT_GAMMA } from '../methods/params.ts';
 import { methodOf, type Sparsify } from '../methods/registry/index.ts';
 import type { MethodParams } from '../methods/types.ts';
 import { RADIX_DIGITS, startTopK, stepTopK, topKCount, topKKept, type TopKState } from '../methods/select.ts';

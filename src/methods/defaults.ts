@@ -1,6 +1,16 @@
-// Default parameters of every method (SPEC.md: the paper's for RAM+, mergekit's elsewhere) and a
-// one-line explanation of each parameter for the CLI help and the studio's method picker.
+// Default parameters of every method (SPEC.md: the paper's for RAM+, mergekit's elsewhere), their
+// checks, and which specs a method reads: all generic over PARAM_SPECS (params.ts) and the registry.
 import { METHOD_LIST, methodOf } from './registry/index.ts';
+import {
+  PARAM_SPECS,
+  rangeProblem,
+  rangeText,
+  specOf,
+  USER_PARAMS,
+  type ParamDefaults,
+  type ParameterKey,
+  type ParamScalar,
+} from './params.ts';
 import { METHODS, type MethodName, type MethodParams } from './types.ts';
 
 export function isMethod(value: string): value is MethodName {
@@ -10,82 +20,180 @@ export function isMethod(value: string): value is MethodName {
 /** Which parameters a method reads; the others are ignored (each method's descriptor). */
 export const METHOD_PARAMETERS = Object.fromEntries(
   METHOD_LIST.map((d) => [d.name, [...d.parameters]]),
-) as Record<MethodName, (keyof MethodParams)[]>;
+) as Record<MethodName, ParameterKey[]>;
 
-export const PARAMETER_HELP: Record<keyof MethodParams, string> = {
+/** One line per parameter for the CLI help and the studio (the spec's help). */
+export const PARAMETER_HELP = {
   method: 'Merge method.',
-  epsilon: 'An element counts as changed by an agent when |θ_agent − θ_base| > ε.',
-  r: 'RAM+ strength: unique updates are scaled by λ = 1 + r·clip(ρ, 0, α).',
-  alpha: 'RAM+ clip on ρ = shared / unique changed elements.',
-  lambda: 'Scale of the summed task vectors (task arithmetic, TIES, DARE).',
-  density:
-    'Share of each agent’s task vector kept. TIES keeps the floor(density·n) largest |τ| of each tensor; ' +
-    'where several entries share the smallest kept magnitude, the lowest element indices are kept ' +
-    '(deterministic; mergekit’s unstable sort keeps an arbitrary subset of them). DARE keeps entries ' +
-    'at random and rescales them.',
-  weights: 'Per-agent weights, one per agent, in order.',
-  normalize: 'Divide by the sum of weights (of the agreeing agents’ weights, for TIES and DARE-TIES).',
-  seed: 'Seed of DARE’s random drop mask (the same seed gives the same merge, on CPU and GPU).',
-  rescale:
-    'How DARE rescales the entries it keeps: by 1/density (the DARE paper; the default here), or so ' +
-    'that each agent’s L1 norm per tensor is kept (l1, mergekit’s default), or not at all (none).',
-  dareScales: 'Per-tensor DARE factors, computed by the merge from the rescale rule.',
-  gamma:
-    'Model Breadcrumbs: per agent, the share of each tensor’s largest |τ| dropped as outliers ' +
-    '(floor(gamma·n) entries) before the floor(density·n) next largest are kept.',
-};
+  ...Object.fromEntries(USER_PARAMS.map((key) => [key, specOf(key).help])),
+} as Record<ParameterKey | 'method', string>;
 
-/** Model Breadcrumbs' share of outliers dropped where nothing says (mergekit's default). */
-export const DEFAULT_GAMMA = 0.01;
+export function readsParam(method: MethodName, key: ParameterKey): boolean {
+  return methodOf(method).parameters.includes(key);
+}
+
+/** A params record as a map from key to value, for the code that is generic over the specs. */
+export function paramsRecord(params: MethodParams): Record<string, ParamScalar | number[] | undefined> {
+  return params as unknown as Record<string, ParamScalar | number[] | undefined>;
+}
+
+/**
+ * `defaults` over `params` (a per-agent parameter's one value given to every agent); `present`: only
+ * over parameters the params already have.
+ */
+function applyDefaults(
+  params: MethodParams,
+  defaults: ParamDefaults,
+  agents: number,
+  present: boolean,
+): void {
+  const record = paramsRecord(params);
+  for (const key of USER_PARAMS) {
+    const value = defaults[key];
+    if (value === undefined || (present && record[key] === undefined)) continue;
+    record[key] =
+      specOf(key).scope === 'agent' ? Array.from({ length: agents }, () => value as number) : value;
+  }
+}
 
 export function defaultParams(method: MethodName, agents: number): MethodParams {
-  const { defaults } = methodOf(method);
-  const each = (value: number): number[] => Array.from({ length: agents }, () => value);
-  return {
-    method,
-    epsilon: 1e-5,
-    r: 0.1,
-    alpha: defaults.alpha ?? 2.0,
-    lambda: 1,
-    density: each(defaults.density ?? 1),
-    weights: each(1),
-    normalize: defaults.normalize,
-    seed: 0,
-    ...(defaults.gamma === undefined ? {} : { gamma: each(defaults.gamma) }),
-  };
+  const params = { method } as MethodParams;
+  const required: ParamDefaults = {};
+  // An optional parameter is there only where its method's defaults name it.
+  for (const key of USER_PARAMS)
+    if (!specOf(key).optional) (required as Record<string, ParamScalar>)[key] = specOf(key).default;
+  applyDefaults(params, required, agents, false);
+  applyDefaults(params, methodOf(method).defaults, agents, false);
+  return params;
 }
 
 /**
  * What a mergekit recipe means where it does not say (mergekit's `merge_methods/registry.py`, SPEC.md
- * "Baselines"): density 1, each method's normalize and rescale defaults.
+ * "Baselines"): the specs' mergekit defaults (density 1), then each method's (normalize, rescale).
  */
 export function mergekitDefaults(method: MethodName, agents: number): MethodParams {
-  const { mergekit } = methodOf(method);
-  return {
-    ...defaultParams(method, agents),
-    density: Array.from({ length: agents }, () => 1),
-    normalize: mergekit.normalize,
-    ...(mergekit.rescale ? { rescale: mergekit.rescale } : {}),
-  };
+  const params = defaultParams(method, agents);
+  const specDefaults: ParamDefaults = {};
+  for (const key of USER_PARAMS) {
+    const value = specOf(key).mergekit?.default;
+    if (value !== undefined) (specDefaults as Record<string, ParamScalar>)[key] = value;
+  }
+  applyDefaults(params, specDefaults, agents, true);
+  applyDefaults(params, methodOf(method).mergekit.defaults, agents, false);
+  return params;
 }
 
-/** Checks values a user can get wrong and says which one, with the accepted range. */
-export function validateParams(params: MethodParams, agents: number): string[] {
+/** "density" → "densities", "weights" stays: the plural messages use for a per-agent list. */
+function plural(key: string): string {
+  return key.endsWith('s') ? key : key.endsWith('y') ? `${key.slice(0, -1)}ies` : `${key}s`;
+}
+
+/** What is wrong with one parameter's value (every spec's range and form), one message per problem. */
+export function paramProblems(key: ParameterKey, value: unknown, agents: number): string[] {
+  const spec = specOf(key);
+  if (value === undefined) return spec.optional ? [] : [`${key} is missing`];
+  if (spec.kind === 'boolean') return typeof value === 'boolean' ? [] : [`${key} must be true or false`];
+  if (spec.kind === 'enum')
+    return (spec.values ?? []).includes(value as string)
+      ? []
+      : [`${key} must be one of ${(spec.values ?? []).join(', ')}`];
+  const values = spec.scope === 'agent' ? (value as number[]) : [value as number];
   const problems: string[] = [];
-  if (!(params.epsilon >= 0) || !Number.isFinite(params.epsilon)) problems.push('epsilon must be ≥ 0');
-  if (!Number.isFinite(params.r)) problems.push('r must be a finite number');
-  if (!(params.alpha >= 0) || !Number.isFinite(params.alpha)) problems.push('alpha must be ≥ 0');
-  if (!Number.isFinite(params.lambda)) problems.push('lambda must be a finite number');
-  if (params.weights.length !== agents)
-    problems.push(`${params.weights.length} weights given for ${agents} agents (give one per agent)`);
-  if (params.weights.some((w) => !Number.isFinite(w))) problems.push('weights must be finite numbers');
-  if (params.density.length !== agents)
-    problems.push(`${params.density.length} densities given for ${agents} agents`);
-  if (params.density.some((d) => !(d > 0 && d <= 1))) problems.push('density must be in (0, 1]');
-  if (params.gamma?.some((g) => !(g >= 0 && g <= 1))) problems.push('gamma must be in [0, 1]');
-  if (!Number.isInteger(params.seed) || params.seed < 0 || params.seed > 0xffffffff)
-    problems.push('seed must be an integer in [0, 2^32)');
+  if (spec.scope === 'agent' && values.length !== agents)
+    problems.push(`${values.length} ${plural(key)} given for ${agents} agents (give one per agent)`);
+  const bad = values.map((v) => rangeProblem(spec, v)).find((p) => p !== undefined);
+  if (bad) {
+    const finite = bad === 'must be a finite number';
+    problems.push(
+      finite && spec.scope === 'agent'
+        ? `${key} must be finite numbers`
+        : finite || !spec.range
+          ? `${key} ${bad}`
+          : spec.kind === 'integer'
+            ? `${key} must be an integer in ${rangeText(spec.range)}`
+            : `${key} must be ${/^[[(]/.test(rangeText(spec.range)) ? 'in ' : ''}${rangeText(spec.range)}`,
+    );
+  }
+  return problems;
+}
+
+/** Checks values a user can get wrong and says which one, with the accepted range (every spec's). */
+export function validateParams(params: MethodParams, agents: number): string[] {
+  const record = paramsRecord(params);
+  const problems = USER_PARAMS.flatMap((key) => paramProblems(key, record[key], agents));
   if (params.method === 'linear' && params.normalize && params.weights.reduce((a, b) => a + b, 0) === 0)
     problems.push('linear with normalize needs weights that do not sum to 0');
   return problems;
+}
+
+/**
+ * The spec a recipe key means for a method: one it reads under that mergekit key, else one of
+ * mergekit's base schema (`anyMethod`); undefined where the method accepts no such key. Per method,
+ * since two specs may share a mergekit key (a global and a per-model `epsilon`). `scope` narrows it
+ * to a model's keys.
+ */
+export function specForYaml(method: MethodName, yamlKey: string, scope?: 'agent'): ParameterKey | undefined {
+  const fits = (key: ParameterKey): boolean =>
+    specOf(key).mergekit?.key === yamlKey && (scope === undefined || specOf(key).scope === scope);
+  return (
+    methodOf(method).parameters.find(fits) ??
+    USER_PARAMS.find((k) => fits(k) && specOf(k).mergekit?.anyMethod)
+  );
+}
+
+/** The global specs a method's recipe may set (those whose mergekit key means them for it). */
+export function recipeGlobals(method: MethodName): ParameterKey[] {
+  return USER_PARAMS.filter((key) => {
+    const spec = specOf(key);
+    return spec.scope === 'global' && spec.mergekit && specForYaml(method, spec.mergekit.key) === key;
+  });
+}
+
+/** The per-model specs a method reads from a recipe, in its descriptor's order. */
+export function recipePerModel(method: MethodName): ParameterKey[] {
+  return methodOf(method).parameters.filter((key) => specOf(key).scope === 'agent' && specOf(key).mergekit);
+}
+
+/** The mergekit keys a method's models may carry (read or of mergekit's base schema), in table order. */
+export function recipeModelKeys(method: MethodName): string[] {
+  return USER_PARAMS.filter((key) => {
+    const spec = specOf(key);
+    return spec.scope === 'agent' && spec.mergekit && (readsParam(method, key) || spec.mergekit.anyMethod);
+  }).map(yamlKeyOf);
+}
+
+/** The global specs an exported recipe writes, in the descriptor's order. */
+export function mergekitGlobals(method: MethodName): ParameterKey[] {
+  return methodOf(method).parameters.filter((key) => {
+    const spec = specOf(key);
+    return spec.scope === 'global' && spec.mergekit && spec.mergekit.write !== false;
+  });
+}
+
+/** The mergekit key of a spec (every spec a recipe reads has one). */
+export function yamlKeyOf(key: ParameterKey): string {
+  return specOf(key).mergekit?.key ?? key;
+}
+
+/** A per-agent parameter's value for agent t, its default where the list is absent or short. */
+export function agentValue(params: MethodParams, key: ParameterKey, t: number): number {
+  const list = paramsRecord(params)[key] as number[] | undefined;
+  return list?.[t] ?? (PARAM_SPECS[key].default as number);
+}
+
+/** Sets agent m's value of a per-agent parameter, filling an absent list with the default first. */
+export function setAgentValue(params: MethodParams, key: ParameterKey, m: number, value: number): void {
+  const record = paramsRecord(params);
+  const list =
+    (record[key] as number[] | undefined) ?? params.weights.map(() => specOf(key).default as number);
+  list[m] = value;
+  record[key] = list;
+}
+
+/** A copy whose per-agent lists are copies too, so a change to one agent's value stays there. */
+export function copyParams(params: MethodParams): MethodParams {
+  const copy = { ...params };
+  const record = paramsRecord(copy);
+  for (const [key, value] of Object.entries(record)) if (Array.isArray(value)) record[key] = [...value];
+  return copy;
 }

@@ -3,11 +3,24 @@
 // semantics: its defaults, its per-layer gradients and filters, its multi-document (mergekit-multi) form.
 import { parseAllDocuments, stringify } from 'yaml';
 import type { FloatDtype } from '../format/dtype.ts';
-import { DEFAULT_GAMMA, isMethod, mergekitDefaults } from './defaults.ts';
-import { METHOD_LIST, methodOf, type GlobalKey, type ModelKey } from './registry/index.ts';
+import {
+  agentValue,
+  isMethod,
+  mergekitDefaults,
+  mergekitGlobals,
+  paramsRecord,
+  readsParam,
+  recipeGlobals,
+  recipeModelKeys,
+  recipePerModel,
+  setAgentValue,
+  specForYaml,
+  yamlKeyOf,
+} from './defaults.ts';
+import { methodOf } from './registry/index.ts';
 import { TIES_TIE_RULE } from './registry/ties.ts';
-import type { DareRescale } from './params.ts';
-import type { MethodName, MethodParams } from './types.ts';
+import { rangeProblem, specOf, type ParamScalar, type ParamSpec } from './params.ts';
+import type { MethodParams } from './types.ts';
 
 /** A value, a gradient over the layers, or a list of values for tensors whose name contains `filter`. */
 export type Scalar = number | boolean | string;
@@ -78,34 +91,12 @@ function show(value: unknown): string {
   return shorten(text, 80);
 }
 
-/** The global parameters each method reads (mergekit's names), written explicitly on export. */
-export const GLOBAL_PARAMETERS = Object.fromEntries(
-  METHOD_LIST.map((d) => [d.name, [...d.mergekit.global]]),
-) as Record<MethodName, GlobalKey[]>;
-
-export type { ModelKey };
-
-export const PER_MODEL = Object.fromEntries(
-  METHOD_LIST.map((d) => [d.name, [...d.mergekit.perModel]]),
-) as Record<MethodName, ModelKey[]>;
-
-/** The recipe value of a model parameter as the engine holds it. */
-export function modelValue(params: MethodParams, key: ModelKey, t: number): number {
-  if (key === 'weight') return params.weights[t] ?? 1;
-  if (key === 'gamma') return params.gamma?.[t] ?? DEFAULT_GAMMA;
-  return params.density[t] ?? 1;
-}
-
-function rescaleToYaml(rule: DareRescale | undefined): boolean {
-  return rule !== 'none';
-}
-
 export { TIES_TIE_RULE };
 
 export function toMergekitYaml(recipe: Recipe): string {
   const { params } = recipe;
   const descriptor = methodOf(params.method);
-  const perModel = PER_MODEL[params.method];
+  const perModel = recipePerModel(params.method).filter((key) => specOf(key).mergekit?.write !== false);
   const settings = recipe.settings;
   const linear = params.method === 'linear';
   const doc: Record<string, unknown> = { merge_method: params.method };
@@ -114,15 +105,19 @@ export function toMergekitYaml(recipe: Recipe): string {
   if (!linear && recipe.base) doc.base_model = recipe.base;
   doc.models = recipe.models.map((model, t) => {
     const parameters: Record<string, unknown> = {};
-    for (const key of perModel)
-      parameters[key] = settings?.models[t]?.[key] ?? settings?.global[key] ?? modelValue(params, key, t);
+    for (const key of perModel) {
+      const name = yamlKeyOf(key);
+      parameters[name] = settings?.models[t]?.[name] ?? settings?.global[name] ?? agentValue(params, key, t);
+    }
     return perModel.length ? { model, parameters } : { model };
   });
   doc.parameters = Object.fromEntries(
-    GLOBAL_PARAMETERS[params.method].map((key) => [
-      key,
-      key === 'rescale' ? rescaleToYaml(params.rescale) : (settings?.global[key] ?? params[key]),
-    ]),
+    mergekitGlobals(params.method).map((key) => {
+      const name = yamlKeyOf(key);
+      const value = paramsRecord(params)[key] as ParamScalar | undefined;
+      const toYaml = specOf(key).mergekit?.toYaml;
+      return [name, toYaml ? toYaml(value) : (settings?.global[name] ?? value)];
+    }),
   );
   doc.dtype = 'float32';
   if (recipe.outDtype) doc.out_dtype = dtypeToYaml(recipe.outDtype);
@@ -189,28 +184,16 @@ const NO_EFFECT_TOP = new Set([
   'out_shard_size',
   'safe_serialization',
 ]);
-const NUMERIC_GLOBAL = new Set(['epsilon', 'r', 'alpha', 'lambda', 'density', 'gamma', 'weight', 'seed']);
-const MODEL_KEYS: ReadonlySet<string> = new Set<ModelKey>(['weight', 'density', 'gamma']);
-const SUPPORTED_GLOBAL = new Set([...NUMERIC_GLOBAL, 'normalize', 'rescale', 'int8_mask']);
+/** mergekit options under `parameters:` that never change the merged numbers. */
+const NO_EFFECT_GLOBAL = new Set(['int8_mask']);
 
-/** Range of each numeric parameter, checked on every number a setting can produce. */
-function rangeProblem(key: string, value: number): string | undefined {
-  if (!Number.isFinite(value)) return 'must be a finite number';
-  if (key === 'density' && !(value > 0 && value <= 1)) return 'is outside (0, 1]';
-  if (key === 'gamma' && !(value >= 0 && value <= 1)) return 'is outside [0, 1]';
-  if ((key === 'epsilon' || key === 'alpha') && value < 0) return 'must be ≥ 0';
-  if (key === 'seed' && !(Number.isInteger(value) && value >= 0 && value <= 0xffffffff))
-    return 'must be an integer in [0, 2^32)';
-  return undefined;
-}
-
-/** Checks one setting's form and ranges; `where` names the recipe, the model and the field. */
-function checkSetting(key: string, raw: unknown, where: string): Setting {
-  const numeric = NUMERIC_GLOBAL.has(key);
+/** Checks one setting's form and its spec's range; `where` names the recipe, the model and the field. */
+function checkSetting(spec: ParamSpec, raw: unknown, where: string): Setting {
+  const numeric = spec.kind === 'number' || spec.kind === 'integer';
   const checkNumber = (value: unknown, at = ''): number => {
     if (typeof value !== 'number')
       throw new RecipeError(`${where}${at}: expected a number, got ${show(value)}`);
-    const problem = rangeProblem(key, value);
+    const problem = rangeProblem(spec, value);
     if (problem) throw new RecipeError(`${where}${at}: ${value} ${problem}`);
     return value;
   };
@@ -240,11 +223,29 @@ function checkSetting(key: string, raw: unknown, where: string): Setting {
   return checkValue(raw);
 }
 
-function rescaleRule(value: Setting, where: string): DareRescale {
-  if (value === true || value === 'l1') return 'l1';
-  if (value === false || value === 'none') return 'none';
-  if (value === 'density') return 'density';
-  throw new RecipeError(`${where}: expected true (l1), false (none) or "density", got ${show(value)}`);
+/**
+ * The value of a global setting that is not resolved per tensor (a boolean, an enum, an integer), or
+ * an error naming the recipe and the field.
+ */
+function singleValue(spec: ParamSpec, value: unknown, name: string, at: string): ParamScalar {
+  const codec = spec.mergekit?.fromYaml;
+  if (codec) {
+    const decoded = typeof value === 'object' ? undefined : codec(value as ParamScalar);
+    if (decoded === undefined)
+      throw new RecipeError(
+        `${at}: parameters.${name}: expected ${spec.mergekit?.forms}, got ${show(value)}`,
+      );
+    return decoded;
+  }
+  if (spec.kind === 'boolean') {
+    if (typeof value !== 'boolean')
+      throw new RecipeError(`${at}: parameters.${name} must be true or false, got ${show(value)}`);
+    return value;
+  }
+  const problem =
+    typeof value === 'number' ? rangeProblem(spec, value) : (rangeProblem(spec, 0.5) ?? 'must be one number');
+  if (problem) throw new RecipeError(`${at}: ${name} ${show(value)} ${problem}`);
+  return value as number;
 }
 
 function dtypeOf(value: unknown, where: string): FloatDtype {
@@ -292,15 +293,16 @@ function readRecipe(doc: unknown, file: string): Recipe {
   const globalsRaw = plainObject(top.parameters, `${at}: parameters`);
   const global: Record<string, Setting> = {};
   for (const [key, value] of Object.entries(globalsRaw)) {
-    // gamma is Model Breadcrumbs' own: the other methods refuse it as they always did.
-    if (!SUPPORTED_GLOBAL.has(key) || (key === 'gamma' && !PER_MODEL[method].includes('gamma')))
+    // A key outside mergekit's base schema is refused by the methods that do not read it.
+    const param = NO_EFFECT_GLOBAL.has(key) ? undefined : specForYaml(method, key);
+    if (!param && !NO_EFFECT_GLOBAL.has(key))
       throw new RecipeError(`${at}: parameter "${shorten(key, 40)}" is not supported`);
     if (value === null || value === undefined) continue;
-    if (key === 'int8_mask') {
+    if (!param) {
       notes.push('int8_mask: how mergekit stores its sign masks; no effect on the merged values.');
       continue;
     }
-    global[key] = checkSetting(key, value, `${at}: parameters.${key}`);
+    global[key] = checkSetting(specOf(param), value, `${at}: parameters.${key}`);
   }
 
   const entries: { model: string; parameters: Record<string, unknown>; t: number }[] = [];
@@ -326,62 +328,52 @@ function readRecipe(doc: unknown, file: string): Recipe {
     );
 
   const defaults = mergekitDefaults(method, kept.length);
-  const perModel = PER_MODEL[method];
-  // gamma is Model Breadcrumbs' own: the other methods refuse it as they always did.
-  const modelKeys = perModel.includes('gamma') ? MODEL_KEYS : new Set(['weight', 'density']);
+  const perModel = recipePerModel(method);
+  const modelKeys = recipeModelKeys(method);
   const models: RecipeSettings['models'] = [];
   kept.forEach(({ model, parameters, t }, m) => {
     const where = `${at}: models[${t}] (${shorten(model)})`;
     const own: Record<string, Setting> = {};
     for (const [key, value] of Object.entries(parameters)) {
-      if (!modelKeys.has(key))
+      const param = modelKeys.includes(key) ? specForYaml(method, key, 'agent') : undefined;
+      if (!param)
         throw new RecipeError(
-          `${where}: parameter "${shorten(key, 40)}" is not supported (${[...modelKeys].join(', ')})`,
+          `${where}: parameter "${shorten(key, 40)}" is not supported (${modelKeys.join(', ')})`,
         );
-      if (!perModel.includes(key as ModelKey)) {
+      if (!readsParam(method, param)) {
         notes.push(
           `models[${t}] ${key}: ${method} has no per-model ${key}; not used (mergekit ignores it too).`,
         );
         continue;
       }
-      own[key] = checkSetting(key, value, `${where} ${key}`);
+      own[key] = checkSetting(specOf(param), value, `${where} ${key}`);
     }
-    if (perModel.includes('weight') && own.weight === undefined && global.weight === undefined)
-      throw new RecipeError(
-        `${where}: weight is required for ${method} (mergekit refuses a model without one); add parameters: weight: 1.0`,
-      );
-    // A plain number is the value everywhere; the resolver re-reads lists and filters per tensor.
-    for (const key of perModel) {
+    for (const param of perModel) {
+      const key = yamlKeyOf(param);
+      const spec = specOf(param);
+      if (spec.mergekit?.required && own[key] === undefined && global[key] === undefined)
+        throw new RecipeError(
+          `${where}: ${key} is required for ${method} (mergekit refuses a model without one); ` +
+            `add parameters: ${key}: ${Number(spec.default).toFixed(1)}`,
+        );
+      // A plain number is the value everywhere; the resolver re-reads lists and filters per tensor.
       const value = own[key] ?? global[key];
-      if (typeof value === 'number') {
-        if (key === 'weight') defaults.weights[m] = value;
-        else if (key === 'gamma') (defaults.gamma ??= kept.map(() => DEFAULT_GAMMA))[m] = value;
-        else defaults.density[m] = value;
-      }
+      if (typeof value === 'number') setAgentValue(defaults, param, m, value);
     }
     models.push(own);
   });
-  for (const key of ['epsilon', 'r', 'alpha', 'lambda'] as const) {
-    const value = global[key];
-    if (typeof value === 'number') defaults[key] = value;
-  }
-  if (global.normalize !== undefined) {
-    if (typeof global.normalize !== 'boolean')
-      throw new RecipeError(
-        `${at}: parameters.normalize must be true or false, got ${show(global.normalize)}`,
-      );
-    defaults.normalize = global.normalize;
-  }
-  if (global.rescale !== undefined) {
-    if (methodOf(method).plan.sparsify !== 'dare')
-      notes.push(`rescale: only DARE rescales; not used by ${method}.`);
-    else defaults.rescale = rescaleRule(global.rescale, `${at}: parameters.rescale`);
-  }
-  const seed = global.seed ?? top.random_seed;
-  if (seed !== undefined) {
-    if (typeof seed !== 'number' || rangeProblem('seed', seed))
-      throw new RecipeError(`${at}: seed ${show(seed)} must be an integer in [0, 2^32)`);
-    defaults.seed = seed;
+  const record = paramsRecord(defaults);
+  for (const param of recipeGlobals(method)) {
+    const spec = specOf(param);
+    const key = yamlKeyOf(param);
+    const topLevel = spec.mergekit?.topLevel;
+    const value = global[key] ?? (topLevel === undefined ? undefined : top[topLevel]);
+    if (value === undefined) continue;
+    if (!readsParam(method, param)) notes.push(`${key}: ${method} does not read it; not used.`);
+    // A number is the value everywhere; a gradient or filter is resolved per tensor (resolve.ts).
+    if (spec.perTensor && (spec.kind === 'number' || spec.kind === 'integer')) {
+      if (typeof value === 'number') record[param] = value;
+    } else record[param] = singleValue(spec, value, key, at);
   }
 
   const mathDtype = top.dtype === undefined ? undefined : dtypeOf(top.dtype, `${at}: dtype`);

@@ -12,7 +12,7 @@ import { dareHash, dareKeepBelow, dareKept, dareScale, fnv1a32 } from './rng.ts'
 import { deriveTensorStats, emptyTensorStats, magnitudeBin, tensorLocalLambdas } from './stats.ts';
 import { topKCount } from './select.ts';
 import { bandCounts } from './band.ts';
-import { DEFAULT_GAMMA } from './defaults.ts';
+import { DEFAULT_GAMMA } from './params.ts';
 import { at, atF32 } from '../io/checked.ts';
 import { accumulateDareNorms, emptyDareNorms, l1Scales } from './dare-norms.ts';
 

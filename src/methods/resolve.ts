@@ -1,8 +1,16 @@
 // The parameters of each tensor: a recipe's gradients (a list per parameter, interpolated over the
 // layers) and filters (values for tensors whose name contains a text) resolved as mergekit resolves
 // them (`config.py` evaluate_setting, `plan.py` layer positions).
-import { PER_MODEL, RecipeError, shorten, type Recipe, type Scalar, type Setting } from './recipe.ts';
-import { DEFAULT_GAMMA } from './defaults.ts';
+import { RecipeError, shorten, type Recipe, type Scalar, type Setting } from './recipe.ts';
+import {
+  copyParams,
+  paramsRecord,
+  recipeGlobals,
+  recipePerModel,
+  setAgentValue,
+  yamlKeyOf,
+} from './defaults.ts';
+import { specOf } from './params.ts';
 import type { MethodParams } from './types.ts';
 
 const NUMBERED = /(?:^|\.)(?:layers|layer|h|blocks|block)\.(\d+)\./;
@@ -57,29 +65,31 @@ function asNumber(value: Scalar, where: string): number {
 /** One tensor's parameters under a recipe: the model's setting, else the global one, else the default. */
 export function tensorParamsOf(recipe: Recipe, name: string, t: number, file: string): MethodParams {
   const { params, settings } = recipe;
-  const p: MethodParams = { ...params, weights: [...params.weights], density: [...params.density] };
-  if (params.gamma) p.gamma = [...params.gamma];
+  const p = copyParams(params);
   if (!settings) return p;
   const { global } = settings;
-  for (const key of ['epsilon', 'r', 'alpha', 'lambda'] as const) {
+  // The global numbers a gradient or filter may set (λ, ε, r, α), whether or not the method reads them.
+  for (const param of recipeGlobals(params.method)) {
+    if (!specOf(param).perTensor) continue;
+    const key = yamlKeyOf(param);
     const value = evaluateSetting(global[key], name, t);
-    if (value !== undefined) p[key] = asNumber(value, `${file}: ${name}: ${key}`);
+    if (value !== undefined) paramsRecord(p)[param] = asNumber(value, `${file}: ${name}: ${key}`);
   }
+  const perModel = recipePerModel(params.method).filter((param) => specOf(param).perTensor);
   settings.models.forEach((own, m) => {
-    for (const key of PER_MODEL[params.method]) {
+    for (const param of perModel) {
+      const key = yamlKeyOf(param);
       const where = `${file}: ${shorten(recipe.models[m] ?? '')}: ${name}: ${key}`;
       const value = evaluateSetting(own[key], name, t) ?? evaluateSetting(global[key], name, t);
       if (value === undefined) {
         // mergekit: "Missing required parameter weight for <model>.<tensor>".
-        if (key === 'weight')
+        if (specOf(param).mergekit?.required)
           throw new RecipeError(
             `${where} is required, and no value or filter of the recipe applies to this tensor`,
           );
         continue;
       }
-      if (key === 'weight') p.weights[m] = asNumber(value, where);
-      else if (key === 'gamma') (p.gamma ??= p.weights.map(() => DEFAULT_GAMMA))[m] = asNumber(value, where);
-      else p.density[m] = asNumber(value, where);
+      setAgentValue(p, param, m, asNumber(value, where));
     }
   });
   return p;

@@ -2,7 +2,8 @@
 // parameter, ε and the output dtype, saved in localStorage and shared as a URL fragment. It holds no
 // path and no weight; whatever is read back is checked field by field, as it may come from a link.
 import type { FloatDtype } from '../format/dtype.ts';
-import { defaultParams, isMethod } from '../methods/defaults.ts';
+import { defaultParams, isMethod, paramsRecord } from '../methods/defaults.ts';
+import { rangeProblem, specOf, USER_PARAMS, type ParamSpec } from '../methods/params.ts';
 import type { MethodParams } from '../methods/types.ts';
 
 export interface SessionRecipe {
@@ -46,6 +47,25 @@ function label(value: unknown, what: string): string {
   return value;
 }
 
+/** One parameter's value as its spec says (a list of at most MAX_AGENTS for a per-agent one). */
+function paramValue(spec: ParamSpec, value: unknown, what: string): unknown {
+  if (spec.kind === 'boolean') {
+    if (typeof value !== 'boolean') throw new SessionRecipeError(`${what} must be true or false`);
+    return value;
+  }
+  if (spec.kind === 'enum') {
+    if (!(spec.values ?? []).includes(value as string))
+      throw new SessionRecipeError(`${what} must be one of ${(spec.values ?? []).join(', ')}`);
+    return value;
+  }
+  if (spec.scope === 'agent') return numbers(value, what);
+  const number = finite(value, what);
+  // Integers are checked whole (a seed beyond u32 would wrap); other ranges are the studio's to show.
+  const problem = spec.kind === 'integer' ? rangeProblem(spec, number) : undefined;
+  if (problem) throw new SessionRecipeError(`${what} ${problem}, got ${number}`);
+  return number;
+}
+
 /** Checks a decoded recipe field by field; throws a SessionRecipeError naming the bad field. */
 export function checkSessionRecipe(value: unknown): SessionRecipe {
   if (typeof value !== 'object' || value === null || Array.isArray(value))
@@ -56,24 +76,12 @@ export function checkSessionRecipe(value: unknown): SessionRecipe {
   if (typeof p !== 'object' || p === null) throw new SessionRecipeError('the recipe has no params');
   if (typeof p.method !== 'string' || !isMethod(p.method))
     throw new SessionRecipeError(`unknown method ${JSON.stringify(p.method)}`);
-  if (typeof p.normalize !== 'boolean')
-    throw new SessionRecipeError('params.normalize must be true or false');
-  const seed = finite(p.seed, 'params.seed');
-  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
-    throw new SessionRecipeError(`params.seed must be an integer from 0 to 2^32 - 1, got ${seed}`);
-  const params: MethodParams = {
-    ...defaultParams(p.method, 0),
-    method: p.method,
-    epsilon: finite(p.epsilon, 'params.epsilon'),
-    r: finite(p.r, 'params.r'),
-    alpha: finite(p.alpha, 'params.alpha'),
-    lambda: finite(p.lambda, 'params.lambda'),
-    density: numbers(p.density, 'params.density'),
-    weights: numbers(p.weights, 'params.weights'),
-    normalize: p.normalize,
-    seed,
-    ...(p.gamma === undefined ? {} : { gamma: numbers(p.gamma, 'params.gamma') }),
-  };
+  const params: MethodParams = defaultParams(p.method, 0);
+  for (const key of USER_PARAMS) {
+    const spec = specOf(key);
+    if (p[key] === undefined && spec.optional) continue;
+    paramsRecord(params)[key] = paramValue(spec, p[key], `params.${key}`) as number;
+  }
   const outDtype = doc.outDtype ?? null;
   if (outDtype !== null && !DTYPES.includes(outDtype as FloatDtype))
     throw new SessionRecipeError(`unknown output dtype ${JSON.stringify(outDtype)}`);

@@ -62,7 +62,7 @@ import { BufferSets, engineBuffer, type BufferSet } from './buffer-sets.ts';
 import { keptSlots, WindowCache } from './window-cache.ts';
 import type { MethodParams } from '../../methods/types.ts';
 import { bandCounts } from '../../methods/band.ts';
-import { DEFAULT_GAMMA } from '../../methods/defaults.ts';
+import { DEFAULT_GAMMA } from '../../methods/params.ts';
 import { methodOf, type MethodPlan } from '../../methods/registry/index.ts';
 import {
   endOnFirstWindows,

@@ -19,12 +19,7 @@ export const breadcrumbs = defineMethod({
     'then θ₀ + λ Σ w τ̂ (mergekit’s breadcrumbs).',
   parameters: ['weights', 'density', 'gamma', 'lambda', 'normalize'],
   defaults: { density: 0.9, gamma: 0.01, normalize: false },
-  mergekit: {
-    name: 'breadcrumbs',
-    global: ['lambda', 'normalize'],
-    perModel: ['weight', 'density', 'gamma'],
-    normalize: false,
-  },
+  mergekit: { name: 'breadcrumbs', defaults: { normalize: false } },
   plan: { combine: 'task_arithmetic', sparsify: 'band', lambdas: 'one' },
   tieRule: BREADCRUMBS_TIE_RULE,
 });

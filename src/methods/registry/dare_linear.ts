@@ -5,14 +5,8 @@ export const dareLinear = defineMethod({
   name: 'dare_linear',
   label: 'DARE (linear)',
   help: 'Each τ entry kept with probability density (seeded) and rescaled, then task arithmetic.',
-  parameters: ['weights', 'density', 'lambda', 'normalize', 'seed'],
+  parameters: ['weights', 'density', 'lambda', 'normalize', 'seed', 'rescale'],
   defaults: { density: 0.5, normalize: false },
-  mergekit: {
-    name: 'dare_linear',
-    global: ['lambda', 'normalize', 'rescale'],
-    perModel: ['weight', 'density'],
-    normalize: false,
-    rescale: 'l1',
-  },
+  mergekit: { name: 'dare_linear', defaults: { normalize: false, rescale: 'l1' } },
   plan: { combine: 'task_arithmetic', sparsify: 'dare', lambdas: 'one' },
 });

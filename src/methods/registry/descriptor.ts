@@ -1,16 +1,9 @@
 // What a merge method is, as data: its parameters and defaults, its mergekit mapping, and the plan the
 // CPU reference and both engines follow (which λ, which sparsification of τ, which combination). The
 // engines interpret the plan; a method never imports engine code.
-import type { DareRescale, ParamValues } from '../params.ts';
+import type { ParamDefaults, ParameterKey } from '../params.ts';
 
-/** The parameters a method can show and read, by their MethodParams key. */
-export type ParameterKey = keyof Omit<ParamValues, 'rescale' | 'dareScales'>;
-
-/** A recipe's global parameters (mergekit's names), written explicitly on export. */
-export type GlobalKey = 'epsilon' | 'r' | 'alpha' | 'lambda' | 'normalize' | 'rescale';
-
-/** A recipe's per-model parameters (mergekit's names). */
-export type ModelKey = 'weight' | 'density' | 'gamma';
+export type { ParameterKey };
 
 /**
  * How each agent's τ is sparsified before it is combined: `dare` the seeded random drop (rescaled),
@@ -43,20 +36,23 @@ export interface MethodDescriptor<N extends string = string> {
   label: string;
   /** What it does, for the model card and the CLI help. */
   help: string;
-  /** The parameters it reads, in the order the studio shows them; the others are ignored. */
+  /**
+   * The parameters it reads (keys of PARAM_SPECS), in the order the studio shows them; the others are
+   * ignored. Its recipe's global and per-model keys, its flags and its widgets follow from them.
+   */
   parameters: readonly ParameterKey[];
-  /** Defaults of the studio and the CLI flags where they are not the common ones (defaults.ts). */
-  defaults: { alpha?: number; density?: number; gamma?: number; normalize: boolean };
+  /**
+   * Defaults of the studio and the CLI flags where they are not the spec's (one value per per-agent
+   * parameter); an optional parameter is filled in only where named here.
+   */
+  defaults: ParamDefaults;
   mergekit: {
     /** Its merge_method in mergekit; absent for this tool's own methods. */
     name?: string;
     /** For an own method: mergekit's closest, named in the exported recipe. */
     closest?: string;
-    global: readonly GlobalKey[];
-    perModel: readonly ModelKey[];
-    /** What mergekit assumes where a recipe does not say (its `registry.py`). */
-    normalize: boolean;
-    rescale?: DareRescale;
+    /** What mergekit assumes where a recipe does not say and that differs from ours (`registry.py`). */
+    defaults: ParamDefaults;
   };
   plan: MethodPlan;
   /**

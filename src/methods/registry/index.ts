@@ -37,11 +37,4 @@ export function methodOf(name: string): MethodDescriptor {
   return descriptor;
 }
 
-export type {
-  GlobalKey,
-  MethodDescriptor,
-  MethodPlan,
-  ModelKey,
-  ParameterKey,
-  Sparsify,
-} from './descriptor.ts';
+export type { MethodDescriptor, MethodPlan, ParameterKey, Sparsify } from './descriptor.ts';

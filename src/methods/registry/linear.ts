@@ -7,6 +7,6 @@ export const linear = defineMethod({
   help: 'Σ w θ / Σ w over the agents (normalize), the base not used.',
   parameters: ['weights', 'normalize'],
   defaults: { normalize: true },
-  mergekit: { name: 'linear', global: ['normalize'], perModel: ['weight'], normalize: true },
+  mergekit: { name: 'linear', defaults: { normalize: true } },
   plan: { combine: 'linear', lambdas: 'one' },
 });

@@ -8,6 +8,6 @@ export const ram = defineMethod({
   help: 'Mean of τ over the agents that changed an element (c ≥ 2); a change only one agent made is kept whole.',
   parameters: ['epsilon'],
   defaults: { normalize: false },
-  mergekit: { name: 'ram', global: ['epsilon'], perModel: [], normalize: false },
+  mergekit: { name: 'ram', defaults: { normalize: false } },
   plan: { combine: 'ram', lambdas: 'one' },
 });

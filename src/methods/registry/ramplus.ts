@@ -8,7 +8,7 @@ export const ramplus = defineMethod({
   help: 'RAM, unique changes scaled by λ_t = 1 + r·clip(ρ_t, 0, α), ρ_t = shared/unique over the whole model.',
   parameters: ['epsilon', 'r', 'alpha'],
   defaults: { normalize: false },
-  mergekit: { closest: 'ramplus_tl', global: ['epsilon', 'r', 'alpha'], perModel: [], normalize: false },
+  mergekit: { closest: 'ramplus_tl', defaults: { normalize: false } },
   plan: { combine: 'ram', lambdas: 'global' },
   globalLambda: (stats, t, r, alpha) => 1 + r * Math.min(Math.max(stats.rho[t] ?? 0, 0), alpha),
 });

@@ -7,7 +7,7 @@ export const ramplusSoft = defineMethod({
   help: 'RAM, unique changes scaled by λ_t = 1 + r·shared/changed over the whole model.',
   parameters: ['epsilon', 'r'],
   defaults: { normalize: false },
-  mergekit: { closest: 'ramplus_tl', global: ['epsilon', 'r'], perModel: [], normalize: false },
+  mergekit: { closest: 'ramplus_tl', defaults: { normalize: false } },
   plan: { combine: 'ram', lambdas: 'global' },
   globalLambda: (stats, t, r) => 1 + (r * (stats.shared[t] ?? 0)) / (stats.changed[t] ?? 1),
 });

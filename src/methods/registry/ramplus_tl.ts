@@ -7,6 +7,6 @@ export const ramplusTl = defineMethod({
   help: 'RAM+ with ρ per agent and tensor: λ = 1 + r·clip(shared / max(unique, ε), 0, α) (mergekit’s ramplus_tl).',
   parameters: ['epsilon', 'r', 'alpha'],
   defaults: { alpha: 0.2, normalize: false },
-  mergekit: { name: 'ramplus_tl', global: ['epsilon', 'r', 'alpha'], perModel: [], normalize: false },
+  mergekit: { name: 'ramplus_tl', defaults: { normalize: false } },
   plan: { combine: 'ram', lambdas: 'tensor' },
 });

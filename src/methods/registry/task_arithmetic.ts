@@ -7,11 +7,6 @@ export const taskArithmetic = defineMethod({
   help: 'θ₀ + λ Σ w τ (over Σ w when normalising).',
   parameters: ['weights', 'lambda', 'normalize'],
   defaults: { normalize: false },
-  mergekit: {
-    name: 'task_arithmetic',
-    global: ['lambda', 'normalize'],
-    perModel: ['weight'],
-    normalize: false,
-  },
+  mergekit: { name: 'task_arithmetic', defaults: { normalize: false } },
   plan: { combine: 'task_arithmetic', lambdas: 'one' },
 });

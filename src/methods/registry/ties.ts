@@ -13,12 +13,7 @@ export const ties = defineMethod({
   help: 'Per tensor and agent the floor(density·n) largest |τ|, sign election, mean of the agreeing agents.',
   parameters: ['weights', 'density', 'lambda', 'normalize'],
   defaults: { density: 0.5, normalize: true },
-  mergekit: {
-    name: 'ties',
-    global: ['lambda', 'normalize'],
-    perModel: ['weight', 'density'],
-    normalize: true,
-  },
+  mergekit: { name: 'ties', defaults: { normalize: true } },
   plan: { combine: 'ties', sparsify: 'topk', lambdas: 'one' },
   tieRule: TIES_TIE_RULE,
 });

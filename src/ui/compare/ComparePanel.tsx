@@ -9,6 +9,7 @@ import { parseBranches, type MergeBranches } from '../../driver/merge-branches.t
 import type { LibraryEntry } from '../../worker/protocol.ts';
 import { parseMergekitYaml } from '../../methods/recipe.ts';
 import type { MethodParams } from '../../methods/types.ts';
+import { specOf, USER_PARAMS } from '../../methods/params.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import { mergeKey, type MergeRecord, type StudioData } from '../../state/studio-slice.ts';
 import { formatCount } from '../format.ts';
@@ -59,17 +60,8 @@ function candidates(data: Pick<StudioData, 'merges' | 'library'>): Candidate[] {
   return list;
 }
 
-const PARAM_ROWS: (keyof MethodParams)[] = [
-  'method',
-  'epsilon',
-  'r',
-  'alpha',
-  'lambda',
-  'weights',
-  'density',
-  'normalize',
-  'seed',
-];
+/** The method, then every parameter a user sets (the specs' table, src/methods/params.ts). */
+const PARAM_ROWS: (keyof MethodParams)[] = ['method', ...USER_PARAMS];
 
 const show = (value: unknown): string =>
   value === undefined ? '—' : Array.isArray(value) ? value.join(', ') : String(value);
@@ -157,7 +149,14 @@ export function ComparePanel() {
         caption="Parameters"
         head="Parameter"
         rows={[
-          ...PARAM_ROWS.map((name) => ({
+          // An optional parameter gets a row where either merge has it.
+          ...PARAM_ROWS.filter(
+            (name) =>
+              name === 'method' ||
+              !specOf(name).optional ||
+              left.params?.[name] !== undefined ||
+              right.params?.[name] !== undefined,
+          ).map((name) => ({
             key: name,
             label: name,
             a: show(left.params?.[name]),

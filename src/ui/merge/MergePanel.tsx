@@ -3,7 +3,8 @@
 // or straight into a picked folder where the browser has a folder picker) with its progress and Cancel.
 import { useId } from 'react';
 import type { FloatDtype } from '../../format/dtype.ts';
-import { DEFAULT_GAMMA, PARAMETER_HELP, validateParams } from '../../methods/defaults.ts';
+import { agentValue, paramsRecord, validateParams } from '../../methods/defaults.ts';
+import { specOf, type ParameterKey } from '../../methods/params.ts';
 import { METHOD_LIST, methodOf } from '../../methods/registry/index.ts';
 import { ramLambdas, tensorLocalLambdas } from '../../methods/stats.ts';
 import type { MethodName, MethodParams } from '../../methods/types.ts';
@@ -20,65 +21,127 @@ import { RecipeTools } from './RecipeTools.tsx';
 import { useStudioWithoutProgress } from './picks.ts';
 import { branchCounts, expectedOutputBytes, percent } from '../stats/summary.ts';
 
-type NumberKey = 'epsilon' | 'r' | 'alpha' | 'lambda' | 'seed';
+/** Sets one parameter in the store (the widgets below are generic over the specs). */
+function setParam(name: ParameterKey, value: number | number[] | boolean | string): void {
+  studioStore.getState().setParams({ [name]: value } as Partial<Omit<MethodParams, 'method'>>);
+}
 
-function NumberField({ name, value }: { name: NumberKey; value: number }) {
+function NumberField({ name, value }: { name: ParameterKey; value: number }) {
   const id = useId();
+  const spec = specOf(name);
   return (
     <div className="studio-field">
-      <label htmlFor={id}>{name === 'lambda' ? 'λ' : name === 'epsilon' ? 'ε' : name}</label>
+      <label htmlFor={id}>{spec.label ?? name}</label>
       <input
         id={id}
         type="number"
-        step="any"
+        step={spec.step ?? 'any'}
         value={Number.isFinite(value) ? value : ''}
         aria-describedby={`${id}-help`}
         data-testid={`param-${name}`}
-        onChange={(event) => studioStore.getState().setParams({ [name]: event.currentTarget.valueAsNumber })}
+        onChange={(event) => setParam(name, event.currentTarget.valueAsNumber)}
       />
       <p id={`${id}-help`} className="studio-help">
-        {PARAMETER_HELP[name]}
+        {spec.help}
       </p>
     </div>
   );
 }
 
-function ListField({
-  name,
-  values,
-  labels,
-}: {
-  name: 'weights' | 'density' | 'gamma';
-  values: number[];
-  labels: string[];
-}) {
+function ListField({ name, values, labels }: { name: ParameterKey; values: number[]; labels: string[] }) {
   const id = useId();
+  const spec = specOf(name);
   return (
     <fieldset className="studio-field" aria-describedby={`${id}-help`}>
-      <legend>{name}</legend>
+      <legend>{spec.label ?? name}</legend>
       <div className="studio-list">
         {labels.map((label, t) => (
           <label key={label} className="studio-list__item">
             <span>{label}</span>
             <input
               type="number"
-              step="any"
+              step={spec.step ?? 'any'}
               value={Number.isFinite(values[t] ?? NaN) ? values[t] : ''}
               data-testid={`param-${name}-${idPart(label)}`}
               onChange={(event) => {
                 const next = [...values];
                 next[t] = event.currentTarget.valueAsNumber;
-                studioStore.getState().setParams({ [name]: next });
+                setParam(name, next);
               }}
             />
           </label>
         ))}
       </div>
       <p id={`${id}-help`} className="studio-help">
-        {PARAMETER_HELP[name]}
+        {spec.help}
       </p>
     </fieldset>
   );
+}
+
+function CheckField({ name, checked }: { name: ParameterKey; checked: boolean }) {
+  const spec = specOf(name);
+  return (
+    <div className="studio-field">
+      <label className="studio-check">
+        <input
+          type="checkbox"
+          checked={checked}
+          data-testid={`param-${name}`}
+          onChange={(event) => setParam(name, event.currentTarget.checked)}
+        />{' '}
+        {spec.label ?? name}
+      </label>
+      <p className="studio-help">{spec.help}</p>
+    </div>
+  );
+}
+
+function ChoiceField({ name, value }: { name: ParameterKey; value: string }) {
+  const id = useId();
+  const spec = specOf(name);
+  return (
+    <div className="studio-field">
+      <label htmlFor={id}>{spec.label ?? name}</label>
+      <select
+        id={id}
+        value={value}
+        aria-describedby={`${id}-help`}
+        data-testid={`param-${name}`}
+        onChange={(event) => setParam(name, event.currentTarget.value)}
+      >
+        {(spec.values ?? []).map((v) => (
+          <option key={v} value={v}>
+            {v}
+          </option>
+        ))}
+      </select>
+      <p id={`${id}-help`} className="studio-help">
+        {spec.help}
+      </p>
+    </div>
+  );
+}
+
+/** The widget of one parameter, as its spec's kind and scope say. */
+function ParamField({
+  name,
+  params,
+  labels,
+}: {
+  name: ParameterKey;
+  params: MethodParams;
+  labels: string[];
+}) {
+  const spec = specOf(name);
+  const value = paramsRecord(params)[name];
+  if (spec.scope === 'agent')
+    return (
+      <ListField name={name} values={labels.map((_, t) => agentValue(params, name, t))} labels={labels} />
+    );
+  if (spec.kind === 'boolean') return <CheckField name={name} checked={Boolean(value ?? spec.default)} />;
+  if (spec.kind === 'enum') return <ChoiceField name={name} value={String(value ?? spec.default)} />;
+  return <NumberField name={name} value={(value ?? spec.default) as number} />;
 }
 
 /** Whether the method combines with the RAM branches (the previews of λ and of the branch counts). */
@@ -288,39 +351,9 @@ export function MergePanel() {
             ))}
           </select>
         </div>
-        {shown.map((name) =>
-          name === 'gamma' ? (
-            <ListField
-              key={name}
-              name={name}
-              values={labels.map((_, t) => params.gamma?.[t] ?? DEFAULT_GAMMA)}
-              labels={labels}
-            />
-          ) : name === 'weights' || name === 'density' ? (
-            <ListField key={name} name={name} values={params[name]} labels={labels} />
-          ) : name === 'normalize' ? (
-            <div key={name} className="studio-field">
-              <label className="studio-check">
-                <input
-                  type="checkbox"
-                  checked={params.normalize}
-                  data-testid="param-normalize"
-                  onChange={(event) =>
-                    studioStore.getState().setParams({ normalize: event.currentTarget.checked })
-                  }
-                />{' '}
-                normalize
-              </label>
-              <p className="studio-help">{PARAMETER_HELP.normalize}</p>
-            </div>
-          ) : (
-            <NumberField
-              key={name}
-              name={name as NumberKey}
-              value={params[name as keyof MethodParams] as number}
-            />
-          ),
-        )}
+        {shown.map((name) => (
+          <ParamField key={name} name={name} params={params} labels={labels} />
+        ))}
         <div className="studio-field">
           <label htmlFor={dtypeId}>Output dtype</label>
           <select
