@@ -11,7 +11,7 @@ import { storageLooksPrivate, type MergeRecord, type TaskState } from '../../sta
 import { formatBytes, formatDuration } from '../format.ts';
 import { ErrorBox, idPart, ProgressBar } from '../studio/common.tsx';
 import { ComparePanel } from '../compare/ComparePanel.tsx';
-import { directoryPicker } from '../load/LoadPanel.tsx';
+import { directoryPicker } from '../../io/browser-folders.ts';
 
 /** Chromium cannot hold one Blob much over 2 GiB, so a download above this size may fail. */
 const SAFE_DOWNLOAD_BYTES = 2 * 1024 ** 3;
