@@ -44,6 +44,8 @@ export class AnalysisPage {
     });
     expect(analysis.status).toBe('done');
     await expect(this.statsPanel).toHaveAttribute('data-status', 'done');
+    // The views come in a chunk of their own (src/ui/stats/StatsPanel.tsx): wait until it is drawn.
+    await expect(this.page.getByTestId('stats-views-loading')).toHaveCount(0);
     return must((analysis as TaskState<AnalysisResult>).result, 'the demo analysis result');
   }
 

@@ -32,8 +32,17 @@ export class WorkflowPage {
     await this.page.goto('/');
     const analysis = await this.analysisSettled();
     expect(analysis.status).toBe('done');
-    await expect(this.statsPanel).toHaveAttribute('data-status', 'done');
+    await this.statsDrawn();
     return analysis;
+  }
+
+  /**
+   * Waits until the statistics views are drawn, not only computed: they come in a chunk of their own
+   * (src/ui/stats/StatsPanel.tsx) whose placeholder stands in until it has arrived.
+   */
+  async statsDrawn(): Promise<void> {
+    await expect(this.statsPanel).toHaveAttribute('data-status', 'done');
+    await expect(this.page.getByTestId('stats-views-loading')).toHaveCount(0);
   }
 
   analysisSettled(): Promise<TaskState<AnalysisResult>> {
@@ -106,6 +115,7 @@ export class WorkflowPage {
         return { labels: data.analysisLabels, status: data.analysis.status };
       })
       .toEqual({ labels: agentLabels, status: 'done' });
+    await this.statsDrawn();
     return this.analysisSettled();
   }
 

@@ -1,22 +1,14 @@
 // Step 5: for the demo architecture, the arena's task scores of the base, every agent and every
 // merge of the session, played in the worker; a table and a bar chart per task.
-import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
+import { useEffect } from 'react';
 import { DEMO_MODEL_TYPE } from '../../worker/protocol.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
-import { agentColor, MERGE_COLOR, NEUTRAL_COLOR } from '../studio/colors.ts';
 import { ErrorBox, idPart } from '../studio/common.tsx';
+import { ChunkPlaceholder, deferred } from '../studio/deferred.tsx';
+import { ARENA_CHART_HEIGHT, type ArenaChartProps } from './chart-props.ts';
 
-/** Agents take their colour from the studio's one agent map; the base and merges stay neutral. */
-function rowColor(rows: readonly { kind: string }[], i: number): { fill: string; opacity: number } {
-  const row = rows[i];
-  if (row?.kind === 'agent')
-    return { fill: agentColor(rows.slice(0, i).filter((r) => r.kind === 'agent').length), opacity: 1 };
-  if (row?.kind === 'merge') {
-    const merge = rows.slice(0, i).filter((r) => r.kind === 'merge').length;
-    return { fill: MERGE_COLOR, opacity: 1 - 0.2 * (merge % 4) };
-  }
-  return { fill: NEUTRAL_COLOR, opacity: 1 };
-}
+// The chart and recharts come in a chunk of their own, asked for once the arena starts playing.
+const Chart = deferred<ArenaChartProps>(() => import('./ArenaChart.tsx').then((m) => m.ArenaChart));
 
 export function ArenaPanel() {
   const arena = useStudio((s) => s.studio.arena);
@@ -27,11 +19,10 @@ export function ArenaPanel() {
     models.every((m) => m.status === 'ready' && m.report?.config?.modelType === DEMO_MODEL_TYPE);
   const rows = arena.result ?? [];
   const tasks = rows[0]?.scores.tasks.map((t) => t.name) ?? [];
-  const chartRows = tasks.map((task) => {
-    const row: Record<string, string | number> = { task };
-    for (const r of rows) row[r.label] = r.scores.tasks.find((t) => t.name === task)?.score ?? 0;
-    return row;
-  });
+  const running = arena.status === 'running';
+  useEffect(() => {
+    if (running) void Chart.preload();
+  }, [running]);
   return (
     <section
       className="panel"
@@ -91,26 +82,10 @@ export function ArenaPanel() {
             <figcaption>
               <h3>Score per task</h3>
             </figcaption>
-            <ResponsiveContainer width="100%" height={260}>
-              <BarChart data={chartRows}>
-                <CartesianGrid strokeDasharray="3 3" />
-                <XAxis dataKey="task" />
-                <YAxis domain={[0, 1]} />
-                <Tooltip
-                  formatter={(value) => (typeof value === 'number' ? value.toFixed(3) : String(value))}
-                />
-                <Legend />
-                {rows.map((r, i) => (
-                  <Bar
-                    key={r.key}
-                    dataKey={r.label}
-                    fill={rowColor(rows, i).fill}
-                    fillOpacity={rowColor(rows, i).opacity}
-                    isAnimationActive={false}
-                  />
-                ))}
-              </BarChart>
-            </ResponsiveContainer>
+            <Chart.View
+              rows={rows}
+              fallback={<ChunkPlaceholder testId="arena-chart-loading" height={`${ARENA_CHART_HEIGHT}px`} />}
+            />
           </figure>
         </div>
       )}

@@ -10,8 +10,12 @@ import { studioStore, useStudio } from '../../state/store.ts';
 import { storageLooksPrivate, type MergeRecord, type TaskState } from '../../state/studio-slice.ts';
 import { formatBytes, formatDuration } from '../format.ts';
 import { ErrorBox, idPart, ProgressBar } from '../studio/common.tsx';
-import { ComparePanel } from '../compare/ComparePanel.tsx';
-import { directoryPicker } from '../load/LoadPanel.tsx';
+import { deferred } from '../studio/deferred.tsx';
+import { directoryPicker } from '../../io/browser-folders.ts';
+
+// The comparison of two merges (and the mergekit YAML reader it brings) is a chunk of its own: it has
+// nothing to show before two merges exist.
+const Compare = deferred<object>(() => import('../compare/ComparePanel.tsx').then((m) => m.ComparePanel));
 
 /** Chromium cannot hold one Blob much over 2 GiB, so a download above this size may fail. */
 const SAFE_DOWNLOAD_BYTES = 2 * 1024 ** 3;
@@ -455,7 +459,7 @@ export function ExportPanel() {
         </div>
       )}
       <div className="cards">
-        <ComparePanel />
+        <Compare.View fallback={null} />
       </div>
     </section>
   );

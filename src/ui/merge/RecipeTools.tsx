@@ -7,7 +7,7 @@ import { parseMergekitYaml, toMergekitYaml } from '../../methods/recipe.ts';
 import { recipeFragment } from '../../state/session.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import { sessionRecipe } from '../../state/studio-slice.ts';
-import { reopenFolders } from '../load/LoadPanel.tsx';
+import { reopenFolders } from '../load/folders.ts';
 import { pickRecipeData, type RecipeData } from './picks.ts';
 
 const FROM_TEXT = { saved: 'your last session', link: 'the link', yaml: 'the mergekit YAML' } as const;

@@ -1,18 +1,24 @@
 // Step 2: where the agents changed the base and where they overlap, from the worker's statistics
-// pass. The views themselves live in stats/, one component per file.
-import { useRef } from 'react';
+// pass. The views themselves live in stats/, one component per file; all but the totals come in a
+// chunk of their own (recharts is most of it), fetched as soon as the panel is on the page.
+import { useEffect, useRef } from 'react';
 import { studioStore, useStudio } from '../../state/store.ts';
 import { ErrorBox, ProgressBar } from '../studio/common.tsx';
+import { ChunkPlaceholder, deferred } from '../studio/deferred.tsx';
 import './analysis.css';
-import { AnalysisViews } from './AnalysisViews.tsx';
 import { StatsExports } from './StatsExports.tsx';
 import { TotalsTable } from './TotalsTable.tsx';
+import type { AnalysisProps } from './types.ts';
+
+const Views = deferred<AnalysisProps>(() => import('./AnalysisViews.tsx').then((m) => m.AnalysisViews));
 
 export function StatsPanel() {
   const analysis = useStudio((s) => s.studio.analysis);
   const labels = useStudio((s) => s.studio.analysisLabels);
   const result = analysis.result;
   const panel = useRef<HTMLElement>(null);
+  // The demo's statistics are on their way from the first frame: have the views ready when they land.
+  useEffect(() => void Views.preload(), []);
   return (
     <section
       ref={panel}
@@ -64,7 +70,15 @@ export function StatsPanel() {
           <section data-report="" aria-label="Totals">
             <TotalsTable totals={result.totals} labels={labels} />
           </section>
-          <AnalysisViews analysis={result} labels={labels} />
+          <Views.View
+            analysis={result}
+            labels={labels}
+            fallback={
+              <ChunkPlaceholder testId="stats-views-loading" height="480px">
+                Drawing the atlas, the charts and the tensor table…
+              </ChunkPlaceholder>
+            }
+          />
         </>
       )}
     </section>
