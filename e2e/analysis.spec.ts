@@ -111,7 +111,8 @@ test('branch counts and output size come from the statistics, and derivation sha
   await page.getByTestId('out-dtype').selectOption('F32');
   await expect(output).toHaveAttribute('data-bytes', String(2 * bytes));
   await page.getByTestId('merge-run').click();
-  await expect.poll(async () => (await analysis.studio()).merges.length).toBe(1);
+  // A whole merge: the hang detector workflow.merge gives one, not expect's 15 s for a page's reply.
+  await expect.poll(async () => (await analysis.studio()).merges.length, { timeout: 45_000 }).toBe(1);
   expect((await analysis.studio()).merges[0]?.outputBytes).toBe(2 * bytes);
   // The shards' sha256 in WebAssembly: the page's policy allows compiling it, and nothing else.
   expect((await analysis.studio()).merges[0]?.stages.hash).toBe('wasm');

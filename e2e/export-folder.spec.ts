@@ -154,7 +154,9 @@ test('Cancel stops a merge into a picked folder and leaves the folder empty', as
   page,
 }) => {
   await workflow.openDemo();
-  await workflow.setReadDelay(60);
+  // Each read waits 1 s, so the merge runs about 7 s and is still running at the click below (with
+  // 60 ms it left under a second, which a loaded machine can spend on one click).
+  await workflow.setReadDelay(1000);
   await folders.pickFolder('picked-cancel');
   await folders.folderButton.click();
   await expect(page.getByTestId('merge-progress')).toContainText('tensor');

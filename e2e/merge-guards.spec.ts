@@ -72,7 +72,9 @@ test('an agent file rewritten during the merge fails it, naming the agent and fi
   await workflow.loadFolders(at('base'), [at('writer')]);
   await workflow.analysisOf(['writer']);
   await workflow.selectMethod('linear');
-  await workflow.setReadDelay(400);
+  // Each read waits 2 s: the merge of these 4 tensors runs about 8 s, time for the poll and the
+  // rewrite below to land before it checks its inputs (400 ms left under 2 s on a loaded machine).
+  await workflow.setReadDelay(2000);
   await workflow.mergeButton.click();
   await expect.poll(() => workflow.opfsMerges()).toHaveLength(1);
 

@@ -198,8 +198,11 @@ test('a corrupt file and a mismatched agent are reported by name and the app sta
 
 test('Cancel stops a running merge and leaves nothing in OPFS', async ({ workflow, page }, testInfo) => {
   await workflow.openDemo();
-  // Long enough that the merge (which reuses the cached statistics) outlasts the screenshot below.
-  await workflow.setReadDelay(200);
+  // Long enough that the merge (which reuses the cached statistics) outlasts the screenshot below:
+  // with each read waiting 1 s it runs about 7 s, where the screenshot took up to 1.2 s at load 13 on
+  // the shared 2-core machine (0.2 s here left about 1.6 s); a read already waiting ends within 1 s of
+  // Cancel.
+  await workflow.setReadDelay(1000);
 
   await workflow.mergeButton.click();
   await expect(page.getByTestId('merge-progress')).toContainText('tensor');
