@@ -10,6 +10,7 @@ import {
   type ParamDefaults,
   type ParameterKey,
   type ParamScalar,
+  type ParamSpec,
 } from './params.ts';
 import { METHODS, type MethodName, type MethodParams } from './types.ts';
 
@@ -21,12 +22,6 @@ export function isMethod(value: string): value is MethodName {
 export const METHOD_PARAMETERS = Object.fromEntries(
   METHOD_LIST.map((d) => [d.name, [...d.parameters]]),
 ) as Record<MethodName, ParameterKey[]>;
-
-/** One line per parameter for the CLI help and the studio (the spec's help). */
-export const PARAMETER_HELP = {
-  method: 'Merge method.',
-  ...Object.fromEntries(USER_PARAMS.map((key) => [key, specOf(key).help])),
-} as Record<ParameterKey | 'method', string>;
 
 export function readsParam(method: MethodName, key: ParameterKey): boolean {
   return methodOf(method).parameters.includes(key);
@@ -88,6 +83,18 @@ function plural(key: string): string {
   return key.endsWith('s') ? key : key.endsWith('y') ? `${key.slice(0, -1)}ies` : `${key}s`;
 }
 
+/**
+ * The studio's and the flags' wording of a range problem (rangeProblem words it for one value):
+ * "must be in (0, 1]", "must be ≥ 0", "must be finite numbers" for a list.
+ */
+function rangeSentence(spec: ParamSpec, problem: string): string {
+  if (problem === 'must be a finite number')
+    return spec.scope === 'agent' ? 'must be finite numbers' : problem;
+  if (!spec.range || spec.kind === 'integer') return problem;
+  const text = rangeText(spec.range);
+  return `must be ${/^[[(]/.test(text) ? 'in ' : ''}${text}`;
+}
+
 /** What is wrong with one parameter's value (every spec's range and form), one message per problem. */
 export function paramProblems(key: ParameterKey, value: unknown, agents: number): string[] {
   const spec = specOf(key);
@@ -102,18 +109,7 @@ export function paramProblems(key: ParameterKey, value: unknown, agents: number)
   if (spec.scope === 'agent' && values.length !== agents)
     problems.push(`${values.length} ${plural(key)} given for ${agents} agents (give one per agent)`);
   const bad = values.map((v) => rangeProblem(spec, v)).find((p) => p !== undefined);
-  if (bad) {
-    const finite = bad === 'must be a finite number';
-    problems.push(
-      finite && spec.scope === 'agent'
-        ? `${key} must be finite numbers`
-        : finite || !spec.range
-          ? `${key} ${bad}`
-          : spec.kind === 'integer'
-            ? `${key} must be an integer in ${rangeText(spec.range)}`
-            : `${key} must be ${/^[[(]/.test(rangeText(spec.range)) ? 'in ' : ''}${rangeText(spec.range)}`,
-    );
-  }
+  if (bad) problems.push(`${key} ${rangeSentence(spec, bad)}`);
   return problems;
 }
 
