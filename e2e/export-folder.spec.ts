@@ -154,13 +154,14 @@ test('Cancel stops a merge into a picked folder and leaves the folder empty', as
   page,
 }) => {
   await workflow.openDemo();
-  // Each read waits 1 s, so the merge runs about 7 s and is still running at the click below (with
-  // 60 ms it left under a second, which a loaded machine can spend on one click).
-  await workflow.setReadDelay(1000);
+  // Reads are held after the first two: the merge is mid-way at the click below, whatever the load;
+  // the gate opens after Cancel so the read in flight returns and the merge sees the cancel.
+  await workflow.holdReads(2);
   await folders.pickFolder('picked-cancel');
   await folders.folderButton.click();
   await expect(page.getByTestId('merge-progress')).toContainText('tensor');
   await page.getByTestId('merge-cancel').click();
+  await workflow.openReads();
 
   await expect(page.getByTestId('merge-cancelled')).toBeVisible();
   await expect(workflow.mergePanel).toHaveAttribute('data-status', 'cancelled');

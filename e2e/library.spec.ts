@@ -54,9 +54,9 @@ test('a merge interrupted by a reload is listed as incomplete', async ({
   persistent: { page, workflow },
 }) => {
   await workflow.openDemo();
-  // Each read waits 1 s: the merge runs about 7 s, time for the polls below and the reload to land
-  // mid-merge on a loaded machine (300 ms left about 2 s).
-  await workflow.setReadDelay(1000);
+  // Every read of the merge is held: it writes its recipe and waits, so the reload below lands
+  // mid-merge whatever the load (the reloaded page's worker starts with the gate open).
+  await workflow.holdReads(0);
   await workflow.mergeButton.click();
   // Wait until the merge has written its first files, then leave the page mid-merge.
   await expect.poll(() => workflow.opfsMerges()).toHaveLength(1);

@@ -72,9 +72,9 @@ test('an agent file rewritten during the merge fails it, naming the agent and fi
   await workflow.loadFolders(at('base'), [at('writer')]);
   await workflow.analysisOf(['writer']);
   await workflow.selectMethod('linear');
-  // Each read waits 2 s: the merge of these 4 tensors runs about 8 s, time for the poll and the
-  // rewrite below to land before it checks its inputs (400 ms left under 2 s on a loaded machine).
-  await workflow.setReadDelay(2000);
+  // Every read of the merge is held, so the rewrite below lands before the merge checks its inputs
+  // whatever the load; the gate opens once the file is rewritten.
+  await workflow.holdReads(0);
   await workflow.mergeButton.click();
   await expect.poll(() => workflow.opfsMerges()).toHaveLength(1);
 
@@ -84,6 +84,7 @@ test('an agent file rewritten during the merge fails it, naming the agent and fi
   await writeFile(path, rewritten);
   const later = new Date(Date.now() + 60_000);
   await utimes(path, later, later);
+  await workflow.openReads();
 
   const error = page.getByTestId('merge-error');
   await expect(error).toContainText('writer: model.safetensors changed after it was chosen', {

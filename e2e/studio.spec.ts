@@ -198,16 +198,16 @@ test('a corrupt file and a mismatched agent are reported by name and the app sta
 
 test('Cancel stops a running merge and leaves nothing in OPFS', async ({ workflow, page }, testInfo) => {
   await workflow.openDemo();
-  // Long enough that the merge (which reuses the cached statistics) outlasts the screenshot below:
-  // with each read waiting 1 s it runs about 7 s, where the screenshot took up to 1.2 s at load 13 on
-  // the shared 2-core machine (0.2 s here left about 1.6 s); a read already waiting ends within 1 s of
-  // Cancel.
-  await workflow.setReadDelay(1000);
+  // The worker's reads are held after the first two, so the merge is mid-way at the screenshot and
+  // the click below however loaded the machine; the gate opens after Cancel, the read in flight
+  // returns, and the merge sees the cancel.
+  await workflow.holdReads(2);
 
   await workflow.mergeButton.click();
   await expect(page.getByTestId('merge-progress')).toContainText('tensor');
   await workflow.shoot(workflow.mergePanel, 'studio-cancel-running', testInfo);
   await page.getByTestId('merge-cancel').click();
+  await workflow.openReads();
 
   await expect(page.getByTestId('merge-cancelled')).toBeVisible();
   await expect(workflow.mergePanel).toHaveAttribute('data-status', 'cancelled');
@@ -215,7 +215,6 @@ test('Cancel stops a running merge and leaves nothing in OPFS', async ({ workflo
   expect(await workflow.opfsMerges()).toEqual([]);
 
   // The app carries on: the next merge runs to the end.
-  await workflow.setReadDelay(0);
   await workflow.merge(2);
   expect(await workflow.opfsMerges()).toHaveLength(1);
 });

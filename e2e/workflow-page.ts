@@ -61,12 +61,21 @@ export class WorkflowPage {
     });
   }
 
-  setReadDelay(ms: number): Promise<void> {
-    return this.page.evaluate((delay) => {
+  /** Lets `after` more reads of the engine worker pass, then holds the job there until openReads(). */
+  holdReads(after: number): Promise<void> {
+    return this.page.evaluate((n) => {
       const api = window.__mergeStudio;
       if (!api) throw new Error('window.__mergeStudio is missing: is this an e2e or development build?');
-      return api.setReadDelay(delay);
-    }, ms);
+      return api.holdReads(n);
+    }, after);
+  }
+
+  openReads(): Promise<void> {
+    return this.page.evaluate(() => {
+      const api = window.__mergeStudio;
+      if (!api) throw new Error('window.__mergeStudio is missing: is this an e2e or development build?');
+      return api.openReads();
+    });
   }
 
   async mergedFile(folder: string, name: string): Promise<Buffer> {

@@ -21,8 +21,10 @@ export interface MergeStudioTestApi {
   analysisSettled(): Promise<TaskState<AnalysisResult>>;
   /** The tensor view and inspector's data as it is now (block counts of the view included). */
   inspect(): InspectData;
-  /** Makes every read in the engine worker wait `ms` first (0 turns it off). */
-  setReadDelay(ms: number): Promise<void>;
+  /** Lets `after` more reads of the engine worker pass, then holds the rest until openReads(). */
+  holdReads(after: number): Promise<void>;
+  /** Opens the read gate: held reads go on. */
+  openReads(): Promise<void>;
   /** false: merges neither read ahead nor write behind, for the studio benchmark to compare. */
   setOverlap(on: boolean): Promise<void>;
   /** Makes the next shard hash worker fail to start (its script missing). */
@@ -73,7 +75,8 @@ export function createTestApi(store: StoreApi<StudioState>): MergeStudioTestApi 
         });
       }),
     inspect: () => store.getState().inspect,
-    setReadDelay: (ms) => store.getState().configureWorker({ readDelayMs: ms }),
+    holdReads: (after) => store.getState().configureWorker({ holdReads: after }),
+    openReads: () => store.getState().configureWorker({ holdReads: null }),
     setOverlap: (on) => store.getState().configureWorker({ overlap: on }),
     breakHashWorker: () => store.getState().configureWorker({ breakHashWorker: true }),
     releaseEngine: () => store.getState().configureWorker({ releaseEngine: true }),

@@ -24,13 +24,28 @@ let cachedAnalysis: { key: string; result: AnalysisResult } | null = null;
 // Per agent: its lineage sample and the base it was taken against. Models never change once opened
 // (a new choice is a new Model), so a check after one more agent arrives reads only that agent's.
 const samples = new WeakMap<Model, { base: Model; sample: DerivationSample }>();
-let readDelayMs = 0;
 /** Every read of a loaded model's files so far: wall time summed over reads, and bytes. */
 const reads = new StageClock();
 
-/** Only the e2e tests set a delay, to have time to cancel. */
-export function setReadDelay(ms: number): void {
-  readDelayMs = Math.max(0, ms);
+// The e2e tests' read gate: reads pass while readsLeft > 0, then wait until the gate opens. A test
+// that must act while a job runs (cancel, reload, rewrite an input) holds the gate, acts, then opens
+// it: the job is mid-way by construction, however loaded the machine, never by a delay that guesses.
+let readsLeft = Infinity;
+let gate: { opened: Promise<void>; open: () => void } | null = null;
+
+/**
+ * e2e only: `after` more reads pass, then every read waits until `holdReads(null)` opens the gate
+ * (which lets the waiting reads go on).
+ */
+export function holdReads(after: number | null): void {
+  gate?.open();
+  gate = null;
+  readsLeft = Infinity;
+  if (after === null) return;
+  let open = (): void => undefined;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  gate = { opened, open };
+  readsLeft = Math.max(0, after);
 }
 
 /** The read totals so far; a job's share is the difference of two snapshots. */
@@ -38,9 +53,13 @@ export function readTotals(): { ms: number; bytes: number } {
   return { ms: reads.ms, bytes: reads.bytes };
 }
 
-/** Waits first when the tests ask (setReadDelay), outside the timed read. */
-async function testDelay(): Promise<void> {
-  if (readDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, readDelayMs));
+/** Waits at the tests' read gate when it is held (holdReads), outside the timed read. */
+async function testGate(): Promise<void> {
+  if (readsLeft > 0) {
+    readsLeft -= 1;
+    return;
+  }
+  await gate?.opened;
 }
 
 async function modelFiles(
@@ -110,7 +129,7 @@ export async function openSlot(
   const blobs = await modelFiles(files, fetchOwn);
   const opened = await openAdapterAware(
     label,
-    blobs.map(({ name, blob }) => ({ name, source: timedSource(blobSource(blob, name), reads, testDelay) })),
+    blobs.map(({ name, blob }) => ({ name, source: timedSource(blobSource(blob, name), reads, testGate) })),
   );
   if (opening.get(slot) !== mine)
     throw refusal('AbortError', `${label} was replaced by a newer choice for the same place.`);

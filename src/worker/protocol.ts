@@ -126,8 +126,11 @@ export interface MergeSummary {
 export interface WorkerSettings {
   /** The studio's memory budget, one of MEMORY_BUDGETS (the engine card's choice). */
   memoryBudget?: number;
-  /** Every read of the worker waits this long first (0: none), so a job runs long enough to cancel. */
-  readDelayMs?: number;
+  /**
+   * e2e only: a number holds the worker's reads after that many more (the job waits mid-way until
+   * the test acts); null opens them again.
+   */
+  holdReads?: number | null;
   /** false: merges neither read ahead nor write behind (ModelsInput.overlap), for benchmarks. */
   overlap?: boolean;
   /** true: the next shard hash worker is started from a script that is not there, for tests. */

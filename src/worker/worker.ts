@@ -33,7 +33,7 @@ import {
   openTarget,
   recalledAnalysis,
   rememberAnalysis,
-  setReadDelay,
+  holdReads,
 } from './models.ts';
 import {
   DEMO_MODEL_TYPE,
@@ -135,10 +135,10 @@ const handlers: Handlers = {
     await deleteMerge(folder);
     return null;
   },
-  async configure({ memoryBudget, readDelayMs, overlap, breakHashWorker, releaseEngine: release }) {
+  async configure({ memoryBudget, holdReads: hold, overlap, breakHashWorker, releaseEngine: release }) {
     if (memoryBudget !== undefined) setMemoryBudget(memoryBudget);
     if (release) releaseEngine();
-    if (readDelayMs !== undefined) setReadDelay(readDelayMs);
+    if (hold !== undefined) holdReads(hold);
     if (overlap !== undefined) setOverlap(overlap);
     if (breakHashWorker) breakNextHashWorker();
     return null;
