@@ -8,13 +8,14 @@ import { dareKeepBelow, dareScale, fnv1a32 } from '../../methods/rng.ts';
 import { topKCount } from '../../methods/select.ts';
 import { deriveTensorStats, emptyTensorStats, localLambdas } from '../../methods/stats.ts';
 import { dareScalePlan, emptyDareNorms, l1Scales } from '../../methods/dare-norms.ts';
-import { addDareNorms, createDareNormsKernel, dareNormsBytes, NORM_GROUPS } from './kernels/dare_norms.ts';
+import { addDareNorms, dareNormsBytes, dareNormsRequest, NORM_GROUPS } from './kernels/dare_norms.ts';
 import { checkMergeOptions, forTensor } from '../contract.ts';
 import { NonFiniteTally } from '../../methods/errors.ts';
 import { throwIfAborted } from '../../io/abort.ts';
-import type { Kernel, KernelIo } from './kernels/kernel.ts';
+import type { Kernel, KernelIo, KernelRequest } from './kernels/kernel.ts';
+import { KernelCache } from './kernel-cache.ts';
 import { divisionIsExact } from './division.ts';
-import { createLinearKernel } from './kernels/linear.ts';
+import { linearRequest } from './kernels/linear.ts';
 import {
   FLAG_MODELS,
   FLAG_NON_FINITE,
@@ -22,20 +23,20 @@ import {
   flagCount,
   type MergeVariant,
 } from './kernels/merge-bindings.ts';
-import { createRamKernel } from './kernels/ram.ts';
-import { addStatsCounters, createStatsKernel, statsLayout } from './kernels/stats.ts';
+import { ramRequest } from './kernels/ram.ts';
+import { addStatsCounters, statsLayout, statsRequest } from './kernels/stats.ts';
 import {
   addOverlapCounters,
-  createOverlapCountKernel,
+  overlapCountRequest,
   emptyOverlapCounts,
   overlapCountGroups,
   overlapCountWords,
   type OverlapCounts,
 } from './kernels/overlap_count.ts';
 import { addBranchCounters, branchWords } from './kernels/branches.ts';
-import { createTiesKernel, tiesMergeDispatch } from './kernels/ties.ts';
-import { createTopKScanKernel, TIE_CARRY_WORDS } from './kernels/topk_scan.ts';
-import { createTopKTiesKernel, spanMarkDispatch, tieMarkDispatch } from './kernels/topk_ties.ts';
+import { tiesMergeDispatch, tiesRequest } from './kernels/ties.ts';
+import { TIE_CARRY_WORDS, topKScanRequest } from './kernels/topk_scan.ts';
+import { spanMarkDispatch, tieMarkDispatch, topKTiesRequest } from './kernels/topk_ties.ts';
 import { AGENT_BYTES, encodeAgents, encodeParams, type AgentParams, type WindowParams } from './layout.ts';
 import {
   statsGroups,
@@ -222,7 +223,7 @@ class GpuEngine implements MergeEngine {
   private readonly maxWindow: number;
   private readonly memoryBudget: number;
   private readonly uploads: 'mapped' | 'copied';
-  private readonly kernels = new Map<string, Promise<Kernel>>();
+  private readonly kernels: KernelCache;
   private readonly agentBuffer: GPUBuffer;
   private readonly carry: GPUBuffer;
   private readonly topK: TopKSelect<Job>;
@@ -262,6 +263,7 @@ class GpuEngine implements MergeEngine {
     // Windows are sized to the rest (windowElements).
     this.driverMemory = driverMemory(this.memoryBudget, this.agents, this.maxWindow);
     this.scheduler = new Scheduler(device, 'MergeEngine');
+    this.kernels = new KernelCache(device);
     this.agentBuffer = this.buffer(
       'agents',
       n * AGENT_BYTES,
@@ -300,7 +302,7 @@ class GpuEngine implements MergeEngine {
       scheduler: this.scheduler,
       agents: n,
       agentBuffer: this.agentBuffer,
-      kernel: (key, make) => this.kernel(key, make),
+      kernel: (request) => this.kernel(request),
       sampled: options.topKSelect !== 'radix',
       ...(options.maxCollected !== undefined ? { maxCollected: options.maxCollected } : {}),
       ...(options.onSelectRoutes ? { onRoutes: options.onSelectRoutes } : {}),
@@ -358,8 +360,7 @@ class GpuEngine implements MergeEngine {
     for (const b of [this.agentBuffer, this.carry]) b.destroy();
     for (const b of this.branchBuffers) for (const buffer of [b.counters, b.readback]) buffer.destroy();
     this.topK.destroy();
-    for (const kernel of this.kernels.values()) kernel.then((k) => k.destroy(), noop);
-    this.kernels.clear();
+    this.kernels.destroy();
     this.scheduler.destroy();
   }
 
@@ -502,9 +503,7 @@ class GpuEngine implements MergeEngine {
     ]);
     const partial = rows.filter((r) => r.keep > 0);
     const whole = partial.some((r) => r.first === undefined)
-      ? await this.kernel(`topk_ties:${dtype}:${band}`, () =>
-          createTopKTiesKernel(this.device, dtype, this.agents, band),
-        )
+      ? await this.kernel(topKTiesRequest(dtype, this.agents, band))
       : null;
     const spans: TieBreak['spans'] = [];
     for (const r of partial)
@@ -512,13 +511,9 @@ class GpuEngine implements MergeEngine {
         spans.push({
           first: r.first,
           end: r.end,
-          kernel: await this.kernel(`topk_ties:${dtype}:${band}:${r.row}`, () =>
-            createTopKTiesKernel(this.device, dtype, this.agents, band, r.row),
-          ),
+          kernel: await this.kernel(topKTiesRequest(dtype, this.agents, band, r.row)),
         });
-    const scan = await this.kernel(`topk_scan:${band}`, () =>
-      createTopKScanKernel(this.device, this.agents, band),
-    );
+    const scan = await this.kernel(topKScanRequest(this.agents, band));
     return { whole, spans, scan };
   }
 
@@ -548,13 +543,12 @@ class GpuEngine implements MergeEngine {
     countBranches: boolean,
   ): Promise<MergeKernel> {
     const dare = plan.sparsify === 'dare';
-    const key = `${variant.inDtype}:${variant.outDtype}`;
     const same = (kernel: Kernel): MergeKernel => ({ kernel, dispatch: (d) => d });
     switch (plan.combine) {
       case 'ram':
-        return same(await this.kernel(`ram:${key}`, () => createRamKernel(this.device, variant)));
+        return same(await this.kernel(ramRequest(variant)));
       case 'linear':
-        return same(await this.kernel(`linear:${key}`, () => createLinearKernel(this.device, variant)));
+        return same(await this.kernel(linearRequest(variant)));
       case 'task_arithmetic':
       case 'ties': {
         const band = plan.sparsify === 'band';
@@ -562,9 +556,7 @@ class GpuEngine implements MergeEngine {
         // Every sum of sparsified τ runs in the TIES kernel, with or without its sign election.
         const topK = plan.sparsify === 'topk' || band;
         const kernel = await this.kernel(
-          `ties:${dare}:${topK}:${tieBreak}:${band}:${consensus}:${countBranches}:${key}`,
-          () =>
-            createTiesKernel(this.device, variant, { dare, topK, tieBreak, band, consensus, countBranches }),
+          tiesRequest(variant, { dare, topK, tieBreak, band, consensus, countBranches }),
         );
         const max = this.device.limits.maxComputeWorkgroupsPerDimension;
         return { kernel, dispatch: (d) => tiesMergeDispatch(d, max, countBranches) };
@@ -602,9 +594,7 @@ class GpuEngine implements MergeEngine {
     submitted?: () => void,
   ): Promise<void> {
     const dtype = job.tensor.dtype;
-    const kernel = await this.kernel(`stats:${dtype}`, () =>
-      createStatsKernel(this.device, dtype, this.agents),
-    );
+    const kernel = await this.kernel(statsRequest(dtype, this.agents));
     await this.counterPass(job, epsilon, {
       label: 'stats',
       kernel,
@@ -622,9 +612,7 @@ class GpuEngine implements MergeEngine {
    */
   private async overlapCountPass(job: Job, epsilon: number): Promise<OverlapCounts> {
     const dtype = job.tensor.dtype;
-    const kernel = await this.kernel(`overlap_count:${dtype}`, () =>
-      createOverlapCountKernel(this.device, dtype, this.agents),
-    );
+    const kernel = await this.kernel(overlapCountRequest(dtype, this.agents));
     const counts = emptyOverlapCounts(this.agents);
     await this.counterPass(job, epsilon, {
       label: 'overlap_count',
@@ -677,9 +665,7 @@ class GpuEngine implements MergeEngine {
   /** DARE's L1 rule: per agent ‖τ‖₁ / ‖m⊙τ‖₁ of the whole tensor, from partial sums added in f64. */
   private async dareNormsPass(job: Job, params: MethodParams): Promise<number[]> {
     const dtype = job.tensor.dtype;
-    const kernel = await this.kernel(`dare_norms:${dtype}`, () =>
-      createDareNormsKernel(this.device, dtype, this.agents),
-    );
+    const kernel = await this.kernel(dareNormsRequest(dtype, this.agents));
     this.scheduler.write(
       this.agentBuffer,
       0,
@@ -953,14 +939,7 @@ class GpuEngine implements MergeEngine {
     return result;
   }
 
-  private kernel(key: string, make: () => Promise<Kernel>): Promise<Kernel> {
-    let kernel = this.kernels.get(key);
-    if (!kernel) {
-      kernel = make();
-      this.kernels.set(key, kernel);
-      // A failed build is not cached: the next call reports its own error.
-      kernel.catch(() => this.kernels.delete(key));
-    }
-    return kernel;
+  private kernel(request: KernelRequest): Promise<Kernel> {
+    return this.kernels.get(request);
   }
 }
