@@ -36,6 +36,7 @@ import {
   windowElements,
 } from '../engine/gpu/plumbing.ts';
 import { Scheduler } from '../engine/gpu/scheduler.ts';
+import { readSlots, windowParams } from '../engine/gpu/slot-reads.ts';
 import type { MergeEngine } from '../engine/contract.ts';
 import type { TensorInput } from '../methods/tensors.ts';
 
@@ -143,16 +144,11 @@ export class MaskRenderer {
     this.scheduler.write(this.view, 0, encodeView(g));
     this.scheduler.submit('mask.clear', (encoder) => encoder.clearBuffer(grid, 0, pad4(gridBytes)));
     const windows = tensorWindows(count, windowSize);
+    const models = Array.from({ length: this.agents + 1 }, (_, k) => k);
     for (const w of windows) {
       throwIfAborted(request.signal);
-      const used = w.count * inBytes;
-      const reads = await Promise.allSettled(
-        Array.from({ length: this.agents + 1 }, (_, k) =>
-          tensor.read(k, first + w.start, w.count, staging.subarray(k * slotBytes, k * slotBytes + used)),
-        ),
-      );
-      for (const r of reads) if (r.status === 'rejected') throw r.reason;
-      for (let k = 0; k <= this.agents; k++) staging.fill(0, k * slotBytes + used, (k + 1) * slotBytes);
+      // Each slot zero-filled past the window's bytes to its end.
+      await readSlots(tensor, models, first + w.start, w.count, staging, slotBytes, slotBytes);
       this.scheduler.write(this.inputs, 0, staging);
       const d = splitDispatch(
         Math.ceil(w.count / (WORKGROUP_SIZE * MASK_ITEMS)),
@@ -162,14 +158,7 @@ export class MaskRenderer {
       this.scheduler.write(
         this.params,
         0,
-        encodeParams({
-          count: w.count,
-          slotWords: slotBytes / 4,
-          start: first + w.start,
-          groupsX: d.x,
-          groups: d.groups,
-          epsilon: request.epsilon,
-        }),
+        encodeParams({ ...windowParams(w, slotBytes, d, first), epsilon: request.epsilon }),
       );
       this.scheduler.submit(`mask[${w.index}]`, (encoder) => kernel.encode(encoder, io, d));
     }
