@@ -248,6 +248,12 @@ export class PassRunner {
         const bytes = result ? result.bytes(w) : 0;
         const flagBytes = result?.flags ? set.flags.size : 0;
         const branches = result?.branches ? this.branchSet(set) : undefined;
+        // A new pass whose result outgrows the set's buffers (BufferSets sizes them) says so here.
+        if (result && (bytes > set[result.source].size || bytes + flagBytes > set.readback.size))
+          throw new Error(
+            `${job.tensor.name}: pass ${pass.label} reads back ${bytes + flagBytes} bytes of ${result.source}, ` +
+              `which holds ${set[result.source].size} (read-back room ${set.readback.size})`,
+          );
         this.scheduler.submit(`${pass.label}[${w.index}]`, (encoder) => {
           pass.encode(encoder, set, w, d);
           if (result) encoder.copyBufferToBuffer(set[result.source], 0, set.readback, 0, bytes);
