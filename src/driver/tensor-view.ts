@@ -15,13 +15,13 @@ import { analyzeModels, mergeableTensors, tensorInput } from './driver.ts';
 import { MergeError, type AnalysisResult } from './job.ts';
 import { checkMergeOptions } from '../engine/contract.ts';
 import { throwIfAborted } from '../io/abort.ts';
-import type { Kernel } from '../engine/gpu/kernels/kernel.ts';
+import { KernelCache } from '../engine/gpu/kernel-cache.ts';
 import {
   createMaskDraw,
-  createMaskKernel,
   encodeDraw,
   encodeView,
   MASK_ITEMS,
+  maskRequest,
   VIEW_BYTES,
   DRAW_BYTES,
   type MaskDraw,
@@ -36,6 +36,7 @@ import {
   windowElements,
 } from '../engine/gpu/plumbing.ts';
 import { Scheduler } from '../engine/gpu/scheduler.ts';
+import { readSlots, windowParams } from '../engine/gpu/slot-reads.ts';
 import type { MergeEngine } from '../engine/contract.ts';
 import type { TensorInput } from '../methods/tensors.ts';
 
@@ -72,7 +73,7 @@ export type MaskPalette = readonly (readonly [number, number, number, number])[]
 
 export class MaskRenderer {
   private readonly scheduler: Scheduler;
-  private readonly kernels = new Map<FloatDtype, Promise<Kernel>>();
+  private readonly kernels: KernelCache;
   private readonly draws = new Map<GPUTextureFormat, Promise<MaskDraw>>();
   private readonly params: GPUBuffer;
   private readonly view: GPUBuffer;
@@ -89,6 +90,7 @@ export class MaskRenderer {
     readonly agents: number,
   ) {
     this.scheduler = new Scheduler(device, 'MaskRenderer');
+    this.kernels = new KernelCache(device);
     const uniform = GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST;
     this.params = this.buffer('params', PARAMS_BYTES, uniform);
     this.view = this.buffer('view', VIEW_BYTES, uniform);
@@ -135,23 +137,18 @@ export class MaskRenderer {
     this.inputs = this.grow(this.inputs, 'inputs', (this.agents + 1) * slotBytes, GPUBufferUsage.STORAGE);
     this.grid = this.grow(this.grid, 'grid', gridBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC);
     this.readback = this.grow(this.readback, 'readback', gridBytes, GPUBufferUsage.MAP_READ);
-    const kernel = await this.kernel(tensor.dtype);
+    const kernel = await this.kernels.get(maskRequest(tensor.dtype, this.agents));
     const staging = new Uint8Array((this.agents + 1) * slotBytes);
     const grid = this.grid;
     const io = { params: this.params, inputs: this.inputs, grid, view: this.view };
     this.scheduler.write(this.view, 0, encodeView(g));
     this.scheduler.submit('mask.clear', (encoder) => encoder.clearBuffer(grid, 0, pad4(gridBytes)));
     const windows = tensorWindows(count, windowSize);
+    const models = Array.from({ length: this.agents + 1 }, (_, k) => k);
     for (const w of windows) {
       throwIfAborted(request.signal);
-      const used = w.count * inBytes;
-      const reads = await Promise.allSettled(
-        Array.from({ length: this.agents + 1 }, (_, k) =>
-          tensor.read(k, first + w.start, w.count, staging.subarray(k * slotBytes, k * slotBytes + used)),
-        ),
-      );
-      for (const r of reads) if (r.status === 'rejected') throw r.reason;
-      for (let k = 0; k <= this.agents; k++) staging.fill(0, k * slotBytes + used, (k + 1) * slotBytes);
+      // Each slot zero-filled past the window's bytes to its end.
+      await readSlots(tensor, models, first + w.start, w.count, staging, slotBytes, slotBytes);
       this.scheduler.write(this.inputs, 0, staging);
       const d = splitDispatch(
         Math.ceil(w.count / (WORKGROUP_SIZE * MASK_ITEMS)),
@@ -161,14 +158,7 @@ export class MaskRenderer {
       this.scheduler.write(
         this.params,
         0,
-        encodeParams({
-          count: w.count,
-          slotWords: slotBytes / 4,
-          start: first + w.start,
-          groupsX: d.x,
-          groups: d.groups,
-          epsilon: request.epsilon,
-        }),
+        encodeParams({ ...windowParams(w, slotBytes, d, first), epsilon: request.epsilon }),
       );
       this.scheduler.submit(`mask[${w.index}]`, (encoder) => kernel.encode(encoder, io, d));
     }
@@ -265,27 +255,13 @@ export class MaskRenderer {
       this.readback,
     ])
       b?.destroy();
-    for (const k of this.kernels.values())
-      k.then(
-        (kernel) => kernel.destroy(),
-        () => undefined,
-      );
+    this.kernels.destroy();
     for (const d of this.draws.values())
       d.then(
         (draw) => draw.destroy(),
         () => undefined,
       );
     this.scheduler.destroy();
-  }
-
-  private kernel(dtype: FloatDtype): Promise<Kernel> {
-    let kernel = this.kernels.get(dtype);
-    if (!kernel) {
-      kernel = createMaskKernel(this.device, dtype, this.agents);
-      this.kernels.set(dtype, kernel);
-      kernel.catch(() => this.kernels.delete(dtype));
-    }
-    return kernel;
   }
 
   /** The buffer if it holds `bytes`, else a new one (the old destroyed). */

@@ -14,8 +14,8 @@ import {
   type TopKState,
 } from '../../methods/select.ts';
 import type { TensorInput } from '../../methods/tensors.ts';
-import type { Kernel, KernelIo } from './kernels/kernel.ts';
-import { createTopKHistKernel, histogramBin, histogramCounts, TOPK_HIST_SLOTS } from './kernels/topk_hist.ts';
+import type { Kernel, KernelIo, KernelRequest } from './kernels/kernel.ts';
+import { histogramBin, histogramCounts, TOPK_HIST_SLOTS, topKHistRequest } from './kernels/topk_hist.ts';
 import { encodeAgents, type WindowParams } from './layout.ts';
 import { countGroups, pad4, WORKGROUP_SIZE, type Dispatch, type Window } from './plumbing.ts';
 import type { Scheduler } from './scheduler.ts';
@@ -24,9 +24,9 @@ import {
   BRACKET_HEADER,
   bracketGroups,
   CHUNK_ELEMENTS,
-  createTopKCountKernel,
+  topKCountRequest,
 } from './kernels/topk_count.ts';
-import { createTopKSampleKernel, NO_KEY } from './kernels/topk_sample.ts';
+import { NO_KEY, topKSampleRequest } from './kernels/topk_sample.ts';
 import {
   chooseBracket,
   exactTopK,
@@ -94,7 +94,8 @@ export interface SelectHost<J extends SelectJob> {
   readonly scheduler: Scheduler;
   readonly agents: number;
   readonly agentBuffer: GPUBuffer;
-  kernel(key: string, make: () => Promise<Kernel>): Promise<Kernel>;
+  /** The pipeline of a request, from the engine's cache (kernel-cache.ts). */
+  kernel(request: KernelRequest): Promise<Kernel>;
   /** Try the sampled select before the radix one. */
   readonly sampled: boolean;
   /** Keys the count pass may collect, all rows together (default MAX_COLLECTED). */
@@ -217,9 +218,7 @@ export class TopKSelect<J extends SelectJob> {
     const order = endOnFirstWindows(job.windows);
     const sampled = order[0];
     if (!sampled) return [...states];
-    const sampler = await host.kernel(`topk_sample:${tensor.dtype}`, () =>
-      createTopKSampleKernel(host.device, tensor.dtype, n, SAMPLE_PAIRS),
-    );
+    const sampler = await host.kernel(topKSampleRequest(tensor.dtype, n, SAMPLE_PAIRS));
     await host.countPass(job, {
       label: 'topk_sample',
       order: [sampled],
@@ -323,11 +322,7 @@ export class TopKSelect<J extends SelectJob> {
     host.scheduler.write(io.bracket, 0, new Uint8Array(words.buffer));
     const dispatches: Kernel[] = [];
     for (const { first, rows: count, collect } of countDispatches(brackets))
-      dispatches.push(
-        await host.kernel(`topk_count:${tensor.dtype}:${first}:${count}:${collect}`, () =>
-          createTopKCountKernel(host.device, tensor.dtype, n, first, count, collect),
-        ),
-      );
+      dispatches.push(await host.kernel(topKCountRequest(tensor.dtype, n, first, count, collect)));
     const bytes = rows * BRACKET_COUNTS * 4;
     host.scheduler.submit('topk_count.clear', (encoder) => encoder.clearBuffer(histogram, 0, bytes));
     await host.countPass(job, {
@@ -414,9 +409,7 @@ export class TopKSelect<J extends SelectJob> {
     const n = host.agents;
     let states = [...start];
     if (!states.some((s) => s.searching)) return states;
-    const kernel = await host.kernel(`topk_hist:${tensor.dtype}`, () =>
-      createTopKHistKernel(host.device, tensor.dtype, host.agents),
-    );
+    const kernel = await host.kernel(topKHistRequest(tensor.dtype, host.agents));
     const { histogram } = this.buffers();
     const all = states.map((_, i) => i);
     for (const [digit, { shift, bits }] of RADIX_DIGITS.entries()) {

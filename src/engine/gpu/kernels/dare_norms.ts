@@ -4,7 +4,7 @@
 import type { FloatDtype } from '../../../format/dtype.ts';
 import source from '../../../../shaders/dare_norms.wgsl?raw';
 import type { DareNorms } from '../../../methods/dare-norms.ts';
-import { createKernel, DTYPE_CODE, type Kernel, type KernelSpec } from './kernel.ts';
+import { buildKernel, DTYPE_CODE, type Kernel, type KernelRequest, type KernelSpec } from './kernel.ts';
 import { RNG_SOURCE, WINDOW_SOURCES } from './sources.ts';
 import { WORKGROUP_SIZE } from '../plumbing.ts';
 
@@ -38,10 +38,15 @@ export function addDareNorms(norms: DareNorms, partials: Float32Array): void {
     }
 }
 
+/** Its spec and override constants: all that tells its pipelines apart (KernelCache keys them). */
+export function dareNormsRequest(inDtype: FloatDtype, agents: number): KernelRequest {
+  return { spec: DARE_NORMS_KERNEL, constants: { IN_DTYPE: DTYPE_CODE[inDtype], AGENTS: agents } };
+}
+
 export function createDareNormsKernel(
   device: GPUDevice,
   inDtype: FloatDtype,
   agents: number,
 ): Promise<Kernel> {
-  return createKernel(device, DARE_NORMS_KERNEL, { IN_DTYPE: DTYPE_CODE[inDtype], AGENTS: agents });
+  return buildKernel(device, dareNormsRequest(inDtype, agents));
 }

@@ -22,6 +22,15 @@ export interface KernelSpec {
   constants: readonly string[];
 }
 
+/**
+ * One pipeline of a kernel: its spec and the value of each override constant. Nothing else tells two
+ * pipelines apart, so the pipeline cache keys them by it alone (kernelKey).
+ */
+export interface KernelRequest {
+  readonly spec: KernelSpec;
+  readonly constants: Readonly<Record<string, number>>;
+}
+
 export type KernelIo = Readonly<Record<string, GPUBuffer>>;
 
 export interface Kernel {
@@ -39,6 +48,11 @@ export function kernelSource(spec: KernelSpec): string {
 
 function pascal(name: string): string {
   return name.replace(/(^|_)([a-z])/g, (_, __, c: string) => c.toUpperCase());
+}
+
+/** The pipeline a request names (createKernel). */
+export function buildKernel(device: GPUDevice, request: KernelRequest): Promise<Kernel> {
+  return createKernel(device, request.spec, request.constants);
 }
 
 export async function createKernel(

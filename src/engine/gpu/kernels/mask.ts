@@ -7,7 +7,7 @@ import source from '../../../../shaders/mask.wgsl?raw';
 import drawSource from '../../../../shaders/mask_draw.wgsl?raw';
 import type { ScalarType } from '../layout.ts';
 import type { MaskGeometry } from '../../../methods/mask-geometry.ts';
-import { createKernel, DTYPE_CODE, type Kernel, type KernelSpec } from './kernel.ts';
+import { buildKernel, DTYPE_CODE, type Kernel, type KernelRequest, type KernelSpec } from './kernel.ts';
 import { FINITE_SOURCE, WINDOW_SOURCES } from './sources.ts';
 
 /** Elements per invocation of the mask kernel (ITEMS in mask.wgsl). */
@@ -97,8 +97,13 @@ export function encodeDraw(g: MaskGeometry, width: number, height: number): Uint
   });
 }
 
+/** Its spec and override constants: all that tells its pipelines apart (KernelCache keys them). */
+export function maskRequest(inDtype: FloatDtype, agents: number): KernelRequest {
+  return { spec: MASK_KERNEL, constants: { IN_DTYPE: DTYPE_CODE[inDtype], AGENTS: agents } };
+}
+
 export function createMaskKernel(device: GPUDevice, inDtype: FloatDtype, agents: number): Promise<Kernel> {
-  return createKernel(device, MASK_KERNEL, { IN_DTYPE: DTYPE_CODE[inDtype], AGENTS: agents });
+  return buildKernel(device, maskRequest(inDtype, agents));
 }
 
 export interface MaskDrawIo {

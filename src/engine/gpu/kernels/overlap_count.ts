@@ -7,7 +7,7 @@ import { at } from '../../../io/checked.ts';
 import source from '../../../../shaders/overlap_count.wgsl?raw';
 import type { AgentChanges } from '../../../methods/stats.ts';
 import { WORKGROUP_SIZE } from '../plumbing.ts';
-import { createKernel, DTYPE_CODE, type Kernel, type KernelSpec } from './kernel.ts';
+import { buildKernel, DTYPE_CODE, type Kernel, type KernelRequest, type KernelSpec } from './kernel.ts';
 import { WINDOW_SOURCES } from './sources.ts';
 
 export const OVERLAP_COUNT_KERNEL: KernelSpec = {
@@ -58,10 +58,15 @@ export function addOverlapCounters(counts: OverlapCounts, counters: Uint32Array)
     counts.nonFiniteModels[m] = at(counts.nonFiniteModels, m, 'nonFiniteModels') + word(2 * n + 1 + m);
 }
 
+/** Its spec and override constants: all that tells its pipelines apart (KernelCache keys them). */
+export function overlapCountRequest(inDtype: FloatDtype, agents: number): KernelRequest {
+  return { spec: OVERLAP_COUNT_KERNEL, constants: { IN_DTYPE: DTYPE_CODE[inDtype], AGENTS: agents } };
+}
+
 export function createOverlapCountKernel(
   device: GPUDevice,
   inDtype: FloatDtype,
   agents: number,
 ): Promise<Kernel> {
-  return createKernel(device, OVERLAP_COUNT_KERNEL, { IN_DTYPE: DTYPE_CODE[inDtype], AGENTS: agents });
+  return buildKernel(device, overlapCountRequest(inDtype, agents));
 }

@@ -2,7 +2,7 @@
 // ramCombine in src/methods/reference.ts).
 
 import source from '../../../../shaders/ram.wgsl?raw';
-import { createKernel, type Kernel, type KernelSpec } from './kernel.ts';
+import { buildKernel, type Kernel, type KernelRequest, type KernelSpec } from './kernel.ts';
 import { MERGE_BINDINGS, mergeConstants, type MergeVariant } from './merge-bindings.ts';
 import { MERGE_SOURCES } from './sources.ts';
 
@@ -13,6 +13,11 @@ export const RAM_KERNEL: KernelSpec = {
   constants: ['IN_DTYPE', 'OUT_DTYPE', 'AGENTS', 'CORRECT_DIVISION'],
 };
 
+/** Its spec and override constants: all that tells its pipelines apart (KernelCache keys them). */
+export function ramRequest(variant: MergeVariant): KernelRequest {
+  return { spec: RAM_KERNEL, constants: mergeConstants(variant) };
+}
+
 export function createRamKernel(device: GPUDevice, variant: MergeVariant): Promise<Kernel> {
-  return createKernel(device, RAM_KERNEL, mergeConstants(variant));
+  return buildKernel(device, ramRequest(variant));
 }

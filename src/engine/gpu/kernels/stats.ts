@@ -5,7 +5,7 @@ import type { FloatDtype } from '../../../format/dtype.ts';
 import source from '../../../../shaders/stats.wgsl?raw';
 import { MAGNITUDE_BINS, PAIRS_MAX_AGENTS } from '../../../methods/stats.ts';
 import type { TensorStats } from '../../../methods/tensors.ts';
-import { createKernel, DTYPE_CODE, type Kernel, type KernelSpec } from './kernel.ts';
+import { buildKernel, DTYPE_CODE, type Kernel, type KernelRequest, type KernelSpec } from './kernel.ts';
 import { WINDOW_SOURCES } from './sources.ts';
 
 export const STATS_KERNEL: KernelSpec = {
@@ -85,6 +85,11 @@ export function addStatsCounters(stats: TensorStats, counters: Uint32Array, wind
     }
 }
 
+/** Its spec and override constants: all that tells its pipelines apart (KernelCache keys them). */
+export function statsRequest(inDtype: FloatDtype, agents: number): KernelRequest {
+  return { spec: STATS_KERNEL, constants: { IN_DTYPE: DTYPE_CODE[inDtype], AGENTS: agents } };
+}
+
 export function createStatsKernel(device: GPUDevice, inDtype: FloatDtype, agents: number): Promise<Kernel> {
-  return createKernel(device, STATS_KERNEL, { IN_DTYPE: DTYPE_CODE[inDtype], AGENTS: agents });
+  return buildKernel(device, statsRequest(inDtype, agents));
 }

@@ -6,7 +6,7 @@
 import source from '../../../../shaders/ties.wgsl?raw';
 import { BRANCH_ROUNDS, BRANCHES_BINDING, BRANCHES_SOURCE } from './branches.ts';
 import { splitDispatch, type Dispatch } from '../plumbing.ts';
-import { createKernel, type Kernel, type KernelSpec } from './kernel.ts';
+import { buildKernel, type Kernel, type KernelRequest, type KernelSpec } from './kernel.ts';
 import { MERGE_BINDINGS, mergeConstants, type MergeVariant } from './merge-bindings.ts';
 import { FINITE_SOURCE, QUOTIENT_SOURCE, RNG_SOURCE, WINDOW_SOURCES } from './sources.ts';
 
@@ -48,20 +48,28 @@ export interface TiesOptions {
   countBranches?: boolean;
 }
 
+/** Its spec and override constants: all that tells its pipelines apart (KernelCache keys them). */
+export function tiesRequest(variant: MergeVariant, options: TiesOptions): KernelRequest {
+  return {
+    spec: TIES_KERNEL,
+    constants: {
+      ...mergeConstants(variant),
+      DARE: options.dare ? 1 : 0,
+      TOP_K: options.topK === false ? 0 : 1,
+      TIE_BREAK: options.tieBreak ? 1 : 0,
+      BAND: options.band ? 1 : 0,
+      CONSENSUS: options.consensus === false ? 0 : 1,
+      COUNT_BRANCHES: options.countBranches ? 1 : 0,
+    },
+  };
+}
+
 export function createTiesKernel(
   device: GPUDevice,
   variant: MergeVariant,
   options: TiesOptions,
 ): Promise<Kernel> {
-  return createKernel(device, TIES_KERNEL, {
-    ...mergeConstants(variant),
-    DARE: options.dare ? 1 : 0,
-    TOP_K: options.topK === false ? 0 : 1,
-    TIE_BREAK: options.tieBreak ? 1 : 0,
-    BAND: options.band ? 1 : 0,
-    CONSENSUS: options.consensus === false ? 0 : 1,
-    COUNT_BRANCHES: options.countBranches ? 1 : 0,
-  });
+  return buildKernel(device, tiesRequest(variant, options));
 }
 
 /**

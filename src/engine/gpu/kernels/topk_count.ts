@@ -5,7 +5,7 @@
 import type { FloatDtype } from '../../../format/dtype.ts';
 import source from '../../../../shaders/topk_count.wgsl?raw';
 import { WORKGROUP_SIZE } from '../plumbing.ts';
-import { createKernel, DTYPE_CODE, type Kernel, type KernelSpec } from './kernel.ts';
+import { buildKernel, DTYPE_CODE, type Kernel, type KernelRequest, type KernelSpec } from './kernel.ts';
 import { LAYOUT_SOURCES } from './sources.ts';
 
 export const TOPK_COUNT_KERNEL: KernelSpec = {
@@ -42,6 +42,25 @@ export function bracketGroups(count: number): number {
  * `collect`: some row of the dispatch brackets several keys (lo below hi), so the kernel also counts
  * keys equal to lo and collects those between; else it runs the cheaper one-key count.
  */
+export function topKCountRequest(
+  inDtype: FloatDtype,
+  agents: number,
+  firstRow: number,
+  rows: number,
+  collect: boolean,
+): KernelRequest {
+  return {
+    spec: TOPK_COUNT_KERNEL,
+    constants: {
+      IN_DTYPE: DTYPE_CODE[inDtype],
+      AGENTS: agents,
+      FIRST_ROW: firstRow,
+      ROWS: rows,
+      COLLECT: collect ? 1 : 0,
+    },
+  };
+}
+
 export function createTopKCountKernel(
   device: GPUDevice,
   inDtype: FloatDtype,
@@ -50,11 +69,5 @@ export function createTopKCountKernel(
   rows: number,
   collect: boolean,
 ): Promise<Kernel> {
-  return createKernel(device, TOPK_COUNT_KERNEL, {
-    IN_DTYPE: DTYPE_CODE[inDtype],
-    AGENTS: agents,
-    FIRST_ROW: firstRow,
-    ROWS: rows,
-    COLLECT: collect ? 1 : 0,
-  });
+  return buildKernel(device, topKCountRequest(inDtype, agents, firstRow, rows, collect));
 }

@@ -5,7 +5,7 @@
 import type { FloatDtype } from '../../../format/dtype.ts';
 import { RADIX_BINS } from '../../../methods/select.ts';
 import source from '../../../../shaders/topk_hist.wgsl?raw';
-import { createKernel, DTYPE_CODE, type Kernel, type KernelSpec } from './kernel.ts';
+import { buildKernel, DTYPE_CODE, type Kernel, type KernelRequest, type KernelSpec } from './kernel.ts';
 import { WINDOW_SOURCES } from './sources.ts';
 
 export const TOPK_HIST_KERNEL: KernelSpec = {
@@ -53,10 +53,15 @@ export function histogramCounts(words: Uint32Array, t: number, bits: number): Ui
   return counts;
 }
 
+/** Its spec and override constants: all that tells its pipelines apart (KernelCache keys them). */
+export function topKHistRequest(inDtype: FloatDtype, agents: number): KernelRequest {
+  return { spec: TOPK_HIST_KERNEL, constants: { IN_DTYPE: DTYPE_CODE[inDtype], AGENTS: agents } };
+}
+
 export function createTopKHistKernel(
   device: GPUDevice,
   inDtype: FloatDtype,
   agents: number,
 ): Promise<Kernel> {
-  return createKernel(device, TOPK_HIST_KERNEL, { IN_DTYPE: DTYPE_CODE[inDtype], AGENTS: agents });
+  return buildKernel(device, topKHistRequest(inDtype, agents));
 }

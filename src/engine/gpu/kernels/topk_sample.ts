@@ -3,7 +3,7 @@
 
 import type { FloatDtype } from '../../../format/dtype.ts';
 import source from '../../../../shaders/topk_sample.wgsl?raw';
-import { createKernel, DTYPE_CODE, type Kernel, type KernelSpec } from './kernel.ts';
+import { buildKernel, DTYPE_CODE, type Kernel, type KernelRequest, type KernelSpec } from './kernel.ts';
 import { WINDOW_SOURCES } from './sources.ts';
 
 export const TOPK_SAMPLE_KERNEL: KernelSpec = {
@@ -20,15 +20,23 @@ export const TOPK_SAMPLE_KERNEL: KernelSpec = {
 /** A key that no |τ| has (NO_KEY in topk_sample.wgsl): a sample slot past the window's end. */
 export const NO_KEY = 0xffffffff;
 
+/** Its spec and override constants: all that tells its pipelines apart (KernelCache keys them). */
+export function topKSampleRequest(inDtype: FloatDtype, agents: number, samplePairs: number): KernelRequest {
+  return {
+    spec: TOPK_SAMPLE_KERNEL,
+    constants: {
+      IN_DTYPE: DTYPE_CODE[inDtype],
+      AGENTS: agents,
+      SAMPLE_PAIRS: samplePairs,
+    },
+  };
+}
+
 export function createTopKSampleKernel(
   device: GPUDevice,
   inDtype: FloatDtype,
   agents: number,
   samplePairs: number,
 ): Promise<Kernel> {
-  return createKernel(device, TOPK_SAMPLE_KERNEL, {
-    IN_DTYPE: DTYPE_CODE[inDtype],
-    AGENTS: agents,
-    SAMPLE_PAIRS: samplePairs,
-  });
+  return buildKernel(device, topKSampleRequest(inDtype, agents, samplePairs));
 }

@@ -3,7 +3,7 @@
 // threshold (so they are kept lowest index first).
 
 import source from '../../../../shaders/topk_scan.wgsl?raw';
-import { createKernel, type Kernel, type KernelSpec } from './kernel.ts';
+import { buildKernel, type Kernel, type KernelRequest, type KernelSpec } from './kernel.ts';
 import { WINDOW_SOURCES } from './sources.ts';
 
 export const TOPK_SCAN_KERNEL: KernelSpec = {
@@ -25,6 +25,10 @@ export const TOPK_SCAN_KERNEL: KernelSpec = {
 export const TIE_CARRY_WORDS = 4;
 
 /** `band`: also the rows of the outlier thresholds' ties (Model Breadcrumbs). */
+export function topKScanRequest(agents: number, band = false): KernelRequest {
+  return { spec: TOPK_SCAN_KERNEL, constants: { AGENTS: agents, BAND: band ? 1 : 0 } };
+}
+
 export function createTopKScanKernel(device: GPUDevice, agents: number, band = false): Promise<Kernel> {
-  return createKernel(device, TOPK_SCAN_KERNEL, { AGENTS: agents, BAND: band ? 1 : 0 });
+  return buildKernel(device, topKScanRequest(agents, band));
 }

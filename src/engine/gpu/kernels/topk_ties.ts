@@ -4,7 +4,7 @@
 import type { FloatDtype } from '../../../format/dtype.ts';
 import source from '../../../../shaders/topk_ties.wgsl?raw';
 import { splitDispatch, TIE_BLOCK_PAIRS, WORKGROUP_SIZE, type Dispatch } from '../plumbing.ts';
-import { createKernel, DTYPE_CODE, type Kernel, type KernelSpec } from './kernel.ts';
+import { buildKernel, DTYPE_CODE, type Kernel, type KernelRequest, type KernelSpec } from './kernel.ts';
 import { WINDOW_SOURCES } from './sources.ts';
 
 export const TOPK_TIES_KERNEL: KernelSpec = {
@@ -26,6 +26,23 @@ export const NO_SPAN_ROW = 0xffffffff;
  * `band`: also count the ties at each agent's outlier threshold (Model Breadcrumbs). `spanRow`: mark
  * that agent's ties in its span alone (AgentParams.tieFirst), dispatched with spanMarkDispatch.
  */
+export function topKTiesRequest(
+  inDtype: FloatDtype,
+  agents: number,
+  band = false,
+  spanRow = NO_SPAN_ROW,
+): KernelRequest {
+  return {
+    spec: TOPK_TIES_KERNEL,
+    constants: {
+      IN_DTYPE: DTYPE_CODE[inDtype],
+      AGENTS: agents,
+      BAND: band ? 1 : 0,
+      SPAN_ROW: spanRow,
+    },
+  };
+}
+
 export function createTopKTiesKernel(
   device: GPUDevice,
   inDtype: FloatDtype,
@@ -33,12 +50,7 @@ export function createTopKTiesKernel(
   band = false,
   spanRow = NO_SPAN_ROW,
 ): Promise<Kernel> {
-  return createKernel(device, TOPK_TIES_KERNEL, {
-    IN_DTYPE: DTYPE_CODE[inDtype],
-    AGENTS: agents,
-    BAND: band ? 1 : 0,
-    SPAN_ROW: spanRow,
-  });
+  return buildKernel(device, topKTiesRequest(inDtype, agents, band, spanRow));
 }
 
 /** The dispatch of a span's marks (SPAN_ROW): one invocation per tie block of `elements`. */

@@ -1,0 +1,170 @@
+// The passes that sum something over a whole tensor before (or instead of) a merge, given as data:
+// a kernel, the buffer its per-window result lands in, the parameters it reads, and how each window's
+// result is added up. The statistics, RAM+'s tensor-local overlap counts and DARE's L1 norms are
+// three entries of one shape, run by runReduce over the pass runner's walk (pass-runner.ts).
+
+import { fnv1a32 } from '../../methods/rng.ts';
+import { emptyTensorStats } from '../../methods/stats.ts';
+import { emptyDareNorms, type DareNorms } from '../../methods/dare-norms.ts';
+import type { TensorStats } from '../../methods/tensors.ts';
+import type { KernelCache } from './kernel-cache.ts';
+import type { KernelRequest } from './kernels/kernel.ts';
+import { addDareNorms, dareNormsBytes, dareNormsRequest, NORM_GROUPS } from './kernels/dare_norms.ts';
+import {
+  addOverlapCounters,
+  emptyOverlapCounts,
+  overlapCountGroups,
+  overlapCountRequest,
+  overlapCountWords,
+  type OverlapCounts,
+} from './kernels/overlap_count.ts';
+import { addStatsCounters, statsLayout, statsRequest } from './kernels/stats.ts';
+import { encodeAgents, type AgentParams, type WindowParams } from './layout.ts';
+import { statsGroups, type Window } from './plumbing.ts';
+import type { Job, PassRunner } from './pass-runner.ts';
+import type { Scheduler } from './scheduler.ts';
+import { endOnFirstWindows } from './topk-select.ts';
+
+/** What the per-method passes use of their engine. */
+export interface PassContext {
+  readonly device: GPUDevice;
+  readonly scheduler: Scheduler;
+  readonly agents: number;
+  /** The per-agent parameters every kernel binds as `agents` (layout.ts AgentParams). */
+  readonly agentBuffer: GPUBuffer;
+  /** The tie-break's carry between windows, cleared at a merge's first window. */
+  readonly carry: GPUBuffer;
+  readonly kernels: KernelCache;
+  readonly runner: PassRunner;
+}
+
+/**
+ * A pass whose kernel writes a partial result per window into a buffer set's `counters` or `norms`
+ * (BufferSets sizes them for the largest of these: statsLayout, dareNormsBytes), which is read back
+ * and added up in window order.
+ */
+export interface ReducePass<R> {
+  label: string;
+  kernel: KernelRequest;
+  source: 'counters' | 'norms';
+  /** Bytes of each window's result, from the start of `source`. */
+  bytes: number;
+  /** The kernel adds into `source`: its first `bytes` are cleared before each window. */
+  clear: boolean;
+  /** Workgroups for a window of `count` elements. */
+  groups(count: number): number;
+  /** The pass's own window parameters (ε, the seed, ...): the runner adds the window's. */
+  params: Partial<WindowParams>;
+  /** Per-agent parameters the kernel reads, written before the first window. */
+  agents?: readonly AgentParams[];
+  /**
+   * A pass before a merge: 'merge-first' visits the windows so that it ends on the two the merge
+   * starts with, still resident; either way each window a buffer set lets go is kept where the
+   * budget has room (WindowPass.keep).
+   */
+  beforeMerge?: 'in-order' | 'merge-first';
+  /** The sum so far. */
+  result: R;
+  /** Adds one window's result (`data`: the read-back bytes, `bytes` of them at its start). */
+  add(w: Window, data: Uint8Array): void;
+}
+
+/** Runs a ReducePass over the job's windows; `submitted`: called once its last window is submitted. */
+export async function runReduce<R>(
+  ctx: PassContext,
+  job: Job,
+  pass: ReducePass<R>,
+  submitted?: () => void,
+): Promise<R> {
+  const kernel = await ctx.kernels.get(pass.kernel);
+  if (pass.agents) ctx.scheduler.write(ctx.agentBuffer, 0, encodeAgents(pass.agents));
+  const { bytes, source } = pass;
+  await ctx.runner.run(job, {
+    label: pass.label,
+    withBase: true,
+    ...(pass.beforeMerge === 'merge-first' ? { order: endOnFirstWindows(job.windows) } : {}),
+    ...(pass.beforeMerge ? { keep: true } : {}),
+    ...(submitted ? { submitted } : {}),
+    groups: (w) => pass.groups(w.count),
+    params: () => pass.params,
+    encode: (encoder, set, _w, d) => {
+      if (pass.clear) encoder.clearBuffer(set[source], 0, bytes);
+      kernel.encode(encoder, set.io, d);
+    },
+    result: { source, bytes: () => bytes, consume: (w, data) => pass.add(w, data) },
+  });
+  return pass.result;
+}
+
+/** The words at the start of a counters read-back. */
+function counterWords(data: Uint8Array, words: number): Uint32Array {
+  return new Uint32Array(data.buffer, 0, words);
+}
+
+/** The statistics of a tensor at ε (kernels/stats.ts): the analysis, and RAM's λ after it. */
+export function statsPass(job: Job, agents: number, epsilon: number): ReducePass<TensorStats> {
+  const { tensor } = job;
+  const words = statsLayout(agents).count;
+  const stats = emptyTensorStats(tensor.name, tensor.dtype, tensor.numel, agents);
+  return {
+    label: 'stats',
+    kernel: statsRequest(tensor.dtype, agents),
+    source: 'counters',
+    bytes: words * 4,
+    clear: true,
+    groups: statsGroups,
+    params: { epsilon },
+    result: stats,
+    add: (w, data) => addStatsCounters(stats, counterWords(data, words), w.count),
+  };
+}
+
+/**
+ * The pass before a tensor-local RAM+ merge: each agent's changed and unique counts, all its λ reads
+ * (the statistics' rules, kernels/overlap_count.ts). It ends on the windows the merge starts with,
+ * still resident.
+ */
+export function overlapCountPass(job: Job, agents: number, epsilon: number): ReducePass<OverlapCounts> {
+  const words = overlapCountWords(agents);
+  const counts = emptyOverlapCounts(agents);
+  return {
+    label: 'overlap_count',
+    kernel: overlapCountRequest(job.tensor.dtype, agents),
+    source: 'counters',
+    bytes: words * 4,
+    clear: true,
+    groups: overlapCountGroups,
+    params: { epsilon },
+    beforeMerge: 'merge-first',
+    result: counts,
+    add: (_w, data) => addOverlapCounters(counts, counterWords(data, words)),
+  };
+}
+
+/**
+ * DARE's L1 rule: per agent ‖τ‖₁ and ‖m⊙τ‖₁ of the whole tensor, from partial sums added in f64
+ * (the mask m of each agent's keepBelow, drawn as the merge draws it).
+ */
+export function dareNormsPass(
+  job: Job,
+  agents: number,
+  keepBelow: readonly number[],
+  seed: number,
+): ReducePass<DareNorms> {
+  const bytes = dareNormsBytes(agents);
+  const norms = emptyDareNorms(agents);
+  return {
+    label: 'dare_norms',
+    kernel: dareNormsRequest(job.tensor.dtype, agents),
+    source: 'norms',
+    bytes,
+    // Each invocation writes its own partial sums.
+    clear: false,
+    groups: () => NORM_GROUPS,
+    params: { nameHash: fnv1a32(job.tensor.name), seed },
+    agents: keepBelow.map((k) => ({ keepBelow: k })),
+    beforeMerge: 'in-order',
+    result: norms,
+    add: (_w, data) => addDareNorms(norms, new Float32Array(data.slice(0, bytes).buffer)),
+  };
+}
