@@ -36,9 +36,8 @@ import {
 } from './job.ts';
 
 export { TOOL_NAME, TOOL_VERSION, isCompanionFile } from './model-card.ts';
-export const DEFAULT_SHARD_BYTES = 5_000_000_000;
-/** The studio's shard size: under the ~2 GiB a browser can hold as one downloadable file. */
-export const BROWSER_SHARD_BYTES = 2_000_000_000;
+import { DEFAULT_SHARD_BYTES } from './shard-sizes.ts';
+export { BROWSER_SHARD_BYTES, DEFAULT_SHARD_BYTES } from './shard-sizes.ts';
 
 /** The tensors that get merged: in every model with one shape and dtype, of a float dtype. */
 export function mergeableTensors(base: Model, report: Omit<CompatReport, 'issues'>): ModelTensor[] {

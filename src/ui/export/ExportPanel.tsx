@@ -2,7 +2,7 @@
 // and shard checksums, downloads (with the size a browser can safely hand over) and "Save to folder…"
 // for OPFS, the read-back check for a picked folder, and the mergekit recipe.
 import { useState } from 'react';
-import { BROWSER_SHARD_BYTES } from '../../driver/driver.ts';
+import { BROWSER_SHARD_BYTES } from '../../driver/shard-sizes.ts';
 import { type WrittenFile } from '../../driver/job.ts';
 import { mergedFile } from '../../worker/client.ts';
 import type { LibraryEntry, ReadBackFile, ReadBackReport } from '../../worker/protocol.ts';

@@ -3,12 +3,16 @@
 import { useEffect, useId, useState } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 import { keptFolders, type KeptFolder } from '../../io/handle-store.ts';
-import { parseMergekitYaml, toMergekitYaml } from '../../methods/recipe.ts';
-import { recipeFragment } from '../../state/session.ts';
+import { recipeFragment, type SessionRecipe } from '../../state/session.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import { sessionRecipe } from '../../state/studio-slice.ts';
 import { reopenFolders } from '../load/folders.ts';
+import { deferred } from '../studio/deferred.tsx';
 import { pickRecipeData, type RecipeData } from './picks.ts';
+
+// mergekit YAML (and the YAML library) comes in a chunk of its own, fetched after the first frame.
+const yamlModule = () => import('./MergekitYaml.tsx');
+const Yaml = deferred<{ recipe: SessionRecipe }>(() => yamlModule().then((m) => m.MergekitYaml));
 
 const FROM_TEXT = { saved: 'your last session', link: 'the link', yaml: 'the mergekit YAML' } as const;
 
@@ -97,12 +101,11 @@ export function RecipeTools() {
   const linkId = useId();
   const importId = useId();
   const recipe = sessionRecipe(data);
-  const yaml = toMergekitYaml({
-    base: recipe.base ?? 'base',
-    models: recipe.agents,
-    params: recipe.params,
-    outDtype: recipe.outDtype ?? undefined,
-  });
+  useEffect(() => void Yaml.preload(), []);
+  const downloadYaml = async (): Promise<void> => {
+    const { recipeYaml } = await yamlModule();
+    download('mergekit_config.yml', recipeYaml(recipe));
+  };
   const copyLink = (): void => {
     const url = new URL(location.href);
     url.hash = recipeFragment(recipe);
@@ -116,6 +119,7 @@ export function RecipeTools() {
   const importYaml = async (file: File): Promise<void> => {
     const store = studioStore.getState();
     try {
+      const { parseMergekitYaml } = await yamlModule();
       const parsed = parseMergekitYaml(await file.text(), file.name);
       store.applyRecipe(
         {
@@ -151,7 +155,7 @@ export function RecipeTools() {
           type="button"
           className="button button--secondary"
           data-testid="recipe-yaml-download"
-          onClick={() => download('mergekit_config.yml', yaml)}
+          onClick={() => void downloadYaml()}
         >
           Download YAML
         </button>
@@ -187,9 +191,7 @@ export function RecipeTools() {
       )}
       <details>
         <summary>mergekit YAML of this recipe</summary>
-        <pre className="studio-pre" data-testid="recipe-yaml" tabIndex={0} aria-label="mergekit recipe">
-          {yaml}
-        </pre>
+        <Yaml.View recipe={recipe} fallback={<pre className="studio-pre muted">Reading the recipe…</pre>} />
       </details>
     </div>
   );

@@ -1,0 +1,24 @@
+// The recipe as mergekit YAML, shown, downloaded and read back: in a chunk of its own with the YAML
+// library (most of what it weighs), which the page fetches after its first frame.
+import { parseMergekitYaml, toMergekitYaml } from '../../methods/recipe.ts';
+import type { SessionRecipe } from '../../state/session.ts';
+
+export { parseMergekitYaml };
+
+/** The recipe in mergekit's config format; models are named by their labels. */
+export function recipeYaml(recipe: SessionRecipe): string {
+  return toMergekitYaml({
+    base: recipe.base ?? 'base',
+    models: recipe.agents,
+    params: recipe.params,
+    outDtype: recipe.outDtype ?? undefined,
+  });
+}
+
+export function MergekitYaml({ recipe }: { recipe: SessionRecipe }) {
+  return (
+    <pre className="studio-pre" data-testid="recipe-yaml" tabIndex={0} aria-label="mergekit recipe">
+      {recipeYaml(recipe)}
+    </pre>
+  );
+}
