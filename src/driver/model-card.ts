@@ -78,12 +78,15 @@ export function recipeOf(job: MergeJob, outDtype: FloatDtype | undefined): Recip
 const CARD_COLUMNS = USER_PARAMS.filter((key) => specOf(key).card !== undefined);
 
 /** What varied per tensor (gradients, filters), grouped so the card stays short. */
-function perTensorLines(used: Map<string, MethodParams>, labels: string[]): string[] {
+export function perTensorLines(used: Map<string, MethodParams>, labels: string[]): string[] {
   const groups = new Map<string, string[]>();
   for (const [name, p] of used) {
     const record = paramsRecord(p);
     const key = JSON.stringify(Object.fromEntries(CARD_COLUMNS.map((k) => [k, record[k]])));
-    groups.set(key, [...(groups.get(key) ?? []), name]);
+    // Appended in place: a copy per tensor made a 300k-tensor card quadratic (minutes, deaf to signals).
+    const names = groups.get(key);
+    if (names) names.push(name);
+    else groups.set(key, [name]);
   }
   const lines: string[] = [];
   if (groups.size > 1) {
