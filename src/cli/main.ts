@@ -5,6 +5,7 @@ import { escapeTerminal, inspectModel, formatInspect } from '../format/inspect.t
 import { METHOD_LIST } from '../methods/registry/index.ts';
 import { specOf } from '../methods/params.ts';
 import { flagUsage, loadModel, num, OPTIONS, PARAM_FLAGS, UsageError, type Values } from './args.ts';
+import { modelFilePaths, refuseOutputsOnInputs } from './collisions.ts';
 
 /** The flag that sets a parameter, as a method's line of the help names it. */
 function flagOf(key: Parameters<typeof specOf>[0]): string {
@@ -73,11 +74,15 @@ ${PARAMETER_LINES}
 async function inspect(positionals: string[], values: Values): Promise<void> {
   const path = positionals[0];
   if (!path || positionals.length > 1) throw new UsageError('inspect takes one PATH');
-  const report = inspectModel(await loadModel(path));
+  const model = await loadModel(path);
+  const report = inspectModel(model);
   if (values.json !== undefined) {
     const text = `${JSON.stringify(report, null, 2)}\n`;
     if (values.json === '' || values.json === '-') process.stdout.write(text);
-    else await writeFile(values.json, text);
+    else {
+      await refuseOutputsOnInputs([{ flag: '--json', path: values.json }], modelFilePaths(path, model));
+      await writeFile(values.json, text);
+    }
   } else process.stdout.write(`${formatInspect(report)}\n`);
 }
 

@@ -1,7 +1,7 @@
 // The analyze and merge commands: models from paths, the engine (WebGPU or --cpu), progress on stderr.
 import { abortError } from '../io/abort.ts';
 import { readFile, writeFile } from 'node:fs/promises';
-import { basename, join, resolve } from 'node:path';
+import { basename, resolve } from 'node:path';
 import type { Model } from '../format/model.ts';
 import { at } from '../io/checked.ts';
 import { checkUnchanged, fileIdentity, nodeFolder, sha256File } from '../io/node.ts';
@@ -16,6 +16,7 @@ import { statsFiles, statsJson, totalsFromStatsJson } from '../driver/stats-json
 import type { MergeEngine } from '../engine/contract.ts';
 import { DTYPE_FLAGS, loadModel, num, paramsFromFlags, UsageError, type Values } from './args.ts';
 import { claimOutput, handleSignals, type RunStage } from './output.ts';
+import { modelFilePaths, refuseOutputsOnInputs } from './collisions.ts';
 import { ProgressPrinter } from './progress.ts';
 import { formatBytes } from '../format/inspect.ts';
 import { runRecipeFile } from './recipe-run.ts';
@@ -76,12 +77,6 @@ function cancellation(): { signal: AbortSignal; received: () => string | undefin
 }
 
 /** Every file of the model at `path` (the file itself, or the folder's files the model lists). */
-function modelFilePaths(path: string, model: Model): string[] {
-  return model.files.length === 1 && model.files[0]?.name === basename(path)
-    ? [path]
-    : model.files.map((f) => join(path, f.name));
-}
-
 interface WindowOptions {
   maxWindowElements?: number;
   memoryBudget?: number;
@@ -129,6 +124,12 @@ function smallerWindows(
 export async function analyze(values: Values): Promise<void> {
   if (!values.json) throw new UsageError('analyze needs --json OUT.json');
   const inputs = await loadInputs(values.base, values.model);
+  await refuseOutputsOnInputs(
+    [{ flag: '--json', path: values.json }],
+    [inputs.basePath, ...inputs.modelPaths].flatMap((path, m) =>
+      modelFilePaths(path, at([inputs.base, ...inputs.agents], m, 'models')),
+    ),
+  );
   // The statistics read ε, and write RAM+'s λ from r and α: their flags, RAM+'s defaults.
   const { epsilon, r, alpha } = paramsFromFlags(values, 'ramplus', inputs.agents.length);
   const problems = (['epsilon', 'r', 'alpha'] as const).flatMap((key) =>
@@ -237,6 +238,17 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
   const models = [inputs.base, ...inputs.agents];
   const files = [inputs.basePath, ...inputs.modelPaths].flatMap((path, m) =>
     modelFilePaths(path, at(models, m, 'models')).map((file) => ({ model: at(labels, m, 'labels'), file })),
+  );
+  await refuseOutputsOnInputs(
+    [
+      { flag: '--out', path: outDir, folder: true },
+      ...(values.stats ? [{ flag: '--stats', path: values.stats }] : []),
+    ],
+    [
+      ...files.map((f) => f.file),
+      ...(statsIn === undefined ? [] : [statsIn]),
+      ...(file === undefined ? [] : [file]),
+    ],
   );
   const opened = await Promise.all(files.map((f) => fileIdentity(f.file)));
   const claim = await claimOutput(
