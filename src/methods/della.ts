@@ -6,10 +6,10 @@
 
 import { taskVector, tauKey } from './float32.ts';
 import { dareHash, dareKept, fnv1a32 } from './rng.ts';
-import type { DareRescale } from './params.ts';
+import { PARAM_SPECS, type DareRescale } from './params.ts';
 
 /** mergekit's per-model `epsilon` of `della` and `della_linear` where a recipe does not say. */
-export const DEFAULT_DELLA_EPSILON = 0.15;
+export const DEFAULT_DELLA_EPSILON = PARAM_SPECS.dellaEpsilon.default;
 
 /** Longest rank group: rank·span stays below 2^53 (exact in f64) and rank below 2^32 on the GPU. */
 export const MAX_DELLA_GROUP = 2 ** 29;

@@ -42,6 +42,8 @@ const TYPE_KEYS: Record<keyof Required<ParamValues>, true> = {
   seed: true,
   rescale: true,
   dareScales: true,
+  dellaEpsilon: true,
+  t: true,
 };
 
 /** A small deterministic generator, so a failure names values that can be reproduced. */

@@ -321,6 +321,11 @@ function readRecipe(doc: unknown, file: string): Recipe {
   if (kept.length < entries.length)
     notes.push('base_model is also listed under models; it has no task vector and is not merged again.');
   if (kept.length === 0) throw new RecipeError(`${at}: models lists only the base model`);
+  if (methodOf(method).plan.combine === 'slerp' && kept.length !== 1)
+    throw new RecipeError(
+      `${at}: merge_method "slerp" interpolates base_model and exactly one other model (mergekit: ` +
+        `"Slerp merge expects exactly two models"); models lists ${kept.length} besides the base`,
+    );
   if (linear && baseModel && !kept.some((e) => e.model === baseModel))
     throw new RecipeError(
       `${at}: linear merges the listed models only; mergekit adds base_model to them and needs a weight ` +

@@ -19,7 +19,11 @@ export function emptySlerpSums(): SlerpSums {
   return { base: 0, agent: 0, cross: 0 };
 }
 
-/** Adds one window of the base and the agent into `sums`, in f64. */
+/**
+ * Adds one window of the base and the agent into `sums`, in f64. Elements where either holds NaN or
+ * ±Inf are left out: where both hold the same bits the element is kept as it is, and where they differ
+ * the merge fails (SPEC.md "Non-finite values"), so they would only turn every coefficient into NaN.
+ */
 export function accumulateSlerpSums(
   sums: SlerpSums,
   base: ArrayLike<number>,
@@ -31,6 +35,7 @@ export function accumulateSlerpSums(
   for (let i = 0; i < base.length; i++) {
     const x = base[i]!;
     const y = agent[i]!;
+    if (!Number.isFinite(x) || !Number.isFinite(y)) continue;
     b += x * x;
     a += y * y;
     c += x * y;

@@ -29,6 +29,8 @@ import { runReduce, statsPass } from './reduce-passes.ts';
 import { Scheduler } from './scheduler.ts';
 import { TopKSelect, type SelectRoute, type TieSpan } from './topk-select.ts';
 
+const GPU_NOT_YET = 'della, della_linear and slerp run on the CPU engine only for now (merge with --cpu)';
+
 export interface GpuEngineOptions {
   agents: number;
   adapterDescription: string;
@@ -214,6 +216,7 @@ class GpuEngine implements MergeEngine {
     const { params, outDtype } = options;
     const lambdas = checkMergeOptions(options, this.agents);
     const { plan } = methodOf(params.method);
+    if (plan.sparsify === 'della' || plan.combine === 'slerp') throw new Error(GPU_NOT_YET);
     const job = await this.job(tensor, options.signal, dtypeBits(outDtype) / 8, tieRowsPerAgent(plan));
     const variant: MergeVariant = {
       inDtype: tensor.dtype,

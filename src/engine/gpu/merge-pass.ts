@@ -84,6 +84,9 @@ export const MERGE_KERNELS: Readonly<Record<Combine, (c: MergeChoice) => MergeKe
   linear: (c) => ({ request: linearRequest(c.variant), dispatch: same }),
   task_arithmetic: tiesFamily,
   ties: tiesFamily,
+  slerp: () => {
+    throw new Error('slerp runs on the CPU engine only for now (merge with --cpu)');
+  },
 };
 
 /**
