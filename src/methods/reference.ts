@@ -367,8 +367,13 @@ export function referenceBranches(v: TensorValues, params: MethodParams): Branch
   const { plan } = methodOf(params.method);
   if (plan.sparsify === undefined) return null;
   const branches = emptyBranchCounts(v.agents.length);
-  // DARE's rescale changes no entry's sign or zero, so the rule's factors do not matter here.
-  accumulateBranches(branches, sparseTaus(v, params, plan.sparsify), params.weights, plan.combine === 'ties');
+  // DARE's rescale changes no entry's sign or zero, so the rule's factors do not matter here. DELLA's
+  // 1/p differs per entry and so moves TIES's vote: its factors are those of the merge.
+  const kept =
+    plan.sparsify === 'della' && !params.dareScales
+      ? { ...params, dareScales: wholeTensorDareScales(v, params) }
+      : params;
+  accumulateBranches(branches, sparseTaus(v, kept, plan.sparsify), params.weights, plan.combine === 'ties');
   return branches;
 }
 
