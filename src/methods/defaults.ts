@@ -122,9 +122,12 @@ export function validateParams(params: MethodParams, agents: number): string[] {
   if (params.method === 'linear' && params.normalize && params.weights.reduce((a, b) => a + b, 0) === 0)
     problems.push('linear with normalize needs weights that do not sum to 0');
   const { plan } = methodOf(params.method);
+  // Where density and ε are each in range, together (a value out of range is said once, above).
   if (plan.sparsify === 'della')
     params.density.forEach((d, t) => {
-      const problem = dellaProblem(d, params.dellaEpsilon?.[t] ?? DEFAULT_DELLA_EPSILON, t);
+      const epsilon = params.dellaEpsilon?.[t] ?? DEFAULT_DELLA_EPSILON;
+      if (rangeProblem(PARAM_SPECS.density, d) || rangeProblem(PARAM_SPECS.dellaEpsilon, epsilon)) return;
+      const problem = dellaProblem(d, epsilon, t);
       if (problem) problems.push(problem);
     });
   if (plan.combine === 'slerp') {

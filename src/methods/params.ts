@@ -217,7 +217,8 @@ export const PARAM_SPECS = defineParams({
     scope: 'agent',
     optional: true,
     default: 0.15,
-    range: { min: 0, max: 1, maxOpen: true },
+    // density ± ε inside (0, 1) needs ε < min(density, 1 − density) ≤ 0.5.
+    range: { min: 0, max: 0.5, maxOpen: true },
     help:
       'DELLA: per agent, the spread of the keep probabilities: density − ε for the smallest |τ| of a row, ' +
       'density + ε for the largest (mergekit’s per-model epsilon, default 0.15; not RAM’s ε). ' +

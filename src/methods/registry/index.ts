@@ -27,10 +27,10 @@ export const METHOD_LIST = [
   ties,
   dareLinear,
   dareTies,
-  breadcrumbs,
-  breadcrumbsTies,
   della,
   dellaLinear,
+  breadcrumbs,
+  breadcrumbsTies,
   slerp,
 ] as const;
 
