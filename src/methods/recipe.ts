@@ -139,6 +139,17 @@ export function toMergekitYaml(recipe: Recipe): string {
           '(rescale: true matches each agent’s L1 norm per tensor), so its result differs.',
       );
   }
+  if (descriptor.plan.sparsify === 'della') {
+    notes.push(
+      `DELLA seed ${params.seed}: merge-studio's own counter-based RNG (mergekit draws its own), keep ` +
+        'probabilities in steps of 2^-24; equal |τ| in a row ranked by element index.',
+    );
+    if ((params.rescale ?? 'density') === 'density')
+      notes.push(
+        'merge-studio rescaled each kept DELLA entry by 1/p (the DELLA paper); mergekit has no such rule ' +
+          '(rescale: true matches each agent’s L1 norm per tensor), so its result differs.',
+      );
+  }
   if (descriptor.tieRule) notes.push(descriptor.tieRule);
   return `${notes.map((line) => `# ${line}`).join('\n')}\n${stringify(doc)}`;
 }
