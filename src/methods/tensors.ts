@@ -9,7 +9,7 @@ export interface TensorInput {
   name: string;
   numel: number;
   dtype: FloatDtype;
-  /** Its shape, where a method ranks by rows (DELLA); absent: one row of every element. */
+  /** Its shape, where a method ranks by rows; absent: one row of every element. */
   shape?: readonly number[];
   /**
    * Reads elements [start, start + count) of input `index` (0 = base, 1..N = agents) as raw

@@ -77,7 +77,7 @@ export interface WindowPass {
 }
 
 /**
- * Windows that hold whole slabs of `slab` elements (a method that ranks within them, DELLA's rank
+ * Windows that hold whole slabs of `slab` elements (a method that ranks within them: its rank
  * groups), with `scratchBytesPerElement` of the method's own GPU memory per window element.
  */
 export interface WholeSlabs {

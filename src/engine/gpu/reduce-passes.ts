@@ -1,7 +1,7 @@
 // The passes that sum something over a whole tensor before (or instead of) a merge, given as data:
 // a kernel, the buffer its per-window result lands in, the parameters it reads, and how each window's
 // result is added up. The statistics, RAM+'s tensor-local overlap counts, DARE's L1 norms and SLERP's
-// sums are entries of one shape (DELLA's norms one more, in della-passes.ts), run by runReduce over
+// sums are entries of one shape (a method's own module may add more), run by runReduce over
 // the pass runner's walk (pass-runner.ts).
 
 import { fnv1a32 } from '../../methods/rng.ts';

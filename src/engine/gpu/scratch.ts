@@ -1,4 +1,4 @@
-// Buffers a method's passes need beside the buffer sets (DELLA's sort scratch and factors, say), by
+// Buffers a method's passes need beside the buffer sets (a sort's scratch, per-element factors), by
 // name: grown to the largest size asked for so far, never shrunk, destroyed with their engine.
 import { engineBuffer } from './buffer-sets.ts';
 
