@@ -1,6 +1,7 @@
-// TIES (mergekit `ties`) and, with DARE = true, DARE-TIES: per agent the sparsified tau (TIES: the
-// top-k |tau| found by topk_hist, ties at the threshold kept lowest index first: those before the
-// row's cutoff, which topk_ties and topk_scan find; DARE: the seeded Bernoulli mask, rescaled), the
+// TIES (mergekit `ties`) and, with DARE = true, DARE-TIES (with DELLA = true, DELLA and
+// DELLA-linear): per agent the sparsified tau (TIES: the top-k |tau| found by topk_hist, ties at the
+// threshold kept lowest index first: those before the row's cutoff, which topk_ties and topk_scan
+// find; DARE: the seeded Bernoulli mask, rescaled; DELLA: della_mask's factors), the
 // elected sign gamma = +1 iff sum_t w_t tau_t >= 0, then base + lambda * the (optionally
 // weight-normalised) sum over the agents whose w_t tau_t has sign gamma. A zero never agrees.
 // With BAND (Model Breadcrumbs) the kept top-k also loses each agent's top outliers (a second
@@ -11,6 +12,9 @@
 // are counted (common/branches.wgsl).
 
 override DARE: bool = false;
+// DELLA: tie_cutoffs holds della_mask.wgsl's factors instead (f32 bits, agent-major: agent t's
+// element e at t * count + e), each agent's tau multiplied by them (0 where dropped).
+override DELLA: bool = false;
 // Without DARE: each agent's top-k (TIES, Breadcrumbs), or else its raw tau.
 override TOP_K: bool = true;
 // Some agent keeps only part of the ties at a threshold, so the kernel reads the cutoffs.
@@ -73,6 +77,12 @@ struct PairCuts {
 // Agent t's sparsified tau of pair p, x = its raw tau, key = its |tau| bits (0 where it holds the
 // base's bits).
 fn sparsified(t: u32, p: u32, x: vec2<f32>, key: vec2<u32>, c: PairCuts) -> vec2<f32> {
+  if (DELLA) {
+    let e = 2u * p;
+    let row = t * params.count;
+    let factors = vec2<u32>(tie_cutoffs[row + e], tie_cutoffs[row + min(e + 1u, params.count - 1u)]);
+    return x * bitcast<vec2<f32>>(factors);
+  }
   if (DARE) {
     return dare_pair(t, p, x);
   }

@@ -74,6 +74,7 @@ export function tensorInput(models: readonly Model[], name: string, readers?: Te
     name,
     numel: numel(first.shape),
     dtype,
+    shape: first.shape,
     async read(index, start, count, into) {
       const { source, offset } = part(index);
       if (readers) await readers.read(index, start * size, count * size, into);

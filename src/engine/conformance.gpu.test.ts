@@ -62,6 +62,31 @@ const LAMBDAS = [1.1, 1.2, 1.05, 1.15, 1.12, 1.01, 1.18, 1.07, 1.03];
 
 const paramsFor = (method: MethodName, agents: number): MethodParams => testParams(method, agents, 4242);
 
+/** The methods of any number of agents; SLERP (one agent) has its own rows. */
+const MANY = METHODS.filter((m) => m !== 'slerp');
+
+/**
+ * A shape for DELLA's rank groups: rows of the largest divisor of numel up to √numel·3 (a prime
+ * numel: one row), so windows hold several rows, or must grow to hold one.
+ */
+function shapeOf(numel: number): number[] {
+  let cols = numel;
+  for (let d = 2; d * d <= numel; d++)
+    if (numel % d === 0 && numel / d <= 3 * Math.sqrt(numel)) cols = numel / d;
+  return [numel / cols, cols];
+}
+
+/** The tensor with a shape for DELLA, as is for the others. */
+function shaped<T extends { input: TensorInput; values: TensorValues }>(
+  t: T,
+  method: MethodName,
+  numel: number,
+): T {
+  if (!method.startsWith('della')) return t;
+  const shape = shapeOf(numel);
+  return { ...t, input: { ...t.input, shape }, values: { ...t.values, shape } };
+}
+
 async function run(
   engine: MergeEngine,
   tensor: TensorInput,
@@ -86,7 +111,10 @@ function expectWithinTolerance(
   const wantBytes = encodeFloats(out, want);
   const size = out === 'F32' ? 4 : 2;
   const dare = params.method.startsWith('dare');
-  const scale = 4 * (dare ? 1 / Math.min(...params.density) : 1);
+  // DELLA's 1/p reaches 1/(density − ε).
+  const della = params.method.startsWith('della');
+  const lowest = params.density.map((d, t) => d - (params.dellaEpsilon?.[t] ?? 0));
+  const scale = 4 * (dare ? 1 / Math.min(...params.density) : della ? 1 / Math.min(...lowest) : 1);
   const { outUlps, f32Ulps } = TOLERANCE[out];
   const bad: string[] = [];
   let exact = 0;
@@ -139,8 +167,20 @@ describe.skipIf(!harness)(`GPU engine conformance ${opened.skip ?? ''}`, () => {
       });
 
       it.each(METHODS.map((m, k) => [m, k] as const))('merges %s', async (method, k) => {
-        const t = randomTensor({ name: `model.layers.${c}.${method}`, ...config, seed: 100 * c + k });
+        const t = shaped(
+          randomTensor({ name: `model.layers.${c}.${method}`, ...config, seed: 100 * c + k }),
+          method,
+          config.numel,
+        );
         const params = paramsFor(method, config.agents);
+        if (method === 'slerp') {
+          // One agent only: both engines refuse the others.
+          for (const engine of [cpu, gpu])
+            await expect(harness!.run(() => run(engine, t.input, params, config.out))).rejects.toThrow(
+              /exactly one agent/,
+            );
+          return;
+        }
         const want = referenceMerge(t.values, params, LAMBDAS.slice(0, config.agents));
         expect(await run(cpu, t.input, params, config.out)).toEqual(encodeFloats(config.out, want));
         const got = await harness!.run(() => run(gpu, t.input, params, config.out));
@@ -153,6 +193,58 @@ describe.skipIf(!harness)(`GPU engine conformance ${opened.skip ?? ''}`, () => {
     const share = exactShare.get('ram → BF16')!;
     expect(share.total).toBeGreaterThan(0);
     expect(share.exact / share.total).toBeGreaterThan(0.99);
+  });
+});
+
+// SLERP merges the base with one agent: its own configurations, over one window and many, on agents
+// near the base (the lerp fallback) and far from it (the spherical path), and NaN / ±Inf.
+describe.skipIf(!harness)(`GPU engine conformance, SLERP of one agent ${opened.skip ?? ''}`, () => {
+  const configs: Config[] = [
+    { dtype: 'BF16', out: 'BF16', agents: 1, numel: 4097, window: 1000 },
+    { dtype: 'F16', out: 'F32', agents: 1, numel: 65537, window: 20000 },
+    { dtype: 'F32', out: 'F16', agents: 1, numel: 3 },
+  ];
+  it.each(configs)('$dtype→$out, $numel elements, window $window', async (config) => {
+    const gpu = createGpuEngine(harness!.device, {
+      agents: 1,
+      adapterDescription: harness!.adapterDescription,
+      maxWindowElements: config.window,
+      poisonOutput: true,
+    });
+    const cpu = createCpuEngine({ agents: 1, maxWindowElements: config.window });
+    try {
+      const near = randomTensor({ name: `slerp.${config.numel}`, ...config, seed: config.numel });
+      // Far: the agent is the base of another draw, so the angle is large.
+      const other = randomTensor({ name: 'far', ...config, seed: config.numel + 1 });
+      const farBytes = [near.bytes[0]!, other.bytes[0]!];
+      const far = {
+        input: tensorInput(`slerp.far.${config.numel}`, config.dtype, farBytes),
+        values: { ...near.values, name: `slerp.far.${config.numel}`, agents: [other.values.base] },
+      };
+      for (const [t, tt] of [
+        [near, 0.3],
+        [far, 0.3],
+        [far, 0.8],
+      ] as const) {
+        const params = { ...paramsFor('slerp', 1), t: tt };
+        const want = referenceMerge(t.values, params, []);
+        expect(await run(cpu, t.input, params, config.out)).toEqual(encodeFloats(config.out, want));
+        const got = await harness!.run(() => run(gpu, t.input, params, config.out));
+        expectWithinTolerance('slerp', got, want, t.values, params, config.out);
+      }
+      const nf = injectNonFinite(randomTensor({ name: 'slerp.nf', ...config, numel: 1025, seed: 5 }), {
+        differ: 4,
+        kept: 3,
+        models: [0, 1],
+        seed: 5,
+      });
+      const error = await harness!
+        .run(() => run(gpu, nf.input, paramsFor('slerp', 1), config.out))
+        .catch((e: unknown) => e);
+      expect([nonFiniteCause(error)?.nonFinite, nonFiniteCause(error)?.perModel]).toEqual([4, nf.perModel]);
+    } finally {
+      gpu.destroy();
+    }
   });
 });
 
@@ -405,23 +497,20 @@ describe.skipIf(!harness)('GPU engine on NaN, ±Inf and overflow', () => {
         expect(stats).toEqual(referenceStats(t.values, 1e-5));
       });
 
-      it.each(METHODS.map((m, k) => [m, k] as const))(
-        '%s fails on differing NaN / ±Inf',
-        async (method, k) => {
-          const t = make(10 + k, 4, 3, method === 'linear' ? all.slice(1) : all);
-          const params = paramsFor(method, config.agents);
-          for (const engine of [gpu, cpu]) {
-            const error = await harness!
-              .run(() => run(engine, t.input, params, config.out))
-              .catch((e: unknown) => e);
-            const cause = nonFiniteCause(error);
-            expect(cause, `${engine.kind}: ${String(error)}`).toBeDefined();
-            expect([cause!.nonFinite, cause!.perModel]).toEqual([4, t.perModel]);
-          }
-        },
-      );
+      it.each(MANY.map((m, k) => [m, k] as const))('%s fails on differing NaN / ±Inf', async (method, k) => {
+        const t = make(10 + k, 4, 3, method === 'linear' ? all.slice(1) : all);
+        const params = paramsFor(method, config.agents);
+        for (const engine of [gpu, cpu]) {
+          const error = await harness!
+            .run(() => run(engine, t.input, params, config.out))
+            .catch((e: unknown) => e);
+          const cause = nonFiniteCause(error);
+          expect(cause, `${engine.kind}: ${String(error)}`).toBeDefined();
+          expect([cause!.nonFinite, cause!.perModel]).toEqual([4, t.perModel]);
+        }
+      });
 
-      it.each(METHODS.map((m, k) => [m, k] as const))('%s keeps identical NaN / ±Inf', async (method, k) => {
+      it.each(MANY.map((m, k) => [m, k] as const))('%s keeps identical NaN / ±Inf', async (method, k) => {
         const t = make(30 + k, 0, 5);
         const params = paramsFor(method, config.agents);
         const got = await harness!.run(() => run(gpu, t.input, params, config.out));
@@ -451,7 +540,7 @@ describe.skipIf(!harness)('GPU engine on NaN, ±Inf and overflow', () => {
     });
   });
 
-  it.each(METHODS.filter((m) => !m.startsWith('dare')))(
+  it.each(MANY.filter((m) => !m.startsWith('dare')))(
     '%s: finite values that overflow the f16 output are an error, like the CPU engine',
     async (method) => {
       const numel = 600;

@@ -23,7 +23,9 @@ describe('CPU engine, streamed in small windows, equals the whole-tensor referen
       expect(await engine.analyze(t.input, 1e-5)).toEqual(referenceStats(t.values, 1e-5));
     });
 
-    it.each(METHODS)(`merges %s ${dtype}→${outDtype} N=${agents} byte for byte`, async (method) => {
+    // SLERP takes one agent: its own cases below.
+    const methods = METHODS.filter((m) => m !== 'slerp');
+    it.each(methods)(`merges %s ${dtype}→${outDtype} N=${agents} byte for byte`, async (method) => {
       const params = paramsFor(method, agents);
       const lambdas = [1.1, 1.2, 1.05, 1.15].slice(0, agents);
       let progress = 0;
@@ -75,5 +77,64 @@ describe('CPU engine failures', () => {
     await expect(
       engine.merge(t.input, { params, lambdas: [1, 1], outDtype: 'BF16', emit: async () => undefined }),
     ).rejects.toThrow(/expected 2 weights/);
+  });
+});
+
+describe('CPU engine: DELLA by rows and SLERP of one agent, over windows', () => {
+  const shaped = (numel: number, shape: number[], agents: number, seed: number) => {
+    const t = randomTensor({ name: `model.layers.2.della.${seed}`, dtype: 'BF16', numel, agents, seed });
+    return { input: { ...t.input, shape }, values: { ...t.values, shape } };
+  };
+
+  for (const method of ['della', 'della_linear'] as const)
+    for (const rescale of ['density', 'l1', 'none'] as const)
+      it(`${method} (${rescale}) over windows of whole rows equals the reference, byte for byte`, async () => {
+        // Rows of 37: windows of 97 elements hold two rows (74 elements); a 3-D shape ranks along dim 1.
+        for (const [shape, numel] of [
+          [[27, 37], 999],
+          [[3, 37, 3], 333],
+        ] as const) {
+          const t = shaped(numel, [...shape], 3, numel + shape.length);
+          const params = { ...testParams(method, 3, 77), rescale };
+          const engine = createCpuEngine({ agents: 3, maxWindowElements: 97 });
+          const got = await mergeBytes(engine, t.input, { params, lambdas: [], outDtype: 'F32' });
+          const want = referenceMerge(t.values, params, []);
+          expect(got).toEqual(encodeFloats('F32', want));
+          // The row structure matters: ranked as one row of the whole tensor, the merge differs.
+          const flat = referenceMerge({ ...t.values, shape: [numel] }, params, []);
+          expect(flat.some((x, i) => x !== want[i])).toBe(true);
+        }
+      });
+
+  it('refuses DELLA where density ± ε leaves (0, 1), naming the agent', async () => {
+    const t = shaped(100, [10, 10], 2, 1);
+    const params = { ...testParams('della', 2, 1), density: [0.5, 0.9], dellaEpsilon: [0.1, 0.15] };
+    const engine = createCpuEngine({ agents: 2 });
+    await expect(
+      engine.merge(t.input, { params, lambdas: [], outDtype: 'F32', emit: async () => undefined }),
+    ).rejects.toThrow(/agent 2: density ± dellaEpsilon must lie inside \(0, 1\)/);
+  });
+
+  it('merges SLERP of one agent over windows as the whole-tensor reference', async () => {
+    const t = randomTensor({ name: 'model.layers.0.slerp', dtype: 'F16', numel: 1001, agents: 1, seed: 9 });
+    for (const tt of [0, 0.3, 1]) {
+      const params = { ...testParams('slerp', 1, 0), t: tt };
+      const engine = createCpuEngine({ agents: 1, maxWindowElements: 97 });
+      const got = await mergeBytes(engine, t.input, { params, lambdas: [], outDtype: 'F32' });
+      expect(got).toEqual(encodeFloats('F32', referenceMerge(t.values, params, [])));
+    }
+  });
+
+  it('refuses SLERP of two agents', async () => {
+    const t = randomTensor({ name: 's', dtype: 'F16', numel: 10, agents: 2, seed: 9 });
+    const engine = createCpuEngine({ agents: 2 });
+    await expect(
+      engine.merge(t.input, {
+        params: testParams('slerp', 2, 0),
+        lambdas: [],
+        outDtype: 'F32',
+        emit: async () => undefined,
+      }),
+    ).rejects.toThrow(/exactly one agent/);
   });
 });

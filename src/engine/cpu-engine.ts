@@ -20,12 +20,20 @@ import {
   type TensorValues,
 } from '../methods/reference.ts';
 import { bandCounts } from '../methods/band.ts';
-import { DEFAULT_GAMMA } from '../methods/params.ts';
+import { DEFAULT_GAMMA, DEFAULT_SLERP_T } from '../methods/params.ts';
 import { methodOf, type Sparsify } from '../methods/registry/index.ts';
 import type { MethodParams } from '../methods/types.ts';
 import { RADIX_DIGITS, startTopK, stepTopK, topKCount, topKKept, type TopKState } from '../methods/select.ts';
 import { deriveTensorStats, emptyTensorStats, tensorLocalLambdas } from '../methods/stats.ts';
-import { dareScalesFor } from '../methods/dare-norms.ts';
+import { dareScalesFor, emptyDareNorms, l1Scales } from '../methods/dare-norms.ts';
+import { accumulateDellaNorms, checkDella, dellaGroups, dellaTaus } from '../methods/della.ts';
+import {
+  accumulateSlerpSums,
+  emptySlerpSums,
+  slerpAgentsProblem,
+  slerpCoefficients,
+  type SlerpCoefficients,
+} from '../methods/slerp.ts';
 
 export interface CpuEngineOptions {
   agents: number;
@@ -56,17 +64,26 @@ export function createCpuEngine(options: CpuEngineOptions): MergeEngine {
     const bits = raws.map((raw) =>
       bytes === 2 ? new Uint16Array(raw.buffer, 0, count) : new Uint32Array(raw.buffer, 0, count),
     );
-    return { name: tensor.name, dtype: tensor.dtype, base: slots[0]!, agents: slots.slice(1), bits };
+    return {
+      name: tensor.name,
+      dtype: tensor.dtype,
+      base: slots[0]!,
+      agents: slots.slice(1),
+      bits,
+      ...(tensor.shape ? { shape: tensor.shape } : {}),
+    };
   }
 
+  /** `size`: elements per window (DELLA's hold whole rank groups). */
   async function* windows(
     tensor: TensorInput,
     signal: AbortSignal | undefined,
     withBase = true,
+    size = windowElements,
   ): AsyncGenerator<{ start: number; values: TensorValues }> {
-    for (let start = 0; start < tensor.numel; start += windowElements) {
+    for (let start = 0; start < tensor.numel; start += size) {
       throwIfAborted(signal);
-      const count = Math.min(windowElements, tensor.numel - start);
+      const count = Math.min(size, tensor.numel - start);
       yield { start, values: await readWindow(tensor, start, count, withBase) };
     }
   }
@@ -147,6 +164,10 @@ export function createCpuEngine(options: CpuEngineOptions): MergeEngine {
   ): Promise<(values: TensorValues, start: number) => SparseTaus> {
     if (sparsify === undefined) return (v) => denseTaus(v);
     if (sparsify === 'dare') return (v, start) => dareTaus(v, start, params);
+    if (sparsify === 'della') {
+      const groups = dellaGroups(tensor.shape, tensor.numel);
+      return (v, start) => dellaTaus(v, start, groups, params);
+    }
     const tieRanks = new Array<number>(2 * n).fill(0);
     if (sparsify === 'topk') {
       const states = await topKStates(
@@ -167,12 +188,53 @@ export function createCpuEngine(options: CpuEngineOptions): MergeEngine {
     return (v) => topKWindow(v, states.slice(0, n), tieRanks, states.slice(n));
   }
 
+  /** DELLA's windows: whole slabs (rank groups), as many as fit in a window, at least one. */
+  function dellaWindow(tensor: TensorInput): number {
+    const { slab } = dellaGroups(tensor.shape, tensor.numel);
+    return slab === 0 ? windowElements : Math.max(1, Math.floor(windowElements / slab)) * slab;
+  }
+
+  /** DELLA's factors under the rule asked (dareScales's meaning): the l1 rule reads the tensor once. */
+  async function dellaScales(
+    tensor: TensorInput,
+    params: MethodParams,
+    signal: AbortSignal | undefined,
+  ): Promise<number[] | undefined> {
+    if (params.dareScales) return params.dareScales;
+    if (params.rescale === 'none') return params.density.map(() => 1);
+    if (params.rescale !== 'l1') return undefined;
+    const groups = dellaGroups(tensor.shape, tensor.numel);
+    const norms = emptyDareNorms(n);
+    for await (const { start, values } of windows(tensor, signal, true, dellaWindow(tensor)))
+      accumulateDellaNorms(norms, values, start, groups, params);
+    return l1Scales(norms);
+  }
+
+  /** SLERP's coefficients from a pass over the whole tensor. */
+  async function slerpPass(
+    tensor: TensorInput,
+    params: MethodParams,
+    signal: AbortSignal | undefined,
+  ): Promise<SlerpCoefficients> {
+    const problem = slerpAgentsProblem(n);
+    if (problem) throw new RangeError(problem);
+    const sums = emptySlerpSums();
+    for await (const { values } of windows(tensor, signal))
+      accumulateSlerpSums(sums, values.base, values.agents[0]!);
+    return slerpCoefficients(sums, params.t ?? DEFAULT_SLERP_T);
+  }
+
   async function merge(tensor: TensorInput, options: MergeOptions): Promise<void> {
     const { signal } = options;
-    const dareScales = await dareScalesFor(tensor, options.params, signal, windowElements);
+    const della = methodOf(options.params.method).plan.sparsify === 'della';
+    if (della) checkDella(options.params.density, options.params.dellaEpsilon ?? []);
+    const dareScales = della
+      ? await dellaScales(tensor, options.params, signal)
+      : await dareScalesFor(tensor, options.params, signal, windowElements);
     const params = dareScales ? { ...options.params, dareScales } : options.params;
     const lambdas = checkMergeOptions(options, n);
     const { plan } = methodOf(params.method);
+    const slerp = plan.combine === 'slerp' ? await slerpPass(tensor, params, signal) : undefined;
     let local = lambdas;
     if (plan.lambdas === 'tensor') {
       const stats = await analyze(tensor, params.epsilon, signal);
@@ -184,12 +246,13 @@ export function createCpuEngine(options: CpuEngineOptions): MergeEngine {
     const inputBytes = ((n + 1) * dtypeBits(tensor.dtype)) / 8;
     const withBase = plan.combine !== 'linear';
     const tally = new NonFiniteTally(n + 1);
-    for await (const { start, values } of windows(tensor, signal, withBase)) {
+    const size = della ? dellaWindow(tensor) : windowElements;
+    for await (const { start, values } of windows(tensor, signal, withBase, size)) {
       const scan = scanNonFinite(values, withBase);
       // Once per window: the top-k's tie ranks advance as it runs.
       let taus: SparseTaus | undefined;
       const sparsified = (): SparseTaus => (taus ??= sparse(values, start));
-      const out = combineWith(plan, values, params, local, sparsified);
+      const out = combineWith(plan, values, params, local, sparsified, slerp);
       if (branches) accumulateBranches(branches, sparsified(), params.weights, plan.combine === 'ties');
       keepUnchanged(out, values, scan, withBase);
       const encoded = encodeFloats(options.outDtype, out);

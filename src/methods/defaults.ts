@@ -13,6 +13,8 @@ import {
   type ParamSpec,
 } from './params.ts';
 import { METHODS, type MethodName, type MethodParams } from './types.ts';
+import { DEFAULT_DELLA_EPSILON, dellaProblem } from './della.ts';
+import { slerpAgentsProblem } from './slerp.ts';
 
 export function isMethod(value: string): value is MethodName {
   return (METHODS as readonly string[]).includes(value);
@@ -119,6 +121,19 @@ export function validateParams(params: MethodParams, agents: number): string[] {
   const problems = USER_PARAMS.flatMap((key) => paramProblems(key, record[key], agents));
   if (params.method === 'linear' && params.normalize && params.weights.reduce((a, b) => a + b, 0) === 0)
     problems.push('linear with normalize needs weights that do not sum to 0');
+  const { plan } = methodOf(params.method);
+  // Where density and ε are each in range, together (a value out of range is said once, above).
+  if (plan.sparsify === 'della')
+    params.density.forEach((d, t) => {
+      const epsilon = params.dellaEpsilon?.[t] ?? DEFAULT_DELLA_EPSILON;
+      if (rangeProblem(PARAM_SPECS.density, d) || rangeProblem(PARAM_SPECS.dellaEpsilon, epsilon)) return;
+      const problem = dellaProblem(d, epsilon, t);
+      if (problem) problems.push(problem);
+    });
+  if (plan.combine === 'slerp') {
+    const problem = slerpAgentsProblem(agents);
+    if (problem) problems.push(problem);
+  }
   return problems;
 }
 

@@ -14,6 +14,8 @@ import { tensorInput } from './tensors.ts';
 import { METHODS, type MethodName } from './types.ts';
 
 const LAMBDAS = [1.1, 1.2, 1.05];
+/** The methods of N = 3 agents; SLERP (one agent) has its own rows below. */
+const MANY = METHODS.filter((m) => m !== 'slerp');
 
 async function merge(
   engine: MergeEngine,
@@ -54,7 +56,7 @@ describe.each(['F32', 'BF16', 'F16'] as const)('non-finite %s inputs on the CPU 
     expect(stats.changed).toEqual(rest.changed);
   });
 
-  it.each(METHODS)('%s stops with the count per model instead of merging a NaN or Inf', async (method) => {
+  it.each(MANY)('%s stops with the count per model instead of merging a NaN or Inf', async (method) => {
     const t = injected(dtype, 2, 5, 3, method === 'linear');
     const error = await merge(engine, t.input, method, dtype).catch((e: unknown) => e);
     const cause = nonFiniteCause(error);
@@ -64,7 +66,7 @@ describe.each(['F32', 'BF16', 'F16'] as const)('non-finite %s inputs on the CPU 
     expect((error as Error).message).toMatch(/tensor "nf\.\w+\.2": 5 elements hold NaN or ±Inf/);
   });
 
-  it.each(METHODS)('%s keeps an element that every model holds as the same NaN or ±Inf', async (method) => {
+  it.each(MANY)('%s keeps an element that every model holds as the same NaN or ±Inf', async (method) => {
     const t = injected(dtype, 3, 0, 7, method === 'linear');
     const got = decodeFloats(dtype, await merge(engine, t.input, method, dtype), 301);
     for (const [i, special] of t.kept) {
@@ -100,7 +102,7 @@ describe('overflow to ±Inf of a finite merged value', () => {
   });
   const input = tensorInput('overflow', 'F32', bytes);
 
-  it.each(METHODS.filter((m) => !m.startsWith('dare')))(
+  it.each(MANY.filter((m) => !m.startsWith('dare')))(
     '%s into f16 is an error naming the count',
     async (method) => {
       const params = testParams(method, engine.agents, 7);
@@ -113,6 +115,59 @@ describe('overflow to ±Inf of a finite merged value', () => {
       expect((await merge(engine, input, method, 'F32', params)).byteLength).toBe(numel * 4);
     },
   );
+});
+
+describe('SLERP (one agent) on NaN, ±Inf and overflow', () => {
+  const engine = createCpuEngine({ agents: 1, maxWindowElements: 64 });
+  const one = (dtype: FloatDtype, seed: number, differ: number, kept: number): Injected =>
+    injectNonFinite(randomTensor({ name: `nf.slerp.${seed}`, dtype, numel: 301, agents: 1, seed }), {
+      differ,
+      kept,
+      models: [0, 1],
+      seed,
+    });
+
+  it.each(['F32', 'BF16', 'F16'] as const)('%s: stops with the count per model', async (dtype) => {
+    const t = one(dtype, 2, 5, 3);
+    const error = await merge(engine, t.input, 'slerp', dtype).catch((e: unknown) => e);
+    const cause = nonFiniteCause(error);
+    expect(cause, String(error)).toBeDefined();
+    expect([cause!.nonFinite, cause!.perModel]).toEqual([5, t.perModel]);
+  });
+
+  it.each(['F32', 'BF16', 'F16'] as const)(
+    '%s: keeps identical NaN / ±Inf, merges the rest',
+    async (dtype) => {
+      const t = one(dtype, 3, 0, 7);
+      const got = decodeFloats(dtype, await merge(engine, t.input, 'slerp', dtype), 301);
+      for (const [i, special] of t.kept)
+        expect(got[i], `[${i}] ${special}`).toBe(
+          special.startsWith('nan') ? NaN : special === 'inf' ? Infinity : -Infinity,
+        );
+      const want = decodeFloats(
+        dtype,
+        encodeFloats(dtype, referenceMerge(t.values, testParams('slerp', 1, 7), [])),
+        301,
+      );
+      const finite = (a: Float64Array) => Array.from(a).map((x, i) => (t.kept.has(i) ? 0 : x));
+      expect(finite(got)).toEqual(finite(want));
+      expect(finite(got).every((x) => Number.isFinite(x))).toBe(true);
+    },
+  );
+
+  it('overflowing the f16 output is an error naming the count', async () => {
+    const numel = 257;
+    const t = randomTensor({ name: 'overflow.slerp', dtype: 'F32', numel, agents: 1, seed: 9 });
+    const bytes = t.bytes.map((b, m) => {
+      const values = decodeFloats('F32', b, numel);
+      for (const i of [3, 50, 256]) values[i] = m === 0 ? 1e6 : 2e6;
+      return encodeFloats('F32', values);
+    });
+    const error = await merge(engine, tensorInput('o', 'F32', bytes), 'slerp', 'F16').catch(
+      (e: unknown) => e,
+    );
+    expect(nonFiniteCause(error)?.overflow, String(error)).toBe(3);
+  });
 });
 
 describe('ε is the real number: the f32 threshold is the largest f32 ≤ ε', () => {

@@ -29,6 +29,11 @@ import { METHODS, type MethodName, type MethodParams } from './types.ts';
 
 const AGENTS = 3;
 
+/** Agents a method merges here: SLERP takes exactly one, every other method AGENTS. */
+function agentsFor(method: MethodName): number {
+  return METHOD_LIST.find((d) => d.name === method)!.plan.combine === 'slerp' ? 1 : AGENTS;
+}
+
 /** Every key of a full ParamValues, as the type spells it: a key added to the type without a spec fails here. */
 const TYPE_KEYS: Record<keyof Required<ParamValues>, true> = {
   weights: true,
@@ -42,6 +47,8 @@ const TYPE_KEYS: Record<keyof Required<ParamValues>, true> = {
   seed: true,
   rescale: true,
   dareScales: true,
+  dellaEpsilon: true,
+  t: true,
 };
 
 /** A small deterministic generator, so a failure names values that can be reproduced. */
@@ -80,7 +87,8 @@ function readerOf(key: ParameterKey): MethodName {
 
 /** Params of `method` with every parameter it reads set to a fresh value inside its range. */
 function randomParams(method: MethodName, random: () => number): MethodParams {
-  const params = defaultParams(method, AGENTS);
+  const agents = agentsFor(method);
+  const params = defaultParams(method, agents);
   const record = paramsRecord(params);
   for (const key of METHOD_LIST.find((d) => d.name === method)!.parameters) {
     const spec = specOf(key);
@@ -91,7 +99,7 @@ function randomParams(method: MethodName, random: () => number): MethodParams {
           ? // 'density' is this tool's own rule: mergekit's YAML writes it as true, the L1 rule.
             (spec.values ?? []).filter((v) => v !== 'density')[Math.floor(random() * 2)]!
           : inside(spec, random);
-    record[key] = spec.scope === 'agent' ? Array.from({ length: AGENTS }, () => value() as number) : value();
+    record[key] = spec.scope === 'agent' ? Array.from({ length: agents }, () => value() as number) : value();
   }
   return params;
 }
@@ -103,13 +111,14 @@ describe('the parameter table', () => {
   });
 
   it('has every params object of every method hold only declared keys, each of its declared type', () => {
-    for (const method of METHODS)
-      for (const params of [defaultParams(method, AGENTS), mergekitDefaults(method, AGENTS)]) {
+    for (const method of METHODS) {
+      const agents = agentsFor(method);
+      for (const params of [defaultParams(method, agents), mergekitDefaults(method, agents)]) {
         for (const [key, value] of Object.entries(params)) {
           if (key === 'method') continue;
           expect(PARAM_KEYS, `${method}.${key}`).toContain(key);
           const spec = specOf(key as ParameterKey);
-          if (spec.scope === 'agent') expect(value, `${method}.${key}`).toHaveLength(AGENTS);
+          if (spec.scope === 'agent') expect(value, `${method}.${key}`).toHaveLength(agents);
           else if (spec.kind === 'boolean') expect(typeof value).toBe('boolean');
           else if (spec.kind === 'enum') expect(spec.values).toContain(value);
           else expect(typeof value).toBe('number');
@@ -117,8 +126,9 @@ describe('the parameter table', () => {
         // Every required spec is there; no method reads an internal one.
         for (const key of USER_PARAMS)
           if (!specOf(key).optional) expect(paramsRecord(params)[key], `${method}.${key}`).toBeDefined();
-        expect(validateParams(params, AGENTS), method).toEqual([]);
+        expect(validateParams(params, agents), method).toEqual([]);
       }
+    }
   });
 
   it('gives each method a list of distinct user parameters', () => {
@@ -174,15 +184,16 @@ describe('ranges, refused alike on every path', () => {
     for (const key of numeric) {
       const spec = specOf(key);
       const method = readerOf(key);
+      const agents = agentsFor(method);
       const set = (v: number): MethodParams => {
-        const params = defaultParams(method, AGENTS);
+        const params = defaultParams(method, agents);
         paramsRecord(params)[key] =
           spec.scope === 'agent' ? [inside(spec, random), v, inside(spec, random)] : v;
         return params;
       };
-      expect(validateParams(set(inside(spec, random)), AGENTS), key).toEqual([]);
+      expect(validateParams(set(inside(spec, random)), agents), key).toEqual([]);
       for (const bad of outside(spec)) {
-        const problems = validateParams(set(bad), AGENTS);
+        const problems = validateParams(set(bad), agents);
         expect(problems.length, `${key} = ${bad}`).toBe(1);
         expect(problems[0], `${key} = ${bad}`).toMatch(new RegExp(`^${key} `));
       }
@@ -206,9 +217,7 @@ describe('ranges, refused alike on every path', () => {
           '    parameters:',
           '      weight: 1',
           ...(where === 'model' && yamlKey !== 'weight' ? [`      ${yamlKey}: ${value}`] : []),
-          '  - model: /m/b',
-          '    parameters:',
-          '      weight: 1',
+          ...(agentsFor(method) > 1 ? ['  - model: /m/b', '    parameters:', '      weight: 1'] : []),
         ].join('\n');
       const places: ('global' | 'model')[] = spec.scope === 'agent' ? ['global', 'model'] : ['global'];
       for (const where of places) {
@@ -291,7 +300,7 @@ describe('round trips', () => {
         const params = randomParams(method, random);
         const recipe: Recipe = {
           base: '/m/base',
-          models: Array.from({ length: AGENTS }, (_, t) => `/m/agent-${t}`),
+          models: Array.from({ length: agentsFor(method) }, (_, t) => `/m/agent-${t}`),
           params,
         };
         const again = parseMergekitYaml(toMergekitYaml(recipe), 'again.yml').params;
@@ -308,7 +317,7 @@ describe('round trips', () => {
     const random = generator(99);
     for (const method of METHODS) {
       const params = randomParams(method, random);
-      const parsed = paramsFromFlags(flagValues(flagsOf(params, method)), method, AGENTS);
+      const parsed = paramsFromFlags(flagValues(flagsOf(params, method)), method, agentsFor(method));
       for (const key of METHOD_LIST.find((d) => d.name === method)!.parameters)
         expect(paramsRecord(parsed)[key], `${method} --${specOf(key).flag}`).toEqual(
           paramsRecord(params)[key],

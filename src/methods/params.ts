@@ -193,7 +193,8 @@ export const PARAM_SPECS = defineParams({
     default: 'density',
     help:
       'How DARE rescales the entries it keeps: by 1/density (the DARE paper; the default here), or so ' +
-      'that each agent’s L1 norm per tensor is kept (l1, mergekit’s default), or not at all (none).',
+      'that each agent’s L1 norm per tensor is kept (l1, mergekit’s default), or not at all (none). ' +
+      'DELLA: by 1/p of each kept entry (the DELLA paper; the default here), l1 (mergekit’s) or none.',
     mergekit: {
       key: 'rescale',
       anyMethod: true,
@@ -210,6 +211,34 @@ export const PARAM_SPECS = defineParams({
       forms: 'true (l1), false (none) or "density"',
     },
     flag: 'rescale',
+  },
+  dellaEpsilon: {
+    kind: 'number',
+    scope: 'agent',
+    optional: true,
+    default: 0.15,
+    // density ± ε inside (0, 1) needs ε < min(density, 1 − density) ≤ 0.5.
+    range: { min: 0, max: 0.5, maxOpen: true },
+    help:
+      'DELLA: per agent, the spread of the keep probabilities: density − ε for the smallest |τ| of a row, ' +
+      'density + ε for the largest (mergekit’s per-model epsilon, default 0.15; not RAM’s ε). ' +
+      'density ± ε must lie inside (0, 1).',
+    label: 'ε (DELLA)',
+    mergekit: { key: 'epsilon' },
+    flag: 'della-epsilon',
+    perTensor: true,
+    card: 'ε (DELLA)',
+  },
+  t: {
+    kind: 'number',
+    scope: 'global',
+    optional: true,
+    default: 0.5,
+    help: 'SLERP: where between the base (t = 0) and the agent (t = 1) the merge lies.',
+    mergekit: { key: 't' },
+    flag: 't',
+    perTensor: true,
+    card: 't',
   },
   dareScales: {
     kind: 'number',
@@ -263,6 +292,9 @@ export const USER_PARAMS = PARAM_KEYS.filter((k) => !specOf(k).internal) as Para
 
 /** Model Breadcrumbs' share of outliers dropped where nothing says (mergekit's default). */
 export const DEFAULT_GAMMA = PARAM_SPECS.gamma.default;
+
+/** SLERP's t where nothing says (mergekit requires one; the middle here). */
+export const DEFAULT_SLERP_T = PARAM_SPECS.t.default;
 
 /** The range as messages write it: (0, 1], [0, 1], ≥ 0. */
 export function rangeText(range: ParamRange): string {

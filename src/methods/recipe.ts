@@ -139,6 +139,17 @@ export function toMergekitYaml(recipe: Recipe): string {
           '(rescale: true matches each agent’s L1 norm per tensor), so its result differs.',
       );
   }
+  if (descriptor.plan.sparsify === 'della') {
+    notes.push(
+      `DELLA seed ${params.seed}: merge-studio's own counter-based RNG (mergekit draws its own), keep ` +
+        'probabilities in steps of 2^-24; equal |τ| in a row ranked by element index.',
+    );
+    if ((params.rescale ?? 'density') === 'density')
+      notes.push(
+        'merge-studio rescaled each kept DELLA entry by 1/p (the DELLA paper); mergekit has no such rule ' +
+          '(rescale: true matches each agent’s L1 norm per tensor), so its result differs.',
+      );
+  }
   if (descriptor.tieRule) notes.push(descriptor.tieRule);
   return `${notes.map((line) => `# ${line}`).join('\n')}\n${stringify(doc)}`;
 }
@@ -321,6 +332,11 @@ function readRecipe(doc: unknown, file: string): Recipe {
   if (kept.length < entries.length)
     notes.push('base_model is also listed under models; it has no task vector and is not merged again.');
   if (kept.length === 0) throw new RecipeError(`${at}: models lists only the base model`);
+  if (methodOf(method).plan.combine === 'slerp' && kept.length !== 1)
+    throw new RecipeError(
+      `${at}: merge_method "slerp" interpolates base_model and exactly one other model (mergekit: ` +
+        `"Slerp merge expects exactly two models"); models lists ${kept.length} besides the base`,
+    );
   if (linear && baseModel && !kept.some((e) => e.model === baseModel))
     throw new RecipeError(
       `${at}: linear merges the listed models only; mergekit adds base_model to them and needs a weight ` +

@@ -12,9 +12,11 @@ import { dareHash, dareKeepBelow, dareKept, dareScale, fnv1a32 } from './rng.ts'
 import { deriveTensorStats, emptyTensorStats, magnitudeBin, tensorLocalLambdas } from './stats.ts';
 import { topKCount } from './select.ts';
 import { bandCounts } from './band.ts';
-import { DEFAULT_GAMMA } from './params.ts';
+import { DEFAULT_GAMMA, DEFAULT_SLERP_T } from './params.ts';
 import { at, atF32 } from '../io/checked.ts';
 import { accumulateDareNorms, emptyDareNorms, l1Scales } from './dare-norms.ts';
+import { accumulateDellaNorms, dellaGroups, dellaTaus } from './della.ts';
+import { slerpAgentsProblem, slerpApply, slerpMerge, type SlerpCoefficients } from './slerp.ts';
 
 /** Decoded values of one tensor (or one window of it): the base and the N agents. */
 export interface TensorValues {
@@ -27,6 +29,8 @@ export interface TensorValues {
    * them the f32 bits of the values are compared.
    */
   bits?: readonly ArrayLike<number>[];
+  /** The tensor's shape, where a method ranks by rows (DELLA); absent: one row of every element. */
+  shape?: readonly number[];
 }
 
 /** A window's elements under SPEC.md "Non-finite values". */
@@ -363,8 +367,13 @@ export function referenceBranches(v: TensorValues, params: MethodParams): Branch
   const { plan } = methodOf(params.method);
   if (plan.sparsify === undefined) return null;
   const branches = emptyBranchCounts(v.agents.length);
-  // DARE's rescale changes no entry's sign or zero, so the rule's factors do not matter here.
-  accumulateBranches(branches, sparseTaus(v, params, plan.sparsify), params.weights, plan.combine === 'ties');
+  // DARE's rescale changes no entry's sign or zero, so the rule's factors do not matter here. DELLA's
+  // 1/p differs per entry and so moves TIES's vote: its factors are those of the merge.
+  const kept =
+    plan.sparsify === 'della' && !params.dareScales
+      ? { ...params, dareScales: wholeTensorDareScales(v, params) }
+      : params;
+  accumulateBranches(branches, sparseTaus(v, kept, plan.sparsify), params.weights, plan.combine === 'ties');
   return branches;
 }
 
@@ -373,7 +382,9 @@ function wholeTensorDareScales(v: TensorValues, params: MethodParams): number[] 
   if (params.rescale === 'none') return v.agents.map(() => 1);
   if (params.rescale !== 'l1') return undefined;
   const norms = emptyDareNorms(v.agents.length);
-  accumulateDareNorms(norms, v.name, v.base, v.agents, 0, params);
+  if (methodOf(params.method).plan.sparsify === 'della')
+    accumulateDellaNorms(norms, v, 0, dellaGroups(v.shape, v.base.length), params);
+  else accumulateDareNorms(norms, v.name, v.base, v.agents, 0, params);
   return l1Scales(norms);
 }
 
@@ -404,16 +415,22 @@ function sparseTaus(v: TensorValues, params: MethodParams, sparsify: Sparsify | 
       return topKTaus(v, params.density);
     case 'band':
       return bandTaus(v, params.density, params.gamma);
+    case 'della':
+      return dellaTaus(v, 0, dellaGroups(v.shape, v.base.length), params);
   }
 }
 
-/** One step of the method's plan: its λ, its sparsification of τ, its combination. */
+/**
+ * One step of the method's plan: its λ, its sparsification of τ, its combination. `slerp`: the whole
+ * tensor's coefficients, where `v` is a window of it (without them, `v` is the whole tensor).
+ */
 export function combineWith(
   plan: MethodPlan,
   v: TensorValues,
   params: MethodParams,
   lambdas: readonly number[],
   taus: () => SparseTaus,
+  slerp?: SlerpCoefficients,
 ): Float64Array {
   switch (plan.combine) {
     case 'ram':
@@ -424,12 +441,20 @@ export function combineWith(
       return taskArithmeticCombine(v, taus(), params.weights, params.lambda, params.normalize);
     case 'ties':
       return tiesCombine(v, taus(), params.weights, params.lambda, params.normalize);
+    case 'slerp': {
+      const problem = slerpAgentsProblem(v.agents.length);
+      if (problem) throw new RangeError(problem);
+      const agent = at(v.agents, 0);
+      return slerp
+        ? slerpApply(v.base, agent, slerp)
+        : slerpMerge(v.base, agent, params.t ?? DEFAULT_SLERP_T);
+    }
   }
 }
 
 function combineTensor(v: TensorValues, params: MethodParams, lambdas: readonly number[]): Float64Array {
   const { plan } = methodOf(params.method);
-  if (plan.sparsify === 'dare' && !params.dareScales)
+  if ((plan.sparsify === 'dare' || plan.sparsify === 'della') && !params.dareScales)
     params = { ...params, dareScales: wholeTensorDareScales(v, params) };
   const ones = new Array<number>(v.agents.length).fill(1);
   const local =

@@ -9,6 +9,8 @@ export interface TensorInput {
   name: string;
   numel: number;
   dtype: FloatDtype;
+  /** Its shape, where a method ranks by rows; absent: one row of every element. */
+  shape?: readonly number[];
   /**
    * Reads elements [start, start + count) of input `index` (0 = base, 1..N = agents) as raw
    * little-endian bytes into `into` (exactly count × element bytes long).
@@ -68,11 +70,17 @@ export function emptyBranchCounts(agents: number): BranchCounts {
 }
 
 /** Wraps raw input bytes as a TensorInput whose reads copy the requested range. */
-export function tensorInput(name: string, dtype: FloatDtype, bytes: readonly Uint8Array[]): TensorInput {
+export function tensorInput(
+  name: string,
+  dtype: FloatDtype,
+  bytes: readonly Uint8Array[],
+  shape?: readonly number[],
+): TensorInput {
   const size = dtypeBits(dtype) / 8;
   return {
     name,
     dtype,
+    ...(shape ? { shape } : {}),
     numel: at(bytes, 0, 'the base input').byteLength / size,
     async read(index, start, count, into) {
       const source = bytes[index];

@@ -55,7 +55,7 @@ describe('session recipe', () => {
     const cases: [string, RegExp][] = [
       [bad((d) => (d.base = '/home/me/models/base')), /not a path/],
       [bad((d) => (d.agents = ['C:\\weights\\a'])), /not a path/],
-      [bad((d) => ((d.params as Record<string, unknown>).method = 'slerp')), /unknown method/],
+      [bad((d) => ((d.params as Record<string, unknown>).method = 'nuslerp')), /unknown method/],
       [bad((d) => (d.outDtype = 'F64')), /unknown output dtype/],
       [bad((d) => ((d.params as Record<string, unknown>).lambda = 'big')), /params.lambda/],
       [bad((d) => ((d.params as Record<string, unknown>).weights = [1, null])), /params.weights\[1\]/],

@@ -13,7 +13,10 @@ describe('parity with mergekit (CPU engine; bf16 set, float32 math, bfloat16 out
       outcomes.set(c.method, outcome);
       expect(outcome.elements).toBeGreaterThan(100_000);
       expect(outcome.unexplained).toBe(0);
-      if (!c.tieDependent && c.method !== 'linear (no base_model)') expect(outcome.differing).toBe(0);
+      // The f64 engine rounds linear's and a graded SLERP's sums once, mergekit each f32 step first:
+      // they may differ at bf16 midpoints (counted as nearMidpoint, so never unexplained).
+      const f64Midpoints = ['linear (no base_model)', 'slerp (t gradient 0.1 → 0.9)'].includes(c.method);
+      if (!c.tieDependent && !f64Midpoints) expect(outcome.differing).toBe(0);
     }, 60_000);
 
   it('TIES at density 0.5 meets ties at the threshold, and keeps the lowest indices of them', () => {

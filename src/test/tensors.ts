@@ -145,5 +145,8 @@ export function testParams(method: MethodName, agents: number, seed: number): Me
     seed,
     // Breadcrumbs: one gamma whose outliers shrink to fit (0.2 + 0.9 > 1), and 0.05 where that is 0.
     ...(defaultParams(method, agents).gamma ? { gamma: each([0.05, 0.01, 0.2, 0.1]) } : {}),
+    // DELLA: density ± ε inside (0, 1) for each of the densities above.
+    ...(defaultParams(method, agents).dellaEpsilon ? { dellaEpsilon: each([0.1, 0.2, 0.05, 0.15]) } : {}),
+    ...(defaultParams(method, agents).t === undefined ? {} : { t: 0.3 }),
   };
 }

@@ -14,6 +14,15 @@ import { DARE_NORMS_KERNEL, NORM_GROUPS } from './kernels/dare_norms.ts';
 import { kernelSource, type KernelSpec } from './kernels/kernel.ts';
 import { LINEAR_KERNEL } from './kernels/linear.ts';
 import {
+  DELLA_AGENT_WORDS,
+  DELLA_MASK_KERNEL,
+  DELLA_MODE,
+  DELLA_SPEC_HEADER_WORDS,
+  encodeDellaSpec,
+} from './kernels/della_mask.ts';
+import { DELLA_NORMS_KERNEL } from './kernels/della_norms.ts';
+import { SLERP_KERNEL, SLERP_SUMS_KERNEL, SUM_GROUPS } from './kernels/slerp.ts';
+import {
   DRAW_FIELDS,
   MASK_DRAW_SOURCE,
   MASK_ITEMS,
@@ -57,6 +66,10 @@ const KERNELS: KernelSpec[] = [
   TOPK_COUNT_KERNEL,
   DARE_NORMS_KERNEL,
   MASK_KERNEL,
+  DELLA_MASK_KERNEL,
+  DELLA_NORMS_KERNEL,
+  SLERP_SUMS_KERNEL,
+  SLERP_KERNEL,
 ];
 
 /** Overrides whose initialiser derives them from others: the host never sets them. */
@@ -178,6 +191,43 @@ describe('constants shared by WGSL and TypeScript', () => {
 
   it('writes NORM_GROUPS partial sums per agent in the DARE norms pass', () => {
     expect(constant(kernelSource(DARE_NORMS_KERNEL), 'NORM_GROUPS')).toBe(NORM_GROUPS);
+  });
+
+  it('lays the DELLA norms out as DARE’s, and the SLERP sums in SUM_GROUPS triples', () => {
+    expect(constant(kernelSource(DELLA_NORMS_KERNEL), 'NORM_GROUPS')).toBe(NORM_GROUPS);
+    expect(constant(kernelSource(SLERP_SUMS_KERNEL), 'SUM_GROUPS')).toBe(SUM_GROUPS);
+  });
+
+  it('reads DellaSpec as encodeDellaSpec writes it, and its modes', () => {
+    const source = kernelSource(DELLA_MASK_KERNEL);
+    const reflect = new WgslReflect(source);
+    const agent = reflect.getStructInfo('DellaAgent')!;
+    expect(agent.members.map((m) => [m.name, m.offset, m.type.name])).toEqual([
+      ['low', 0, 'u32'],
+      ['span', 4, 'u32'],
+      ['mode', 8, 'u32'],
+      ['factor', 12, 'f32'],
+    ]);
+    expect(agent.size).toBe(DELLA_AGENT_WORDS * 4);
+    const spec = reflect.getStructInfo('DellaSpec')!;
+    expect(spec.members.map((m) => [m.name, m.offset])).toEqual([
+      ['length', 0],
+      ['inner', 4],
+      ['pow2', 8],
+      ['pad', 12],
+      ['agents', DELLA_SPEC_HEADER_WORDS * 4],
+    ]);
+    expect(constant(source, 'MODE_INVERSE_P')).toBe(DELLA_MODE.inverseP);
+    expect(constant(source, 'MODE_FACTOR')).toBe(DELLA_MODE.factor);
+    expect(constant(source, 'MODE_KEEP_ALL')).toBe(DELLA_MODE.keepAll);
+    const words = new Uint32Array(
+      encodeDellaSpec({ length: 5, inner: 3, slab: 15 }, [
+        { threshold: { low: 7, span: 9 }, inverseP: true, factor: 0 },
+        { threshold: null, inverseP: false, factor: 1 },
+      ]),
+    );
+    expect(Array.from(words.subarray(0, 8))).toEqual([5, 3, 8, 0, 7, 9, DELLA_MODE.inverseP, 0]);
+    expect(words[10]).toBe(DELLA_MODE.keepAll);
   });
 
   it('derives the counter layout like statsLayout', () => {

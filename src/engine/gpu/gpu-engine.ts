@@ -16,8 +16,8 @@ import type { MergeVariant } from './kernels/merge-bindings.ts';
 import { TIE_CARRY_WORDS } from './kernels/topk_scan.ts';
 import { AGENT_BYTES, type AgentParams } from './layout.ts';
 import { runMerge } from './merge-pass.ts';
-import { runPassesBeforeMerge, type MergeSetup, type MethodContext } from './method-passes.ts';
-import { PassRunner, type Job } from './pass-runner.ts';
+import { preparePasses, runPassesBeforeMerge, type MergeSetup, type MethodContext } from './method-passes.ts';
+import { PassRunner, type Job, type WholeSlabs } from './pass-runner.ts';
 import {
   driverMemory,
   tieRowsPerAgent,
@@ -27,6 +27,7 @@ import {
 } from './plumbing.ts';
 import { runReduce, statsPass } from './reduce-passes.ts';
 import { Scheduler } from './scheduler.ts';
+import { ScratchBuffers } from './scratch.ts';
 import { TopKSelect, type SelectRoute, type TieSpan } from './topk-select.ts';
 
 export interface GpuEngineOptions {
@@ -85,6 +86,7 @@ class GpuEngine implements MergeEngine {
   private readonly carry: GPUBuffer;
   private readonly runner: PassRunner;
   private readonly topK: TopKSelect<Job>;
+  private readonly scratch: ScratchBuffers;
   /** What the passes of every call share: the device, the queue, the kernels and the window walk. */
   private readonly ctx: MethodContext;
   private destroyed = false;
@@ -111,6 +113,7 @@ class GpuEngine implements MergeEngine {
     this.driverMemory = driverMemory(memoryBudget, n, maxWindow);
     this.scheduler = new Scheduler(device, 'MergeEngine');
     this.kernels = new KernelCache(device);
+    this.scratch = new ScratchBuffers(device);
     const storage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST;
     this.agentBuffer = engineBuffer(device, 'agents', n * AGENT_BYTES, storage);
     // Two tie rows per agent (Model Breadcrumbs cuts ties at two thresholds), each with a cutoff.
@@ -157,6 +160,7 @@ class GpuEngine implements MergeEngine {
       kernels: this.kernels,
       runner,
       topK: this.topK,
+      scratch: this.scratch,
     };
   }
 
@@ -198,6 +202,7 @@ class GpuEngine implements MergeEngine {
     this.runner.destroy();
     for (const b of [this.agentBuffer, this.carry]) b.destroy();
     this.topK.destroy();
+    this.scratch.destroy();
     this.kernels.destroy();
     this.scheduler.destroy();
   }
@@ -214,7 +219,9 @@ class GpuEngine implements MergeEngine {
     const { params, outDtype } = options;
     const lambdas = checkMergeOptions(options, this.agents);
     const { plan } = methodOf(params.method);
-    const job = await this.job(tensor, options.signal, dtypeBits(outDtype) / 8, tieRowsPerAgent(plan));
+    const slabs = preparePasses(this.ctx, plan, tensor, params);
+    const outBytes = dtypeBits(outDtype) / 8;
+    const job = await this.job(tensor, options.signal, outBytes, tieRowsPerAgent(plan), slabs);
     const variant: MergeVariant = {
       inDtype: tensor.dtype,
       outDtype,
@@ -222,21 +229,25 @@ class GpuEngine implements MergeEngine {
       correctDivision: this.options.correctDivision ?? !(await divisionIsExact(this.device)),
     };
     const agents: AgentParams[] = params.weights.map((weight, t) => ({ weight, lambda: lambdas[t] }));
-    const setup: MergeSetup = { job, plan, params, agents, tieBreak: null };
+    const setup: MergeSetup = { job, plan, params, variant, agents, tieBreak: null, prelude: null };
     await runPassesBeforeMerge(this.ctx, setup);
-    await runMerge(this.ctx, job, { ...setup, variant, options, submitted });
+    await runMerge(this.ctx, job, { ...setup, options, submitted });
   }
 
-  /** `tieRows`: tie-count rows per agent the job's merge ranks ties in (tieRowsPerAgent). */
+  /**
+   * `tieRows`: tie-count rows per agent the job's merge ranks ties in (tieRowsPerAgent); `slabs`:
+   * windows of whole slabs (preparePasses).
+   */
   private async job(
     tensor: TensorInput,
     signal: AbortSignal | undefined,
     outBytes: number,
     tieRows: number,
+    slabs?: WholeSlabs,
   ): Promise<Job> {
     if (this.destroyed) throw new Error('this GPU engine has been destroyed');
     this.scheduler.check();
-    return this.runner.job(tensor, signal, outBytes, tieRows);
+    return this.runner.job(tensor, signal, outBytes, tieRows, slabs);
   }
 
   /**

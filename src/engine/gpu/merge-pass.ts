@@ -10,7 +10,8 @@ import { fnv1a32 } from '../../methods/rng.ts';
 import type { MethodParams } from '../../methods/types.ts';
 import type { MergeOptions } from '../contract.ts';
 import { addBranchCounters } from './kernels/branches.ts';
-import type { Kernel, KernelRequest } from './kernels/kernel.ts';
+import type { BufferSet } from './buffer-sets.ts';
+import type { Kernel, KernelIo, KernelRequest } from './kernels/kernel.ts';
 import { linearRequest } from './kernels/linear.ts';
 import {
   FLAG_MODELS,
@@ -20,6 +21,7 @@ import {
   type MergeVariant,
 } from './kernels/merge-bindings.ts';
 import { ramRequest } from './kernels/ram.ts';
+import { slerpRequest } from './kernels/slerp.ts';
 import { tiesMergeDispatch, tiesRequest } from './kernels/ties.ts';
 import { topKScanRequest } from './kernels/topk_scan.ts';
 import { spanMarkDispatch, tieMarkDispatch, topKTiesRequest } from './kernels/topk_ties.ts';
@@ -32,6 +34,7 @@ import {
   TIE_BLOCK_WORDS,
   WORKGROUP_SIZE,
   type Dispatch,
+  type Window,
 } from './plumbing.ts';
 import type { PassContext } from './reduce-passes.ts';
 
@@ -40,6 +43,15 @@ export interface TieBreak {
   whole: Kernel | null;
   spans: { first: number; end: number; kernel: Kernel }[];
   scan: Kernel;
+}
+
+/**
+ * What runs in each merge window before its kernel (DELLA's mask, della-passes.ts), and the buffers
+ * the kernel then binds.
+ */
+export interface MergePrelude {
+  encode(encoder: GPUCommandEncoder, set: BufferSet, w: Window): void;
+  io(set: BufferSet): KernelIo;
 }
 
 /** What decides a merge kernel's variant beside the plan. */
@@ -64,6 +76,7 @@ function tiesFamily(c: MergeChoice): MergeKernelChoice {
   const band = plan.sparsify === 'band';
   const options = {
     dare: plan.sparsify === 'dare',
+    della: plan.sparsify === 'della',
     topK: plan.sparsify === 'topk' || band,
     tieBreak: c.tieBreak,
     band,
@@ -84,6 +97,7 @@ export const MERGE_KERNELS: Readonly<Record<Combine, (c: MergeChoice) => MergeKe
   linear: (c) => ({ request: linearRequest(c.variant), dispatch: same }),
   task_arithmetic: tiesFamily,
   ties: tiesFamily,
+  slerp: (c) => ({ request: slerpRequest(c.variant), dispatch: same }),
 };
 
 /**
@@ -132,6 +146,8 @@ export interface MergeRun {
   variant: MergeVariant;
   agents: readonly AgentParams[];
   tieBreak: TieBreak | null;
+  /** Encoded before the kernel in each window; the kernel then binds its io. */
+  prelude: MergePrelude | null;
   options: MergeOptions;
   /** Called once the last window is submitted (WindowPass.submitted). */
   submitted: () => void;
@@ -139,7 +155,7 @@ export interface MergeRun {
 
 /** Runs the merge pass: every window merged, its flags tallied, its bytes emitted in order. */
 export async function runMerge(ctx: PassContext, job: Job, m: MergeRun): Promise<void> {
-  const { plan, params, options, tieBreak } = m;
+  const { plan, params, options, tieBreak, prelude } = m;
   const n = ctx.agents;
   const outBytes = job.outBytes;
   const maxPerDimension = ctx.device.limits.maxComputeWorkgroupsPerDimension;
@@ -183,7 +199,8 @@ export async function runMerge(ctx: PassContext, job: Job, m: MergeRun): Promise
       }
       encoder.clearBuffer(set.flags);
       if (branches) encoder.clearBuffer(runner.branchSet(set).counters);
-      kernel.encode(encoder, runner.mergeIo(set), choice.dispatch(d));
+      prelude?.encode(encoder, set, w);
+      kernel.encode(encoder, prelude ? prelude.io(set) : runner.mergeIo(set), choice.dispatch(d));
     },
     result: {
       source: 'output',

@@ -20,6 +20,9 @@ const PASSES: Record<string, string[]> = {
   dare_ties: ['dare_norms'],
   breadcrumbs: ['topk_select'],
   breadcrumbs_ties: ['topk_select'],
+  della: ['della_mask'],
+  della_linear: ['della_mask'],
+  slerp: ['slerp_sums'],
 };
 
 /** The merge kernel and the TIES kernel's plan constants (DARE, TOP_K, BAND, CONSENSUS) per method. */
@@ -35,7 +38,16 @@ const KERNELS: Record<string, [name: string, ties?: [number, number, number, num
   dare_ties: ['ties', [1, 0, 0, 1]],
   breadcrumbs: ['ties', [0, 1, 1, 0]],
   breadcrumbs_ties: ['ties', [0, 1, 1, 1]],
+  della: ['ties', [0, 0, 0, 1]],
+  della_linear: ['ties', [0, 0, 0, 0]],
+  slerp: ['slerp'],
 };
+
+/** The merge kernels without a quotient to correct. */
+const NO_DIVISION = new Set(['slerp']);
+
+/** The methods whose TIES kernel reads DELLA's factors (DELLA = 1). */
+const DELLA_KERNEL = new Set(['della', 'della_linear']);
 
 describe('PASSES_BEFORE_MERGE', () => {
   it('runs for each method exactly the passes its plan needs, in table order', () => {
@@ -67,12 +79,15 @@ describe('MERGE_KERNELS', () => {
           };
           const { request, dispatch } = MERGE_KERNELS[m.plan.combine](choice);
           expect(request.spec.name, m.name).toBe(name);
+          // SLERP divides nothing (its coefficients come from the host): no CORRECT_DIVISION.
+          const divides = !NO_DIVISION.has(m.name);
           expect(request.constants, m.name).toMatchObject({
             IN_DTYPE: DTYPE_CODE.BF16,
             OUT_DTYPE: DTYPE_CODE.F16,
             AGENTS: 3,
-            CORRECT_DIVISION: 1,
+            ...(divides ? { CORRECT_DIVISION: 1 } : {}),
           });
+          expect('CORRECT_DIVISION' in request.constants, m.name).toBe(divides);
           const merge = { x: 1000, y: 1, groups: 1000 };
           if (!ties) {
             expect(dispatch(merge)).toEqual(merge);
@@ -84,6 +99,7 @@ describe('MERGE_KERNELS', () => {
             TOP_K: topK,
             BAND: band,
             CONSENSUS: consensus,
+            DELLA: DELLA_KERNEL.has(m.name) ? 1 : 0,
             TIE_BREAK: tieBreak ? 1 : 0,
             COUNT_BRANCHES: countBranches ? 1 : 0,
           });

@@ -6,20 +6,31 @@
 //
 // Adding a method's passes: a ReducePass (reduce-passes.ts) for a kernel that sums something over
 // the tensor, an entry in PASSES_BEFORE_MERGE that says when it runs and what it sets, and the merge
-// kernel's entry in MERGE_KERNELS (merge-pass.ts).
+// kernel's entry in MERGE_KERNELS (merge-pass.ts). A method whose windows must hold whole slabs
+// says so in its entry's `prepare` (DELLA's rank groups, della-passes.ts).
 
 import { dareScalePlan, l1Scales } from '../../methods/dare-norms.ts';
 import { bandCounts } from '../../methods/band.ts';
-import { DEFAULT_GAMMA } from '../../methods/params.ts';
+import { DEFAULT_GAMMA, DEFAULT_SLERP_T } from '../../methods/params.ts';
 import type { MethodPlan } from '../../methods/registry/index.ts';
 import { dareKeepBelow, dareScale } from '../../methods/rng.ts';
 import { topKCount } from '../../methods/select.ts';
+import { slerpAgentsProblem, slerpCoefficients } from '../../methods/slerp.ts';
 import { localLambdas } from '../../methods/stats.ts';
+import type { TensorInput } from '../../methods/tensors.ts';
 import type { MethodParams } from '../../methods/types.ts';
+import { dellaMask, dellaWindows } from './della-passes.ts';
+import type { MergeVariant } from './kernels/merge-bindings.ts';
 import type { AgentParams } from './layout.ts';
-import { tieBreakKernels, type TieBreak } from './merge-pass.ts';
-import type { Job } from './pass-runner.ts';
-import { dareNormsPass, overlapCountPass, runReduce, type PassContext } from './reduce-passes.ts';
+import { tieBreakKernels, type MergePrelude, type TieBreak } from './merge-pass.ts';
+import type { Job, WholeSlabs } from './pass-runner.ts';
+import {
+  dareNormsPass,
+  overlapCountPass,
+  runReduce,
+  slerpSumsPass,
+  type PassContext,
+} from './reduce-passes.ts';
 import type { SelectedTopK, TopKSelect } from './topk-select.ts';
 
 /** The engine's side of the passes before a merge: the pass context and the top-k select. */
@@ -32,16 +43,24 @@ export interface MergeSetup {
   readonly job: Job;
   readonly plan: MethodPlan;
   readonly params: MethodParams;
+  readonly variant: MergeVariant;
   /** Each agent's parameters: weight and λ, then what each pass before the merge fills in. */
   readonly agents: AgentParams[];
   /** The tie-break's kernels, where some top-k keeps part of its ties. */
   tieBreak: TieBreak | null;
+  /** What runs in each merge window before the kernel (DELLA's mask). */
+  prelude: MergePrelude | null;
 }
 
 export interface PassBeforeMerge {
   name: string;
   /** Whether a method's merge runs it. */
   needed(plan: MethodPlan): boolean;
+  /**
+   * Before the tensor's windows are made: checks the parameters, and says where the windows must
+   * hold whole slabs.
+   */
+  prepare?(ctx: PassContext, tensor: TensorInput, params: MethodParams): WholeSlabs | undefined;
   /** Runs its window passes over the tensor and fills in its part of `setup`. */
   run(ctx: MethodContext, setup: MergeSetup): Promise<void>;
 }
@@ -134,8 +153,50 @@ const TOP_K: PassBeforeMerge = {
   },
 };
 
+/**
+ * DELLA's mask (della-passes.ts): windows of whole rank groups, the L1 norms pass where its rule asks,
+ * and the mask of each window before the TIES kernel.
+ */
+const DELLA: PassBeforeMerge = {
+  name: 'della_mask',
+  needed: (plan) => plan.sparsify === 'della',
+  prepare: dellaWindows,
+  async run(ctx, s) {
+    s.prelude = await dellaMask(ctx, s.job, s.params, s.variant.correctDivision);
+  },
+};
+
+/** SLERP's coefficients of the base and its one agent, from the sums over the whole tensor. */
+const SLERP: PassBeforeMerge = {
+  name: 'slerp_sums',
+  needed: (plan) => plan.combine === 'slerp',
+  prepare(ctx) {
+    const problem = slerpAgentsProblem(ctx.agents);
+    if (problem) throw new RangeError(problem);
+    return undefined;
+  },
+  async run(ctx, s) {
+    const sums = await runReduce(ctx, s.job, slerpSumsPass(s.job));
+    const k = slerpCoefficients(sums, s.params.t ?? DEFAULT_SLERP_T);
+    s.agents[0] = { lambda: k.base, weight: k.agent };
+  },
+};
+
 /** Every pass a merge may run before its kernel, in the order they run. */
-export const PASSES_BEFORE_MERGE: readonly PassBeforeMerge[] = [DARE, TENSOR_LAMBDAS, TOP_K];
+export const PASSES_BEFORE_MERGE: readonly PassBeforeMerge[] = [DARE, TENSOR_LAMBDAS, TOP_K, DELLA, SLERP];
+
+/** Checks the parameters of the passes the plan needs, and the whole slabs its windows must hold. */
+export function preparePasses(
+  ctx: PassContext,
+  plan: MethodPlan,
+  tensor: TensorInput,
+  params: MethodParams,
+): WholeSlabs | undefined {
+  let slabs: WholeSlabs | undefined;
+  for (const pass of PASSES_BEFORE_MERGE)
+    if (pass.needed(plan)) slabs = pass.prepare?.(ctx, tensor, params) ?? slabs;
+  return slabs;
+}
 
 /** Runs the passes the setup's plan needs, in table order, each filling in its part. */
 export async function runPassesBeforeMerge(ctx: MethodContext, setup: MergeSetup): Promise<void> {

@@ -76,6 +76,20 @@ export interface WindowPass {
   };
 }
 
+/**
+ * Windows that hold whole slabs of `slab` elements (a method that ranks within them: its rank
+ * groups), with `scratchBytesPerElement` of the method's own GPU memory per window element.
+ */
+export interface WholeSlabs {
+  slab: number;
+  scratchBytesPerElement: number;
+}
+
+/** The most elements ≤ max that are whole slabs, at least one slab. */
+function wholeSlabs(slab: number, max: number): number {
+  return slab === 0 ? Math.max(1, max) : Math.max(1, Math.floor(max / slab)) * slab;
+}
+
 export interface PassRunnerOptions {
   device: GPUDevice;
   scheduler: Scheduler;
@@ -174,20 +188,22 @@ export class PassRunner {
   /**
    * A tensor's walk, its windows sized to the device's binding limits and the memory budget for a
    * pass that writes outBytes per element and ranks ties in tieRows rows per agent (tieRowsPerAgent).
-   * The buffer sets grow to hold them.
+   * The buffer sets grow to hold them. `slabs`: windows of whole slabs, as many as fit a binding and a
+   * quarter of the memory budget at the method's scratch bytes per element (at least one slab).
    */
   async job(
     tensor: TensorInput,
     signal: AbortSignal | undefined,
     outBytes: number,
     tieRows: number,
+    slabs?: WholeSlabs,
   ): Promise<Job> {
     if (!Number.isSafeInteger(tensor.numel) || tensor.numel < 0)
       throw new RangeError(`bad element count ${tensor.numel}`);
     const { agents, memoryBudget } = this.options;
     const inBytes = dtypeBits(tensor.dtype) / 8;
     const limits = this.device.limits;
-    const size = Math.max(
+    let size = Math.max(
       1,
       Math.min(
         tensor.numel,
@@ -204,7 +220,15 @@ export class PassRunner {
         }),
       ),
     );
+    if (slabs) {
+      const limit = Math.min(limits.maxStorageBufferBindingSize, memoryBudget / 4);
+      size = wholeSlabs(slabs.slab, Math.min(size, Math.floor(limit / slabs.scratchBytesPerElement)));
+    }
     const slotBytes = slotBytesFor(size, inBytes);
+    if ((agents + 1) * slotBytes > limits.maxStorageBufferBindingSize)
+      throw new RangeError(
+        `${tensor.name}: a slab of ${slabs?.slab} elements (a window holds whole ones) does not fit one GPU window: merge with the CPU engine (--cpu)`,
+      );
     await this.sets.ensure(windowCapacity(size, agents, inBytes, outBytes, tieRows));
     const room = this.sets.room;
     this.cache.fit(room.inputBytes, keptSlots(memoryBudget, room, this.options.driverMemory));

@@ -198,6 +198,9 @@ describe('windows sized by a memory budget', () => {
     dare_ties: 0,
     breadcrumbs: 2,
     breadcrumbs_ties: 2,
+    della: 0,
+    della_linear: 0,
+    slerp: 0,
   };
 
   it('sizes the tie counts per method from its plan', () => {

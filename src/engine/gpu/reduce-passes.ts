@@ -1,14 +1,16 @@
 // The passes that sum something over a whole tensor before (or instead of) a merge, given as data:
 // a kernel, the buffer its per-window result lands in, the parameters it reads, and how each window's
-// result is added up. The statistics, RAM+'s tensor-local overlap counts and DARE's L1 norms are
-// three entries of one shape, run by runReduce over the pass runner's walk (pass-runner.ts).
+// result is added up. The statistics, RAM+'s tensor-local overlap counts, DARE's L1 norms and SLERP's
+// sums are entries of one shape (a method's own module may add more), run by runReduce over
+// the pass runner's walk (pass-runner.ts).
 
 import { fnv1a32 } from '../../methods/rng.ts';
 import { emptyTensorStats } from '../../methods/stats.ts';
 import { emptyDareNorms, type DareNorms } from '../../methods/dare-norms.ts';
 import type { TensorStats } from '../../methods/tensors.ts';
 import type { KernelCache } from './kernel-cache.ts';
-import type { KernelRequest } from './kernels/kernel.ts';
+import type { BufferSet } from './buffer-sets.ts';
+import type { KernelIo, KernelRequest } from './kernels/kernel.ts';
 import { addDareNorms, dareNormsBytes, dareNormsRequest, NORM_GROUPS } from './kernels/dare_norms.ts';
 import {
   addOverlapCounters,
@@ -18,11 +20,14 @@ import {
   overlapCountWords,
   type OverlapCounts,
 } from './kernels/overlap_count.ts';
+import { addSlerpSums, SLERP_SUMS_BYTES, slerpSumsRequest, SUM_GROUPS } from './kernels/slerp.ts';
 import { addStatsCounters, statsLayout, statsRequest } from './kernels/stats.ts';
+import { emptySlerpSums, type SlerpSums } from '../../methods/slerp.ts';
 import { encodeAgents, type AgentParams, type WindowParams } from './layout.ts';
 import { statsGroups, type Window } from './plumbing.ts';
 import type { Job, PassRunner } from './pass-runner.ts';
 import type { Scheduler } from './scheduler.ts';
+import type { ScratchBuffers } from './scratch.ts';
 import { endOnFirstWindows } from './topk-select.ts';
 
 /** What the per-method passes use of their engine. */
@@ -36,6 +41,8 @@ export interface PassContext {
   readonly carry: GPUBuffer;
   readonly kernels: KernelCache;
   readonly runner: PassRunner;
+  /** Buffers a method's passes keep beside the buffer sets (scratch.ts). */
+  readonly scratch: ScratchBuffers;
 }
 
 /**
@@ -63,6 +70,10 @@ export interface ReducePass<R> {
    * budget has room (WindowPass.keep).
    */
   beforeMerge?: 'in-order' | 'merge-first';
+  /** Encoded before the kernel in each window: what writes a buffer the kernel reads (io). */
+  prelude?(encoder: GPUCommandEncoder, set: BufferSet, w: Window): void;
+  /** The buffers the kernel binds (default: the set's io). */
+  io?(set: BufferSet): KernelIo;
   /** The sum so far. */
   result: R;
   /** Adds one window's result (`data`: the read-back bytes, `bytes` of them at its start). */
@@ -87,9 +98,10 @@ export async function runReduce<R>(
     ...(submitted ? { submitted } : {}),
     groups: (w) => pass.groups(w.count),
     params: () => pass.params,
-    encode: (encoder, set, _w, d) => {
+    encode: (encoder, set, w, d) => {
       if (pass.clear) encoder.clearBuffer(set[source], 0, bytes);
-      kernel.encode(encoder, set.io, d);
+      pass.prelude?.(encoder, set, w);
+      kernel.encode(encoder, pass.io?.(set) ?? set.io, d);
     },
     result: { source, bytes: () => bytes, consume: (w, data) => pass.add(w, data) },
   });
@@ -166,5 +178,23 @@ export function dareNormsPass(
     beforeMerge: 'in-order',
     result: norms,
     add: (_w, data) => addDareNorms(norms, new Float32Array(data.slice(0, bytes).buffer)),
+  };
+}
+
+/** SLERP's sums of the base and its one agent over the whole tensor (v0², v1², v0·v1), added in f64. */
+export function slerpSumsPass(job: Job): ReducePass<SlerpSums> {
+  const sums = emptySlerpSums();
+  return {
+    label: 'slerp_sums',
+    kernel: slerpSumsRequest(job.tensor.dtype),
+    source: 'norms',
+    bytes: SLERP_SUMS_BYTES,
+    // Each workgroup writes its own three sums.
+    clear: false,
+    groups: () => SUM_GROUPS,
+    params: {},
+    beforeMerge: 'in-order',
+    result: sums,
+    add: (_w, data) => addSlerpSums(sums, new Float32Array(data.slice(0, SLERP_SUMS_BYTES).buffer)),
   };
 }

@@ -7,16 +7,18 @@ export type { ParameterKey };
 
 /**
  * How each agent's τ is sparsified before it is combined: `dare` the seeded random drop (rescaled),
- * `topk` TIES's top-k by |τ|, `band` Model Breadcrumbs' top-k without its largest outliers. Absent:
- * dense τ.
+ * `topk` TIES's top-k by |τ|, `band` Model Breadcrumbs' top-k without its largest outliers, `della`
+ * DELLA's MagPrune (a seeded drop whose keep probability grows with the rank of |τ| in its row).
+ * Absent: dense τ.
  */
-export type Sparsify = 'dare' | 'topk' | 'band';
+export type Sparsify = 'dare' | 'topk' | 'band' | 'della';
 
 /**
  * How the agents are combined: `ram` the RAM branches on the changed masks, `linear` the weighted mean
- * of the models, `task_arithmetic` base + λ Σ w τ̂, `ties` the elected-sign disjoint sum.
+ * of the models, `task_arithmetic` base + λ Σ w τ̂, `ties` the elected-sign disjoint sum, `slerp` the
+ * spherical interpolation of the base and one agent (after a pass that sums their dot products).
  */
-export type Combine = 'ram' | 'linear' | 'task_arithmetic' | 'ties';
+export type Combine = 'ram' | 'linear' | 'task_arithmetic' | 'ties' | 'slerp';
 
 /**
  * The per-agent λ of the RAM branches: `one` 1, `global` from the whole model's statistics (a pass

@@ -6,11 +6,14 @@ import { breadcrumbs } from './breadcrumbs.ts';
 import { breadcrumbsTies } from './breadcrumbs_ties.ts';
 import { dareLinear } from './dare_linear.ts';
 import { dareTies } from './dare_ties.ts';
+import { della } from './della.ts';
+import { dellaLinear } from './della_linear.ts';
 import { linear } from './linear.ts';
 import { ram } from './ram.ts';
 import { ramplus } from './ramplus.ts';
 import { ramplusSoft } from './ramplus_soft.ts';
 import { ramplusTl } from './ramplus_tl.ts';
+import { slerp } from './slerp.ts';
 import { taskArithmetic } from './task_arithmetic.ts';
 import { ties } from './ties.ts';
 
@@ -24,8 +27,11 @@ export const METHOD_LIST = [
   ties,
   dareLinear,
   dareTies,
+  della,
+  dellaLinear,
   breadcrumbs,
   breadcrumbsTies,
+  slerp,
 ] as const;
 
 const BY_NAME: ReadonlyMap<string, MethodDescriptor> = new Map(METHOD_LIST.map((d) => [d.name, d]));

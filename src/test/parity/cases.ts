@@ -21,6 +21,7 @@ import {
   outlierTies,
   mergekitLinear,
   mergekitRam,
+  mergekitSlerp,
   roundBf16,
   roundF32,
   tieDependent,
@@ -122,6 +123,12 @@ function gradientParams(name: string): { density: number[]; weights: number[] } 
     weights: [1, at({ 0: 0, 0.5: 0.5, 1: 1 }), name.includes('mlp') ? 0.5 : 0],
   };
 }
+/** mergekit's gradient position of a tensor in the 3-layer set (as gradientParams resolves it). */
+function layerT(name: string): number {
+  const layer = /layers\.(\d+)\./.exec(name);
+  return layer ? Number(layer[1]) / 2 : name.includes('embed') ? 0 : 1;
+}
+
 const gtaTies = (density: number) => (name: string, v: MergekitTensor, round: Round) =>
   mergekitGta(v, round, {
     weights: W,
@@ -242,6 +249,16 @@ export const CASES: Case[] = [
         consensus: true,
         normalize: false,
       }),
+  },
+  {
+    recipe: 'slerp.yml',
+    method: 'slerp (t 0.3)',
+    expected: (_, v, r) => mergekitSlerp(v.base, v.agents[1]!, 0.3, r),
+  },
+  {
+    recipe: 'slerp-gradient.yml',
+    method: 'slerp (t gradient 0.1 → 0.9)',
+    expected: (name, v, r) => mergekitSlerp(v.base, v.agents[1]!, 0.1 + 0.8 * layerT(name), r),
   },
   {
     recipe: 'breadcrumbs.yml',

@@ -228,3 +228,29 @@ export function mergekitGta(v: MergekitTensor, round: Round, o: GtaOptions): num
     return round(base + mixed);
   });
 }
+
+/**
+ * `slerp` of slerp.py for the base (v0) and one model (v1) at t, as numpy evaluates it in float32:
+ * each norm and the dot product of the normalised copies summed in f32 (numpy sums pairwise; the
+ * order only moves the last bits of the angle), |dot| > 0.9995 → lerp, else the spherical weights from
+ * f32 arccos and sin, applied to the unnormalised tensors.
+ */
+export function mergekitSlerp(v0: Float64Array, v1: Float64Array, t: number, round: Round): number[] {
+  const norm = (v: Float64Array): number => {
+    let acc = 0;
+    for (const x of v) acc = round(acc + round(x * x));
+    const n = round(Math.sqrt(acc));
+    return n > 1e-8 ? n : 1;
+  };
+  const n0 = norm(v0);
+  const n1 = norm(v1);
+  let dot = 0;
+  for (let i = 0; i < v0.length; i++) dot = round(dot + round(round(v0[i]! / n0) * round(v1[i]! / n1)));
+  const mix = (a: number, b: number): number[] =>
+    Array.from(v0, (x, i) => round(round(round(a) * x) + round(round(b) * v1[i]!)));
+  if (Math.abs(dot) > 0.9995) return mix(1 - t, t);
+  const theta = round(Math.acos(dot));
+  const sinTheta = round(Math.sin(theta));
+  const thetaT = round(theta * t);
+  return mix(round(Math.sin(round(theta - thetaT))) / sinTheta, round(Math.sin(thetaT)) / sinTheta);
+}

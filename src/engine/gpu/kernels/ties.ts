@@ -1,7 +1,8 @@
 // Pipeline module of shaders/ties.wgsl: TIES (after the top-k select of topk_hist / topk_ties /
-// topk_scan), DARE-TIES with DARE = 1, Model Breadcrumbs with BAND = 1 (CONSENSUS = 0 without the
-// sign election), and task arithmetic / DARE-linear with TOP_K = 0 and CONSENSUS = 0 (CPU reference:
-// tiesCombine, taskArithmeticCombine with denseTaus / dareTaus / bandTaus in src/methods/reference.ts).
+// topk_scan), DARE-TIES with DARE = 1, DELLA with DELLA = 1 (after della_mask), Model Breadcrumbs
+// with BAND = 1 (CONSENSUS = 0 without the sign election), and task arithmetic / DARE-linear /
+// DELLA-linear with TOP_K = 0 and CONSENSUS = 0 (CPU reference: tiesCombine, taskArithmeticCombine
+// with denseTaus / dareTaus / bandTaus in src/methods/reference.ts, dellaTaus in src/methods/della.ts).
 
 import source from '../../../../shaders/ties.wgsl?raw';
 import { BRANCH_ROUNDS, BRANCHES_BINDING, BRANCHES_SOURCE } from './branches.ts';
@@ -25,6 +26,7 @@ export const TIES_KERNEL: KernelSpec = {
     'AGENTS',
     'CORRECT_DIVISION',
     'DARE',
+    'DELLA',
     'TOP_K',
     'TIE_BREAK',
     'BAND',
@@ -36,6 +38,8 @@ export const TIES_KERNEL: KernelSpec = {
 export interface TiesOptions {
   /** DARE's random drop instead of the top-k. */
   dare: boolean;
+  /** DELLA's drop instead: the factors of della_mask bound as tie_cutoffs. */
+  della?: boolean;
   /** Without DARE, the top-k (default); false: the raw τ (task arithmetic, with consensus false). */
   topK?: boolean;
   /** Some threshold keeps part of its ties (cutoffs from topk_ties / topk_scan). */
@@ -55,6 +59,7 @@ export function tiesRequest(variant: MergeVariant, options: TiesOptions): Kernel
     constants: {
       ...mergeConstants(variant),
       DARE: options.dare ? 1 : 0,
+      DELLA: options.della ? 1 : 0,
       TOP_K: options.topK === false ? 0 : 1,
       TIE_BREAK: options.tieBreak ? 1 : 0,
       BAND: options.band ? 1 : 0,
