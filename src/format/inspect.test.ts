@@ -116,5 +116,7 @@ describe('inspectModel', () => {
       '1.50 KiB',
       '5.00 GiB',
     ]);
+    // A rate below 1 KiB/s (the CLI's progress) in whole bytes, not 137.81223083548667 B.
+    expect(formatBytes(137.81223083548667)).toBe('138 B');
   });
 });

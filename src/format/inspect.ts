@@ -91,7 +91,8 @@ export function formatBytes(bytes: number): string {
     value /= 1024;
     unit += 1;
   }
-  return unit === 0 ? `${bytes} B` : `${value.toFixed(2)} ${units[unit]}`;
+  // Whole bytes below 1 KiB: a rate (bytes per second) is a fraction.
+  return unit === 0 ? `${Math.round(bytes)} B` : `${value.toFixed(2)} ${units[unit]}`;
 }
 
 /**

@@ -12,6 +12,11 @@ describe('formatBytes', () => {
     expect(formatBytes(1.5 * 2 ** 30)).toBe('1.5 GiB');
     expect(formatBytes(2 ** 32 - 4)).toBe('4 GiB');
   });
+
+  it('shows a rate below 1 KiB/s in whole bytes (issue 38: "137.81223083548667 B/s")', () => {
+    expect(formatBytes(137.81223083548667)).toBe('138 bytes');
+    expect(formatBytes(0.4)).toBe('0 bytes');
+  });
 });
 
 describe('formatCount', () => {

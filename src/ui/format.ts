@@ -11,7 +11,8 @@ export function formatBytes(bytes: number): string {
     value /= 1024;
     unit++;
   }
-  const shown = unit === 0 ? String(value) : String(Number(value.toFixed(2)));
+  // A rate below 1 KiB/s is a fraction of bytes: whole bytes are what a person reads.
+  const shown = unit === 0 ? String(Math.round(value)) : String(Number(value.toFixed(2)));
   return `${shown} ${BYTE_UNITS[unit]}`;
 }
 
