@@ -200,6 +200,11 @@ describe('ranges, refused alike on every path', () => {
     }
   });
 
+  it('refuses a negative RAM+ strength r (issue 38: --r -5 merged with λ = −9)', () => {
+    expect(validateParams({ ...defaultParams('ramplus', 2), r: -5 }, 2)).toEqual(['r must be ≥ 0']);
+    expect(validateParams({ ...defaultParams('ramplus', 2), r: 0 }, 2)).toEqual([]);
+  });
+
   it('a recipe refuses each value outside a range, globally, per model and in a gradient', () => {
     for (const key of numeric) {
       const spec = specOf(key);

@@ -153,6 +153,8 @@ export const PARAM_SPECS = defineParams({
     kind: 'number',
     scope: 'global',
     default: 0.1,
+    // Negative r would scale unique updates below 1, to λ = 1 − 10 at r = −5 (issue 38): not RAM+.
+    range: { min: 0 },
     help: 'RAM+ strength: unique updates are scaled by λ = 1 + r·clip(ρ, 0, α).',
     mergekit: { key: 'r', anyMethod: true },
     flag: 'r',
