@@ -116,9 +116,21 @@ export function paramProblems(key: ParameterKey, value: unknown, agents: number)
 }
 
 /** Checks values a user can get wrong and says which one, with the accepted range (every spec's). */
+/** f32's smallest normal value, 2^-126. */
+const F32_MIN_NORMAL = 2 ** -126;
+
 export function validateParams(params: MethodParams, agents: number): string[] {
   const record = paramsRecord(params);
   const problems = USER_PARAMS.flatMap((key) => paramProblems(key, record[key], agents));
+  // The engines compute in f32, and a GPU may flush f32's subnormals to 0: a weight below f32's
+  // smallest normal merges as 0 (a linear merge of such weights wrote an all-zero model, issue 38).
+  params.weights.forEach((w, t) => {
+    if (w !== 0 && Math.abs(w) < F32_MIN_NORMAL)
+      problems.push(
+        `weights ${w} (agent ${t + 1}) is below f32's smallest normal ${F32_MIN_NORMAL.toExponential(2)} ` +
+          'and merges as 0: scale every weight up by the same factor',
+      );
+  });
   if (params.method === 'linear' && params.normalize && params.weights.reduce((a, b) => a + b, 0) === 0)
     problems.push('linear with normalize needs weights that do not sum to 0');
   const { plan } = methodOf(params.method);

@@ -205,6 +205,15 @@ describe('ranges, refused alike on every path', () => {
     expect(validateParams({ ...defaultParams('ramplus', 2), r: 0 }, 2)).toEqual([]);
   });
 
+  it('refuses weights that vanish in f32 (issue 38: --weight 1e-320 wrote an all-zero model)', () => {
+    const params = (weights: number[]): MethodParams => ({ ...defaultParams('linear', 2), weights });
+    const problems = validateParams(params([1e-320, 1]), 2);
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/^weights 1e-320 \(agent 1\) is below f32's smallest normal 1\.18e-38/);
+    expect(validateParams(params([1e-39, 2e-39]), 2)).toHaveLength(2);
+    expect(validateParams(params([2 ** -126, 0]), 2)).toEqual([]);
+  });
+
   it('a recipe refuses each value outside a range, globally, per model and in a gradient', () => {
     for (const key of numeric) {
       const spec = specOf(key);
