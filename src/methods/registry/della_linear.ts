@@ -1,8 +1,10 @@
-// DELLA-linear (mergekit `della_linear`): MagPrune's rank-weighted seeded drop, rescaled, then task
-// arithmetic.
+// DELLA-linear (mergekit `della_linear`): della.ts's rank-weighted seeded drop, rescaled, then task
+// arithmetic instead of the sign election.
+import { della } from './della.ts';
 import { defineMethod } from './descriptor.ts';
 
 export const dellaLinear = defineMethod({
+  ...della,
   name: 'della_linear',
   label: 'DELLA (linear)',
   help:
@@ -10,8 +12,7 @@ export const dellaLinear = defineMethod({
     '|τ| to density + dellaEpsilon for the largest, rescaled, then task arithmetic (λ Σ w τ̂). Rescale: ' +
     '1/p per entry (the DELLA paper, the default here), l1 (each agent keeps its L1 norm per tensor: ' +
     'mergekit’s default, rescale: true) or none.',
-  parameters: ['weights', 'density', 'dellaEpsilon', 'lambda', 'normalize', 'seed', 'rescale'],
-  defaults: { density: 0.5, dellaEpsilon: 0.15, normalize: false },
-  mergekit: { name: 'della_linear', defaults: { normalize: false, rescale: 'l1' } },
-  plan: { combine: 'task_arithmetic', sparsify: 'della', lambdas: 'one' },
+  defaults: { ...della.defaults, normalize: false },
+  mergekit: { name: 'della_linear', defaults: { ...della.mergekit.defaults, normalize: false } },
+  plan: { ...della.plan, combine: 'task_arithmetic' },
 });
