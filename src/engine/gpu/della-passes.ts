@@ -4,13 +4,11 @@
 // in place of the tie-break's cutoffs; with mergekit's L1 rule, a norms pass (mask, then della_norms)
 // over the whole tensor first finds each agent's factor. CPU reference: src/methods/della.ts.
 
-import { l1Scales, emptyDareNorms, type DareNorms } from '../../methods/dare-norms.ts';
+import { l1Scales, type DareNorms } from '../../methods/dare-norms.ts';
 import { checkDella, DEFAULT_DELLA_EPSILON, dellaGroups, dellaThreshold } from '../../methods/della.ts';
-import { fnv1a32 } from '../../methods/rng.ts';
 import type { TensorInput } from '../../methods/tensors.ts';
 import type { MethodParams } from '../../methods/types.ts';
 import type { BufferSet } from './buffer-sets.ts';
-import { addDareNorms, dareNormsBytes, NORM_GROUPS } from './kernels/dare_norms.ts';
 import {
   DELLA_AGENT_WORDS,
   DELLA_SPEC_HEADER_WORDS,
@@ -25,7 +23,7 @@ import type { KernelIo } from './kernels/kernel.ts';
 import type { MergePrelude } from './merge-pass.ts';
 import type { Job, WholeSlabs } from './pass-runner.ts';
 import { splitDispatch } from './plumbing.ts';
-import { runReduce, type PassContext, type ReducePass } from './reduce-passes.ts';
+import { l1NormsPass, runReduce, type PassContext, type ReducePass } from './reduce-passes.ts';
 
 /** The mask as a merge's prelude, and the buffers its own kernel binds (which della_norms reads). */
 interface DellaMask extends MergePrelude {
@@ -115,24 +113,10 @@ export async function dellaMask(
   return mask;
 }
 
-/** DELLA's L1 rule: per agent ‖τ‖₁ and ‖m⊙τ‖₁ of the whole tensor, each window's mask run first. */
+/** DELLA's L1 rule: the shared L1 pass, each window's mask run first and its factors read. */
 function dellaNormsPass(job: Job, agents: number, seed: number, mask: DellaMask): ReducePass<DareNorms> {
-  const bytes = dareNormsBytes(agents);
-  const norms = emptyDareNorms(agents);
-  return {
-    label: 'della_norms',
-    kernel: dellaNormsRequest(job.tensor.dtype, agents),
-    source: 'norms',
-    bytes,
-    // Each invocation writes its own partial sums (laid out as DARE's).
-    clear: false,
-    groups: () => NORM_GROUPS,
-    params: { nameHash: fnv1a32(job.tensor.name), seed },
-    beforeMerge: 'in-order',
+  return l1NormsPass(job, agents, seed, 'della_norms', dellaNormsRequest(job.tensor.dtype, agents), {
     prelude: (encoder, set, w) => mask.encode(encoder, set, w),
-    // The mask's io: della_norms reads the factors it wrote.
     io: (set) => mask.maskIo(set),
-    result: norms,
-    add: (_w, data) => addDareNorms(norms, new Float32Array(data.slice(0, bytes).buffer)),
-  };
+  });
 }

@@ -154,31 +154,45 @@ export function overlapCountPass(job: Job, agents: number, epsilon: number): Red
 }
 
 /**
- * DARE's L1 rule: per agent ‖τ‖₁ and ‖m⊙τ‖₁ of the whole tensor, from partial sums added in f64
- * (the mask m of each agent's keepBelow, drawn as the merge draws it).
+ * The L1 rule's pass, as DARE and DELLA share it: per agent ‖τ‖₁ and ‖m⊙τ‖₁ of the whole tensor, from
+ * partial sums each invocation writes (no clear) and the host adds in f64. `mask` is what tells the
+ * kernel which entries a method kept: DARE's per-agent keep bounds, DELLA's mask run before each window.
  */
+export function l1NormsPass(
+  job: Job,
+  agents: number,
+  seed: number,
+  label: string,
+  kernel: KernelRequest,
+  mask: Pick<ReducePass<DareNorms>, 'agents' | 'prelude' | 'io'>,
+): ReducePass<DareNorms> {
+  const bytes = dareNormsBytes(agents);
+  const norms = emptyDareNorms(agents);
+  return {
+    label,
+    kernel,
+    source: 'norms',
+    bytes,
+    clear: false,
+    groups: () => NORM_GROUPS,
+    params: { nameHash: fnv1a32(job.tensor.name), seed },
+    beforeMerge: 'in-order',
+    ...mask,
+    result: norms,
+    add: (_w, data) => addDareNorms(norms, new Float32Array(data.slice(0, bytes).buffer)),
+  };
+}
+
+/** DARE's L1 rule, with the mask of each agent's keepBelow drawn as the merge draws it. */
 export function dareNormsPass(
   job: Job,
   agents: number,
   keepBelow: readonly number[],
   seed: number,
 ): ReducePass<DareNorms> {
-  const bytes = dareNormsBytes(agents);
-  const norms = emptyDareNorms(agents);
-  return {
-    label: 'dare_norms',
-    kernel: dareNormsRequest(job.tensor.dtype, agents),
-    source: 'norms',
-    bytes,
-    // Each invocation writes its own partial sums.
-    clear: false,
-    groups: () => NORM_GROUPS,
-    params: { nameHash: fnv1a32(job.tensor.name), seed },
+  return l1NormsPass(job, agents, seed, 'dare_norms', dareNormsRequest(job.tensor.dtype, agents), {
     agents: keepBelow.map((k) => ({ keepBelow: k })),
-    beforeMerge: 'in-order',
-    result: norms,
-    add: (_w, data) => addDareNorms(norms, new Float32Array(data.slice(0, bytes).buffer)),
-  };
+  });
 }
 
 /** SLERP's sums of the base and its one agent over the whole tensor (v0², v1², v0·v1), added in f64. */
