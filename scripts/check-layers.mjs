@@ -18,13 +18,14 @@ export const ALLOWED = {
   demo: ['methods', 'format', 'io'],
   engine: ['methods', 'format', 'io'],
   driver: ['engine', 'methods', 'format', 'io'],
-  worker: ['driver', 'engine', 'methods', 'demo', 'format', 'io'],
+  eval: ['driver', 'engine', 'methods', 'format', 'io'],
+  worker: ['eval', 'driver', 'engine', 'methods', 'demo', 'format', 'io'],
   state: ['worker', 'driver', 'methods', 'format', 'io'],
   ui: ['state', 'worker', 'driver', 'methods', 'format', 'io'],
   '': ['ui', 'state'],
-  cli: ['driver', 'engine', 'methods', 'demo', 'format', 'io'],
-  bench: ['cli', 'state', 'worker', 'driver', 'engine', 'methods', 'demo', 'format', 'io', 'test'],
-  test: ['bench', 'cli', 'worker', 'driver', 'engine', 'methods', 'demo', 'format', 'io'],
+  cli: ['eval', 'driver', 'engine', 'methods', 'demo', 'format', 'io'],
+  bench: ['cli', 'state', 'worker', 'eval', 'driver', 'engine', 'methods', 'demo', 'format', 'io', 'test'],
+  test: ['bench', 'cli', 'worker', 'eval', 'driver', 'engine', 'methods', 'demo', 'format', 'io'],
 };
 
 function* sourceFiles(dir) {
