@@ -3,7 +3,7 @@
 // larger than one binding (maxStorageBufferBindingSize, or options.maxBufferBytes) is split by rows
 // into blocks of their own buffers, and linear and the score dispatch once per block.
 
-import { splitDispatch, type Dispatch } from '../../engine/gpu/plumbing.ts';
+import { pad4, splitDispatch, type Dispatch } from '../../engine/gpu/plumbing.ts';
 import type { FloatDtype } from '../../format/dtype.ts';
 import type {
   Act,
@@ -27,7 +27,10 @@ import { GpuStream } from './stream.ts';
 import { DTYPE_CODE } from '../../engine/gpu/kernels/kernel.ts';
 
 export interface GpuEvalOptions {
-  /** Largest weight buffer in bytes (default and cap: the device's binding and buffer limits). */
+  /**
+   * Largest block of a matrix weight in bytes (default and cap: the device's binding and buffer
+   * limits); a larger matrix is split by rows. Vectors (norms, biases) are kept whole.
+   */
   maxBufferBytes?: number;
   /** Bytes of released activation buffers kept for reuse (default 256 MiB). */
   poolBytes?: number;
@@ -75,7 +78,8 @@ const bytesOf = (dtype: FloatDtype) => (dtype === 'F32' ? 4 : 2);
 export function createGpuEvalBackend(device: GPUDevice, options: GpuEvalOptions = {}): EvalBackend {
   const limits = device.limits;
   const bindingBytes = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
-  const weightBytes = Math.min(bindingBytes, options.maxBufferBytes ?? Infinity);
+  // A multiple of 4, so a block padded to whole words stays inside it.
+  const weightBytes = Math.floor(Math.min(bindingBytes, options.maxBufferBytes ?? Infinity) / 4) * 4;
   if (!(weightBytes >= 4)) throw new RangeError(`gpu eval backend: maxBufferBytes ${options.maxBufferBytes}`);
   const logitsBytes = Math.min(bindingBytes, options.maxLogitsBytes ?? 64 * 2 ** 20);
   const maxGroups = limits.maxComputeWorkgroupsPerDimension;
@@ -166,17 +170,17 @@ export function createGpuEvalBackend(device: GPUDevice, options: GpuEvalOptions 
 
   async function uploadWeight(tensor: StoredTensor): Promise<Weight> {
     const count = checkStoredTensor(tensor);
-    const size = bytesOf(tensor.dtype);
-    // A matrix splits by rows (its last dimension is the one a row spans); a vector stays whole.
-    const rowLength = tensor.shape.length >= 2 ? (tensor.shape[tensor.shape.length - 1] as number) : count;
+    const matrix = tensor.shape.length >= 2;
+    // A matrix splits by rows (a row spans its last dimension); a vector (norm, bias) stays whole.
+    const rowLength = matrix ? (tensor.shape[tensor.shape.length - 1] as number) : count;
     const rows = rowLength === 0 ? 0 : count / rowLength;
-    const rowBytes = rowLength * size;
-    const perBlock = tensor.shape.length >= 2 ? Math.floor(weightBytes / Math.max(1, rowBytes)) : 1;
-    if (perBlock < 1 || (tensor.shape.length < 2 && pad(rowBytes) > bindingBytes))
-      throw new RangeError(
-        `${tensor.name}: a row of ${rowBytes} bytes does not fit a ${tensor.shape.length < 2 ? bindingBytes : weightBytes}-byte buffer`,
-      );
+    const rowBytes = rowLength * bytesOf(tensor.dtype);
+    const limit = matrix ? weightBytes : bindingBytes;
+    const perBlock = matrix ? Math.floor(limit / Math.max(1, rowBytes)) : 1;
+    if (perBlock < 1 || pad4(rowBytes) > limit)
+      throw new RangeError(`${tensor.name}: a row of ${rowBytes} bytes does not fit a ${limit}-byte buffer`);
     const blocks: WeightBlock[] = [];
+    // Each block in its own buffer from byte 0: a 16-bit block of odd rows never starts mid-word.
     for (let rowStart = 0; rowStart < Math.max(rows, 1); rowStart += perBlock) {
       const blockRows = Math.min(perBlock, rows - rowStart);
       const bytes = tensor.bytes.subarray(rowStart * rowBytes, (rowStart + blockRows) * rowBytes);
@@ -184,7 +188,6 @@ export function createGpuEvalBackend(device: GPUDevice, options: GpuEvalOptions 
     }
     return new GpuWeight(tensor.name, tensor.dtype, [...tensor.shape], blocks);
   }
-  const pad = (bytes: number) => Math.ceil(bytes / 4) * 4;
 
   function norm(x: Act, w: Weight, dim: number, eps: number, op: string): Act {
     const input = act(x, op);

@@ -7,8 +7,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { decodeFloats, encodeFloats, type FloatDtype } from '../../format/dtype.ts';
 import { seededRandom } from '../../methods/rng.ts';
 import { openGpuHarness } from '../../test/gpu-harness.ts';
-import type { Act, EvalBackend, StoredTensor } from '../backend.ts';
+import type { Act, EvalBackend, StoredTensor, Weight } from '../backend.ts';
 import * as ref from '../reference.ts';
+import { createCpuEvalBackend } from '../cpu-backend.ts';
 import { createGpuEvalBackend, type GpuEvalOptions } from './gpu-backend.ts';
 
 const opened = await openGpuHarness();
@@ -471,5 +472,87 @@ describe.skipIf(!harness)(`GPU eval backend lifetime ${opened.skip ?? ''}`, () =
         ).rejects.toThrow(/wide: a row of 160 bytes does not fit a 128-byte buffer/);
       },
       { maxBufferBytes: 128 },
+    ));
+});
+
+/** One decoder block and a two-chunk score, through the EvalBackend interface alone. */
+async function decoderBlock(backend: EvalBackend, tensors: Record<string, StoredTensor>, x: Float32Array) {
+  const [rows, hidden, heads, kvHeads, headDim] = [9, 24, 4, 2, 6];
+  const layout = { seqStart: Int32Array.from([0, 0, 0, 0, 4, 4, 4, 4, 4]) };
+  const positions = Array.from(layout.seqStart, (start, r) => r - start);
+  const angles = positions.flatMap((p) =>
+    Array.from({ length: headDim / 2 }, (_, i) => p * 10000 ** (-(2 * i) / headDim)),
+  );
+  const [cos, sin] = [Float32Array.from(angles, Math.cos), Float32Array.from(angles, Math.sin)];
+  const w: Record<string, Weight> = {};
+  for (const [name, tensor] of Object.entries(tensors)) w[name] = await backend.weight(tensor);
+  const h = backend.upload(x, rows, hidden);
+  const n = backend.rmsNorm(h, w.norm!, 1e-6);
+  const q = backend.rope(
+    backend.groupRmsNorm(backend.linear(n, w.wq!, w.bq), w.qNorm!, headDim, 1e-6),
+    cos,
+    sin,
+    headDim,
+  );
+  const k = backend.rope(backend.linear(n, w.wk!), cos, sin, headDim);
+  const a = backend.attention(q, k, backend.linear(n, w.wv!), layout, {
+    heads,
+    kvHeads,
+    headDim,
+    scale: headDim ** -0.5,
+    window: 3,
+  });
+  const h2 = backend.add(h, backend.linear(a, w.wo!));
+  const m = backend.siluMul(backend.linear(h2, w.wg!), backend.linear(h2, w.wu!));
+  const h3 = backend.add(h2, backend.linear(m, w.wd!));
+  const last = backend.gather(h3, Int32Array.from([3, 8]));
+  const state = backend.scoreStart(Int32Array.from([17, 2]));
+  backend.scoreChunk(state, last, w.head0!, 0);
+  backend.scoreChunk(state, last, w.head1!, 10);
+  return { hidden: await backend.read(h3), score: await backend.scoreRead(state) };
+}
+
+describe.skipIf(!harness)(`GPU and CPU eval backends through one decoder block ${opened.skip ?? ''}`, () => {
+  it('agree to f32 accuracy on a Qwen-like BF16 block (bias, q_norm, GQA, window, two sequences)', () =>
+    withBackend(
+      async (gpu) => {
+        const random = seededRandom(2024);
+        const [hidden, heads, kvHeads, headDim, inter] = [24, 4, 2, 6, 40];
+        const shapes: Record<string, number[]> = {
+          norm: [hidden],
+          wq: [heads * headDim, hidden],
+          bq: [heads * headDim],
+          qNorm: [headDim],
+          wk: [kvHeads * headDim, hidden],
+          wv: [kvHeads * headDim, hidden],
+          wo: [hidden, heads * headDim],
+          wg: [inter, hidden],
+          wu: [inter, hidden],
+          wd: [hidden, inter],
+          head0: [10, hidden],
+          head1: [15, hidden],
+        };
+        const tensors: Record<string, StoredTensor> = {};
+        for (const [name, shape] of Object.entries(shapes)) {
+          const count = shape.reduce((a, b) => a * b, 1);
+          const norm = name.toLowerCase().includes('norm');
+          tensors[name] = stored(
+            name,
+            'BF16',
+            shape,
+            randomF32(random, count, norm ? 0.5 : -0.4, norm ? 1.5 : 0.4),
+          ).tensor;
+        }
+        const x = randomF32(random, 9 * hidden);
+        const got = await decoderBlock(gpu, tensors, x);
+        const want = await decoderBlock(createCpuEvalBackend(), tensors, x);
+        // Values are O(1) after a dozen f32 ops of ≤ 40 terms: 1e-5 of the largest is ~100 ulps.
+        const scale = Math.max(...want.hidden.map(Math.abs));
+        expectWithin(got.hidden, want.hidden, () => 1e-5 * scale, 'block output');
+        expectWithin(got.score.logprob, want.score.logprob, () => 1e-5 * scale, 'logprob');
+        expect(Array.from(got.score.argmax)).toEqual(Array.from(want.score.argmax));
+        expect(Math.min(...want.score.margin)).toBeGreaterThan(1e-3);
+      },
+      { maxBufferBytes: 512 },
     ));
 });
