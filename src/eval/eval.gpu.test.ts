@@ -66,7 +66,10 @@ describe.skipIf(!harness)(`the WGSL forward pass = transformers ${opened.skip ??
     const agents = [await openFixture('qwen2-set/agent-0'), await openFixture('qwen2-set/agent-1')];
     const reference = fixtureReference('qwen2-set/base');
     await harness!.run(async () => {
-      const engine = createGpuEngine(harness!.device, { agents: 2 });
+      const engine = createGpuEngine(harness!.device, {
+        agents: 2,
+        adapterDescription: harness!.adapterDescription,
+      });
       const backend = createGpuEvalBackend(harness!.device);
       try {
         const baseModel = evalModel(base, 'base', 'base');
