@@ -2,7 +2,6 @@
 // f64 CPU reference with --cpu), reading each model folder in place, streamed by layer.
 
 import { readFile, writeFile } from 'node:fs/promises';
-import { basename, extname } from 'node:path';
 import { at } from '../io/checked.ts';
 import type { EvalBackend } from '../eval/backend.ts';
 import { evaluate, type EvalProgress } from '../eval/evaluate.ts';
@@ -104,7 +103,7 @@ export async function runEval(values: Values): Promise<void> {
   const probeText = await readFile(values.probes, 'utf8').catch((error: Error) => {
     throw new UsageError(`--probes ${values.probes}: ${error.message}`);
   });
-  const probes = parseProbes(probeText, basename(values.probes, extname(values.probes)));
+  const probes = parseProbes(probeText, values.probes);
   const models = await Promise.all(paths.map((path) => loadModel(path)));
   if (values.json && values.json !== '-')
     await refuseOutputsOnInputs(
