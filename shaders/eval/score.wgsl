@@ -1,7 +1,11 @@
 // Folds one chunk of logits [rows, n] (vocabulary ids vocab_start …) into each row's running score:
 // one workgroup per row finds the chunk's maximum (ties: the lowest id), its second-highest logit and
-// Σ exp(l − max), then invocation 0 merges them into the row's state, as src/eval/reference.ts
-// scoreChunk does. NaN logits are skipped; LOWEST marks "none yet" (the host reads it as −∞).
+// Σ exp(l − max) over every logit but the maximum's own, then invocation 0 merges them into the row's
+// state, as src/eval/reference.ts scoreChunk does. NaN logits are skipped; LOWEST marks "none yet"
+// (the host reads it as −∞).
+// The sum leaves out the maximum's own exp(0) = 1: log p(target) = t − m − log1p(s) then keeps f32's
+// relative precision in s, where a sum that started at 1 would round away everything below 2^-24 of
+// it (a confident model's whole NLL, 1e-4 nats and less, lives there).
 
 struct Params {
   rows: u32,
@@ -12,7 +16,7 @@ struct Params {
 
 struct RowState {
   m: f32,        // maximum so far
-  s: f32,        // Σ exp(l − m)
+  s: f32,        // Σ exp(l − m) over every seen logit but one maximum
   t: f32,        // the target's logit (NaN until its chunk comes)
   m2: f32,       // second-highest logit
   argmax: i32,   // −1 until a chunk comes
@@ -79,7 +83,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   var sum = 0.0;
   for (var i = lid; i < params.n; i += 256u) {
     let l = logits[base + i];
-    if (l == l) {
+    if (l == l && i != chunk_id) {
       sum += exp(l - chunk_max);
     }
   }
@@ -110,12 +114,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       st.argmax = id;
       st.seen = 1u;
     } else if (chunk_max > st.m) {
-      st.s = st.s * exp(st.m - chunk_max) + chunk_sum;
+      // The old maximum is now one of the others: its 1 joins the rescaled sum.
+      st.s = (st.s + 1.0) * exp(st.m - chunk_max) + chunk_sum;
       st.m2 = max(st.m, chunk_second);
       st.m = chunk_max;
       st.argmax = id;
     } else {
-      st.s += chunk_sum * exp(chunk_max - st.m);
+      st.s += (chunk_sum + 1.0) * exp(chunk_max - st.m);
       // chunk_max ≤ m: an equal maximum is a tie (m2 = m, the lower id stays), a lower one can only
       // raise m2.
       st.m2 = max(st.m2, chunk_max);

@@ -8,7 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadTokenizer, type TokenizerFiles } from './tokenize.ts';
 
-const fixtures = join(dirname(fileURLToPath(import.meta.url)), '../test/eval-fixtures');
+const fixtures =
+  process.env.EVAL_FIXTURES ?? join(dirname(fileURLToPath(import.meta.url)), '../test/eval-fixtures');
 const MODELS = [
   'llama',
   'llama3',

@@ -8,7 +8,12 @@ import { memorySource } from '../io/source.ts';
 import type { EvalTokenizer } from '../eval/evaluate.ts';
 import type { EvalResult, Probe } from '../eval/types.ts';
 
-export const EVAL_FIXTURES = new URL('./eval-fixtures/', import.meta.url).pathname;
+/**
+ * The fixture root: the committed one, or EVAL_FIXTURES=DIR for a set freshly made by
+ * `scripts/eval-fixtures.py --out DIR --seed N` (the same tests then check those).
+ */
+export const EVAL_FIXTURES =
+  process.env.EVAL_FIXTURES ?? new URL('./eval-fixtures/', import.meta.url).pathname;
 
 /** Every fixture model folder, by its path under eval-fixtures/ (qwen2-set's three included). */
 export const EVAL_FIXTURE_MODELS = [

@@ -44,7 +44,7 @@ export function initialScoreState(targets: Int32Array): ArrayBuffer {
   return bytes;
 }
 
-/** logprob = t − (m + log s) in f64 from the f32 state; margin m − m2 (LOWEST read as −∞). */
+/** logprob = t − m − log1p(s) in f64 from the f32 state (s leaves out the maximum's 1); margin m − m2 (LOWEST read as −∞). */
 export function readScoreState(bytes: ArrayBuffer, rows: number): RowScore {
   const view = new DataView(bytes);
   const logprob = new Float64Array(rows);
@@ -57,7 +57,7 @@ export function readScoreState(bytes: ArrayBuffer, rows: number): RowScore {
     const s = view.getFloat32(o + 4, true);
     const t = view.getFloat32(o + 8, true);
     const m2 = real(view.getFloat32(o + 12, true));
-    logprob[r] = view.getInt32(o + 20, true) < 0 ? NaN : t - (m + Math.log(s));
+    logprob[r] = view.getInt32(o + 20, true) < 0 ? NaN : t - m - Math.log1p(s);
     argmax[r] = view.getInt32(o + 16, true);
     margin[r] = m - m2;
   }
