@@ -61,6 +61,7 @@ describe('forwardSpec', () => {
     [{ use_sliding_window: true }, /use_sliding_window/],
     [{ hidden_size: 0 }, /hidden_size is 0/],
     [{ partial_rotary_factor: 0.5 }, /partial_rotary_factor 0.5/],
+    [{ layer_types: ['full_attention', 'sliding_attention'] }, /"sliding_attention" layers/],
   ])('refuses %j by name', (extra, message) => {
     expect(() => forwardSpec('folder/x', llama(extra))).toThrow(EvalError);
     expect(() => forwardSpec('folder/x', llama(extra))).toThrow(message);

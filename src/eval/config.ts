@@ -142,6 +142,13 @@ export function forwardSpec(model: string, config: Config | undefined): ForwardS
       model,
       `config.json sets use_sliding_window (per-layer windows), which the forward pass does not run yet.`,
     );
+  const layerTypes = Array.isArray(config.layer_types) ? (config.layer_types as unknown[]) : [];
+  const other = layerTypes.find((t) => t !== 'full_attention');
+  if (other !== undefined)
+    throw new EvalError(
+      model,
+      `config.json's layer_types has "${String(other)}" layers; the forward pass runs full_attention layers only.`,
+    );
   const hidden = int(model, config, 'hidden_size');
   const heads = int(model, config, 'num_attention_heads');
   const kvHeads = int(model, config, 'num_key_value_heads', heads);
