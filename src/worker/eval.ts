@@ -14,7 +14,7 @@ import { throwIfAborted } from '../io/abort.ts';
 import { acquireDevice, memoryBudget } from './engines.ts';
 import { refusal } from './errors.ts';
 import { openTarget } from './models.ts';
-import type { EvalJobProgress, EvalProbes, EvalTarget, WorkerCalls } from './protocol.ts';
+import type { EvalJobProgress, EvalProbes, EvalTarget, ProbeFileText, WorkerCalls } from './protocol.ts';
 
 export interface EvalJobContext {
   signal: AbortSignal;
@@ -136,20 +136,20 @@ async function writeReferences(
   return probes;
 }
 
-/** The probes of a request: parsed from its files (a bad line is refused by name), or written by its writers. */
-async function probesOf(
-  source: EvalProbes,
+/** The probes of JSONL files; a bad line is refused naming its file and line. */
+function probesOf(files: readonly ProbeFileText[]): Probe[] {
+  if (files.length === 0) throw refusal('NoProbes', 'Choose a probe file (JSONL) first.');
+  return files.flatMap((f) => parseProbes(f.text, f.name));
+}
+
+/** The probes the writers write: their continuations of the prompts (writeReferences). */
+async function writtenProbes(
+  source: Extract<EvalProbes, { kind: 'references' }>,
   backend: EvalBackend,
   tokenizer: Tokenizer,
   chat: boolean,
   context: EvalJobContext,
 ): Promise<Probe[]> {
-  if (source.kind === 'files') {
-    if (source.files.length === 0) throw refusal('NoProbes', 'Choose a probe file (JSONL) first.');
-    const probes = source.files.flatMap((f) => parseProbes(f.text, f.name));
-    if (probes.length === 0) throw refusal('NoProbes', 'The probe files hold no probes.');
-    return probes;
-  }
   const prompts = source.prompts.filter((p) => p.trim() !== '');
   if (prompts.length === 0)
     throw refusal('NoProbes', 'Write at least one prompt for the agents to continue.');
@@ -164,9 +164,16 @@ async function probesOf(
 }
 
 export const evaluateModels: Call<'eval'> = async (request, context) => {
+  const source = request.probes;
+  // Probe files are read before any model is opened: a bad line is refused at once.
+  const parsed = source.kind === 'files' ? probesOf(source.files) : null;
   const { models, tokenizer } = await openModels(request.models, context.signal);
   return withBackend(async (backend) => {
-    const probes = await probesOf(request.probes, backend, tokenizer, request.chat, context);
+    const probes =
+      parsed ??
+      (source.kind === 'references'
+        ? await writtenProbes(source, backend, tokenizer, request.chat, context)
+        : []);
     return evaluate(backend, models, probes, tokenizer, {
       ...passOptions(context, 'score', backend, models, { model: 0, models: models.length }),
       chat: request.chat,
