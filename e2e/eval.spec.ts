@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runCli } from '../src/test/cli.ts';
 import type { EvalResult } from '../src/worker/protocol.ts';
+import { axeViolations } from './axe.ts';
 import { EvalPage } from './eval-page.ts';
 import { expect, test as base } from './fixtures.ts';
 import { WorkflowPage } from './workflow-page.ts';
@@ -48,7 +49,7 @@ test('the studio scores the base and both agents as `merge-studio eval` does', a
   evaluation,
   page,
   browserErrors,
-}) => {
+}, testInfo) => {
   test.setTimeout(240_000);
   await loadSet(workflow);
   await evaluation.giveProbes(PROBES);
@@ -88,6 +89,21 @@ test('the studio scores the base and both agents as `merge-studio eval` does', a
       await expect(
         page.getByTestId(`eval-cell-${set.set.replace(/[^A-Za-z0-9_-]/g, '_')}-${m}`),
       ).toContainText(`NLL ${set.meanNll[m]!.toFixed(3)}`);
+  // Side by side: the first probe's prompt, continued by each model, as the evaluation generated it.
+  const first = (await readFile(PROBES, 'utf8')).split('\n')[0]!;
+  await page.getByTestId('eval-prompt').fill((JSON.parse(first) as { prompt: string }).prompt);
+  await page.getByTestId('eval-generate-run').click();
+  for (const [m, model] of expected.models.entries())
+    await expect(page.getByTestId(`eval-generated-${model.label}`).locator('pre')).toHaveText(
+      expected.examples[0]!.generatedText[m]!,
+      { timeout: 60_000 },
+    );
+
+  // The table's retention colours and the panel pass axe's contrast rules in light and dark mode.
+  expect(await axeViolations(page, '[data-testid="eval-panel"]')).toEqual([]);
+  await workflow.shoot(evaluation.panel, 'eval-panel', testInfo);
+  await page.emulateMedia({ colorScheme: 'dark' });
+  expect(await axeViolations(page, '[data-testid="eval-panel"]')).toEqual([]);
   expect(browserErrors.messages).toEqual([]);
 });
 
