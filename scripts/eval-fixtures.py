@@ -187,7 +187,10 @@ CASES = {
         dtype=torch.bfloat16,
         tokenizer="qwen",
         chat="jinja-file",
-        legacy_config=False,
+        legacy_config=True,
+        # As Qwen2.5's config.json: a sliding_window that use_sliding_window false switches off
+        # (transformers then applies no window at all), and no layer_types.
+        config_edits=dict(sliding_window=4, use_sliding_window=False, max_window_layers=1, layer_types=None),
     ),
     "qwen3": dict(
         cls=Qwen3ForCausalLM,
@@ -368,13 +371,20 @@ def save_model(model: torch.nn.Module, case: dict, folder: Path) -> None:
         config = json.loads(path.read_text())
         rope = dict(config.pop("rope_parameters"))
         config["rope_theta"] = rope.pop("rope_theta")
-        if rope.get("rope_type") == "linear":
+        if rope.get("rope_type") == "default":
+            rope = None
+        elif rope.get("rope_type") == "linear":
             rope = {"type": "linear", "factor": rope["factor"]}  # the oldest spelling
         else:
             rope.pop("type", None)
         config["rope_scaling"] = rope
         if "dtype" in config:
             config["torch_dtype"] = config.pop("dtype")
+        for key, value in case.get("config_edits", {}).items():
+            if value is None:
+                config.pop(key, None)
+            else:
+                config[key] = value
         write_json(path, dict(sorted(config.items())))
 
 
@@ -460,6 +470,10 @@ def score(model, tok, prompt_ids: list[int], completion_ids: list[int], eos: set
         stepwise.append(float(row.double().log_softmax(-1)[seq[j]]))
         assert top2(row)[0] == argmax[len(stepwise) - 1] or margins[len(stepwise) - 1] < 1e-4
     assert abs(-math.fsum(stepwise) - nll) <= 1e-4 * max(1.0, abs(nll)), (nll, -math.fsum(stepwise))
+    # Self-check: transformers' own loss over the completion labels is the mean of the same terms.
+    labels = torch.tensor([[-100] * len(prompt_ids) + completion_ids])
+    loss = float(model(input_ids=torch.tensor([seq]), labels=labels, use_cache=False).loss)
+    assert abs(loss * len(completion_ids) - nll) <= 1e-4 * max(1.0, abs(nll)), (loss, nll)
 
     generated, gen_margins = [], []
     ids = list(prompt_ids)
@@ -560,7 +574,11 @@ def reference(folder: Path, name: str, case: dict, seed: int) -> dict:
             row = logits_of(model, plain["promptIds"])[-1]
             debug = {"probe": 0, "mode": "plain", "row": len(plain["promptIds"]) - 1, "logits": [f32(v) for v in row.tolist()]}
 
-    if getattr(model.config, "sliding_window", None) and type(model) is MistralForCausalLM:
+    # Qwen2 and Qwen3 apply a window only where use_sliding_window is true (never here); Mistral
+    # wherever sliding_window is set.
+    window = getattr(model.config, "sliding_window", None)
+    assert (window is not None) == (type(model) is MistralForCausalLM), (name, window)
+    if window is not None:
         long = max(probes, key=lambda p: len(p["plain"]["promptIds"]) + len(p["plain"]["completionIds"]))
         check_window(model, model.config, long["plain"]["promptIds"] + long["plain"]["completionIds"])
 
@@ -593,6 +611,8 @@ def reference(folder: Path, name: str, case: dict, seed: int) -> dict:
         "configLayout": "legacy" if case["legacy_config"] else "v5",
         "chatTemplateSource": case["chat"],
         "vocabSize": model.config.vocab_size,
+        # The window transformers applied (keys j with i − window < j ≤ i), null for none.
+        "slidingWindow": window,
         "eosIds": sorted(eos),
         "maxNewTokens": MAX_NEW_TOKENS,
         "probes": probes,

@@ -29,6 +29,10 @@ const COMMAND_OPTIONS = {
   'window-elements': { type: 'string' },
   'memory-budget': { type: 'string' },
   episodes: { type: 'string' },
+  probes: { type: 'string' },
+  chat: { type: 'boolean' },
+  'max-new-tokens': { type: 'string' },
+  candidate: { type: 'string', multiple: true },
   help: { type: 'boolean', short: 'h' },
 } satisfies ParseArgsConfig['options'];
 

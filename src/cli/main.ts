@@ -53,6 +53,9 @@ export const USAGE = `merge-studio: merge RL-trained agent checkpoints that shar
                        --json OUT.json [--cpu]
   ${MERGE_LINE}
   merge-studio merge --config RECIPE.yaml --out DIR [--cpu]
+  merge-studio eval --model PATH [--model PATH ...] --probes FILE.jsonl [--chat] [--max-new-tokens N]
+                    [--json OUT.json] [--memory-budget BYTES] [--cpu]
+  merge-studio eval --base PATH --model AGENT ... --candidate "METHOD [FLAG=VALUE ...]" ... --probes FILE.jsonl
   merge-studio arena MODEL_PATH [--json OUT.json] [--episodes N]
 
 PATH is a .safetensors file or a model folder (single or sharded).
@@ -62,6 +65,12 @@ Parameters (${PER_AGENT_FLAGS.join(', ')}: once per --model, in order, or once f
 ${PARAMETER_LINES}
 --config reads mergekit YAML with mergekit's meaning (its defaults, gradients, filters); a file of
   several documents runs them in order, each named stage written to DIR.stages/NAME.
+eval scores each model on the probes (JSONL lines {"prompt", "completion", "set"}): the completion's
+  NLL in nats, its top-1 tokens and, with --max-new-tokens, a greedy continuation; --json writes them
+  (- for stdout). The models share the first tokenizer.json among them; --chat renders prompts with
+  the chat template. With --base and --candidate, each candidate merge of the base and the --model
+  agents ("ramplus r=0.3", "ties density=0.7,0.5") is scored beside them without being written,
+  each tensor merged as the merge command would write it.
 --cpu merges with the CPU reference instead of WebGPU (slow; for machines without any adapter).
 --window-elements N caps the elements per GPU window (default 2^23; smaller uses less memory).
 --memory-budget BYTES bounds all GPU window buffers, their staging copies, the next tensor read
@@ -118,6 +127,7 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'inspect') await inspect(rest, values);
     else if (command === 'analyze') await (await import('./merge.ts')).analyze(values);
     else if (command === 'merge') await (await import('./merge.ts')).merge(values);
+    else if (command === 'eval') await (await import('./eval.ts')).runEval(values);
     else if (command === 'arena')
       await (
         await import('./arena.ts')

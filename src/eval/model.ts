@@ -5,14 +5,8 @@
 import type { Model } from '../format/model.ts';
 import { EvalError, forwardSpec } from './config.ts';
 import type { EvalModel } from './evaluate.ts';
+import type { TokenizerFiles } from './tokenize.ts';
 import { folderWeights } from './weights.ts';
-
-/** The text files a tokenizer is made from; tokenizerJson undefined when the folder has none. */
-export interface TokenizerFiles {
-  tokenizerJson?: string;
-  tokenizerConfig?: string;
-  chatTemplate?: string;
-}
 
 const MAX_TOKENIZER_BYTES = 64 * 2 ** 20;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -33,15 +27,15 @@ async function readText(model: Model, name: string): Promise<string | undefined>
   }
 }
 
+/** The folder's tokenizer files (tokenizerJson undefined where it has none) and its configs' eos ids. */
 export async function tokenizerFiles(model: Model): Promise<TokenizerFiles> {
-  const files: TokenizerFiles = {};
-  const json = await readText(model, 'tokenizer.json');
-  if (json !== undefined) files.tokenizerJson = json;
-  const config = await readText(model, 'tokenizer_config.json');
-  if (config !== undefined) files.tokenizerConfig = config;
-  const template = await readText(model, 'chat_template.jinja');
-  if (template !== undefined) files.chatTemplate = template;
-  return files;
+  return {
+    tokenizerJson: await readText(model, 'tokenizer.json'),
+    tokenizerConfig: await readText(model, 'tokenizer_config.json'),
+    chatTemplate: await readText(model, 'chat_template.jinja'),
+    configJson: model.configText,
+    generationConfigJson: await readText(model, 'generation_config.json'),
+  };
 }
 
 /** An opened model folder as an evaluation input, its spec checked against config.json. */

@@ -113,7 +113,13 @@ export function checkSeqStart(seqStart: ArrayLike<number>, rows: number): void {
   }
 }
 
-export function checkAttentionShape(q: Mat, k: Mat, v: Mat, shape: AttentionParams): void {
+/** Just the shape of a matrix (an activation of any backend has one). */
+export interface Shape2 {
+  readonly rows: number;
+  readonly cols: number;
+}
+
+export function checkAttentionShape(q: Shape2, k: Shape2, v: Shape2, shape: AttentionParams): void {
   const { heads, kvHeads, headDim, window } = shape;
   if (![heads, kvHeads, headDim].every((n) => Number.isInteger(n) && n > 0) || heads % kvHeads !== 0)
     throw new RangeError(`attention: ${heads} heads cannot share ${kvHeads} kv heads of size ${headDim}`);

@@ -1,0 +1,79 @@
+// Scoring a merge before it is written gives the numbers of writing it and scoring the folder: the
+// candidate's tensors are merged on request by the same engine and parameters as mergeModels uses.
+// On the qwen2 fixture set (base + two agents) for a method of each kind: element-wise (RAM), global λ
+// from the statistics (RAM+), a per-tensor counting pass (TIES), a random drop with l1 rescale (DARE)
+// and an output dtype other than the base's.
+
+import { describe, expect, it } from 'vitest';
+import { mergeModels } from '../driver/driver.ts';
+import { createCpuEngine } from '../engine/cpu-engine.ts';
+import { openModel } from '../format/model.ts';
+import { memoryFolder } from '../io/sink.ts';
+import { memorySource } from '../io/source.ts';
+import { defaultParams } from '../methods/defaults.ts';
+import type { MethodParams } from '../methods/types.ts';
+import type { FloatDtype } from '../format/dtype.ts';
+import { candidateWeights, type CandidateRecipe } from './candidate.ts';
+import { createCpuEvalBackend } from './cpu-backend.ts';
+import { evaluate, type EvalModel } from './evaluate.ts';
+import { evalModel } from './model.ts';
+import { fixtureProbes, fixtureReference, openFixture, recordedTokenizer } from '../test/eval-fixtures.ts';
+
+const RECIPES: { label: string; params: MethodParams; outDtype?: FloatDtype }[] = [
+  { label: 'ram', params: defaultParams('ram', 2) },
+  { label: 'ramplus r=0.3', params: { ...defaultParams('ramplus', 2), r: 0.3 } },
+  { label: 'ties 0.5', params: { ...defaultParams('ties', 2), density: [0.5, 0.5] } },
+  {
+    label: 'dare l1',
+    params: { ...defaultParams('dare_ties', 2), density: [0.6, 0.6], rescale: 'l1' } as MethodParams,
+  },
+  { label: 'linear f32', params: defaultParams('linear', 2), outDtype: 'F32' },
+];
+
+describe('a candidate merge scores as its written folder does', () => {
+  it('for every kind of method', async () => {
+    const base = await openFixture('qwen2-set/base');
+    const agents = [await openFixture('qwen2-set/agent-0'), await openFixture('qwen2-set/agent-1')];
+    const reference = fixtureReference('qwen2-set/base');
+    const probes = fixtureProbes(reference);
+    const tokenizer = recordedTokenizer(reference);
+    const engine = createCpuEngine({ agents: 2 });
+    const baseModel = evalModel(base, 'base', 'base');
+    const swept: EvalModel[] = [];
+    const written: EvalModel[] = [];
+    for (const recipe of RECIPES as CandidateRecipe[]) {
+      swept.push({
+        ...baseModel,
+        ref: { path: recipe.label, label: recipe.label },
+        weights: await candidateWeights({ base, agents, engine }, recipe),
+      });
+      const out = memoryFolder(recipe.label);
+      await mergeModels({
+        base,
+        agents,
+        engine,
+        params: recipe.params,
+        ...(recipe.outDtype ? { outDtype: recipe.outDtype } : {}),
+        out,
+        baseLabel: 'base',
+        agentLabels: ['agent-0', 'agent-1'],
+      });
+      const folder = await openModel(
+        recipe.label,
+        [...out.files].map(([name, bytes]) => ({ name, source: memorySource(name, bytes) })),
+      );
+      written.push(evalModel(folder, recipe.label, recipe.label));
+    }
+    const backend = createCpuEvalBackend();
+    const options = { maxNewTokens: 3 };
+    const a = await evaluate(backend, swept, probes, tokenizer, options);
+    const b = await evaluate(backend, written, probes, tokenizer, options);
+    expect(a.examples).toEqual(b.examples);
+    expect(a.sets).toEqual(b.sets);
+    // The candidates differ from each other and from the base: the merges were really made.
+    const nll = a.sets[0]!.meanNll;
+    expect(new Set(nll).size).toBe(nll.length);
+    const plain = await evaluate(backend, [baseModel], probes, tokenizer, options);
+    expect(nll).not.toContain(plain.sets[0]!.meanNll[0]);
+  });
+});
