@@ -9,6 +9,7 @@ import { createGpuEvalBackend } from '../eval/gpu/gpu-backend.ts';
 import { evalModel } from '../eval/model.ts';
 import { parseProbes } from '../eval/probes.ts';
 import { sharedTokenizer } from '../eval/shared-tokenizer.ts';
+import type { ModelTokenizer } from '../eval/tokenize.ts';
 import type { Probe } from '../eval/types.ts';
 import { throwIfAborted } from '../io/abort.ts';
 import { acquireDevice, memoryBudget } from './engines.ts';
@@ -26,7 +27,7 @@ type Call<K extends 'eval' | 'generate'> = (
   context: EvalJobContext,
 ) => Promise<WorkerCalls[K]['result']>;
 
-type Tokenizer = Awaited<ReturnType<typeof sharedTokenizer>>['tokenizer'];
+type Tokenizer = ModelTokenizer;
 
 const CANCELLED = 'The evaluation was cancelled.';
 /** Progress is posted at most this often (per layer of a small model would flood the page). */

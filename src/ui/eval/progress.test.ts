@@ -33,13 +33,13 @@ describe('progressShare', () => {
 
 describe('progressText', () => {
   it('names the pass, the model and where it is', () => {
-    expect(progressText(at({ layer: 3 }))).toBe('Scoring agent-0 (model 1 of 2): layer 3 of 4; cpu.');
+    expect(progressText(at({ layer: 3 }))).toBe('Scoring agent-0 (model 1 of 2): layer 3 of 4 (cpu).');
     expect(
       progressText(
         at({ pass: 'references', phase: 'generate', step: 2, steps: 8, layer: 1, generation: 'held' }),
       ),
     ).toBe(
-      'Writing the reference completions of agent-0 (model 1 of 2): token 2 of 8, layer 1 of 4, weights held on the device; cpu.',
+      'Writing the reference completions of agent-0 (model 1 of 2): token 2 of 8, layer 1 of 4, weights held on the device (cpu).',
     );
   });
 });

@@ -17,7 +17,7 @@ export function progressShare(p: EvalJobProgress): number {
   return p.models > 0 ? Math.min(1, (p.model + within) / p.models) : 0;
 }
 
-/** e.g. "Scoring agent-0 (model 2 of 3): layer 3 of 4, on the GPU …". */
+/** e.g. "Scoring agent-0 (model 2 of 3): layer 3 of 4 (webgpu-f32)." */
 export function progressText(p: EvalJobProgress): string {
   const who = `${p.label} (model ${p.model + 1} of ${p.models})`;
   const where =
@@ -30,5 +30,5 @@ export function progressText(p: EvalJobProgress): string {
       : p.phase === 'score'
         ? 'Scoring'
         : 'Generating with';
-  return `${what} ${who}: ${where}; ${p.backend}.`;
+  return `${what} ${who}: ${where} (${p.backend}).`;
 }
