@@ -2,7 +2,7 @@
 // the studio's scores equal `merge-studio eval`'s for the same models and probes; a run can be
 // cancelled mid-way; a bad probe line and a model without a tokenizer are shown by name, and the
 // studio stays usable.
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runCli } from '../src/test/cli.ts';
@@ -28,9 +28,27 @@ const PROBES = join(FIXTURES, 'probes.jsonl');
 const MAX_NEW_TOKENS = 4;
 
 let tmp = '';
+/** agent-0's own probe set: the fixture's first lines, in a file named after the agent. */
+let agentProbes = '';
+/** The fixture's probes and agent-0's in one file, for the CLI's one --probes. */
+let allProbes = '';
 
 test.beforeAll(async () => {
   tmp = await mkdtemp(join(tmpdir(), 'merge-studio-eval-'));
+  const lines = (await readFile(PROBES, 'utf8')).split('\n').filter((l) => l.trim() !== '');
+  const own = lines.slice(0, 3).map((l) => {
+    const { prompt, completion } = JSON.parse(l) as { prompt: string; completion: string };
+    return { prompt, completion };
+  });
+  agentProbes = join(tmp, 'agent-0.jsonl');
+  await writeFile(agentProbes, own.map((p) => JSON.stringify(p)).join('\n'));
+  // Named as the fixture, so that its lines without "set" are of the same set.
+  await mkdir(join(tmp, 'cli'));
+  allProbes = join(tmp, 'cli', 'probes.jsonl');
+  await writeFile(
+    allProbes,
+    [...lines, ...own.map((p) => JSON.stringify({ ...p, set: 'agent-0' }))].join('\n'),
+  );
 });
 
 test.afterAll(async () => {
@@ -52,7 +70,7 @@ test('the studio scores the base and both agents as `merge-studio eval` does', a
 }, testInfo) => {
   test.setTimeout(240_000);
   await loadSet(workflow);
-  await evaluation.giveProbes(PROBES);
+  await evaluation.giveProbes(PROBES, agentProbes);
   await evaluation.maxNewTokens.fill(String(MAX_NEW_TOKENS));
   await expect(evaluation.run).toHaveText('Evaluate 3 models');
   await evaluation.run.click();
@@ -64,7 +82,7 @@ test('the studio scores the base and both agents as `merge-studio eval` does', a
       'eval',
       ...MODELS.flatMap((m) => ['--model', m]),
       '--probes',
-      PROBES,
+      allProbes,
       '--max-new-tokens',
       String(MAX_NEW_TOKENS),
       '--json',
@@ -89,6 +107,20 @@ test('the studio scores the base and both agents as `merge-studio eval` does', a
       await expect(
         page.getByTestId(`eval-cell-${set.set.replace(/[^A-Za-z0-9_-]/g, '_')}-${m}`),
       ).toContainText(`NLL ${set.meanNll[m]!.toFixed(3)}`);
+  // On agent-0's own set, the base and agent-1 are measured against agent-0.
+  const own = expected.sets.find((set) => set.set === 'agent-0')!;
+  expect(own.top1Rate[1]).toBeGreaterThan(0);
+  for (const m of [0, 2]) {
+    const retention = own.top1Rate[m]! / own.top1Rate[1]!;
+    const cell = page.getByTestId(`eval-cell-agent-0-${m}`);
+    await expect(cell).toContainText(`retains ${(100 * retention).toFixed(1)}%`);
+    await expect(cell).toHaveAttribute(
+      'data-level',
+      retention >= 0.95 ? 'kept' : retention >= 0.8 ? 'partial' : 'lost',
+    );
+  }
+  await expect(page.getByTestId('eval-cell-agent-0-1')).toHaveAttribute('data-level', 'own');
+
   // Side by side: the first probe's prompt, continued by each model, as the evaluation generated it.
   const first = (await readFile(PROBES, 'utf8')).split('\n')[0]!;
   await page.getByTestId('eval-prompt').fill((JSON.parse(first) as { prompt: string }).prompt);

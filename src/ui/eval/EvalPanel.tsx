@@ -123,7 +123,7 @@ function ModelChoice() {
   const candidates = evalCandidates(data);
   if (candidates.length === 0) return <p className="muted">Load a base and agents first.</p>;
   return (
-    <fieldset className="studio-field" data-testid="eval-models">
+    <fieldset className="studio-field eval-models" data-testid="eval-models">
       <legend>Models to score</legend>
       <div className="studio-list">
         {candidates.map((c) => (

@@ -43,7 +43,9 @@ export function EvalResults({ result, scored }: { result: EvalResult; scored: re
               {result.models.map((m, i) => (
                 <th key={i} scope="col" data-testid={`eval-model-head-${i}`}>
                   {m.label}
-                  {scored[i] && <span className="muted eval-kind"> {scored[i].kind}</span>}
+                  {scored[i] && scored[i].kind !== m.label && (
+                    <span className="muted eval-kind"> {scored[i].kind}</span>
+                  )}
                 </th>
               ))}
             </tr>
