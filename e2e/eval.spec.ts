@@ -131,6 +131,12 @@ test('the studio scores the base and both agents as `merge-studio eval` does', a
       { timeout: 60_000 },
     );
 
+  // With the chat template (jinja, in the worker under the page's policy) the prompt is a user message.
+  await page.getByTestId('eval-chat').check();
+  await page.getByTestId('eval-generate-run').click();
+  await expect(page.getByTestId('eval-generate')).toHaveAttribute('data-status', 'done', { timeout: 60_000 });
+  await expect(page.getByTestId('eval-generated').locator('li')).toHaveCount(3);
+
   // The table's retention colours and the panel pass axe's contrast rules in light and dark mode.
   expect(await axeViolations(page, '[data-testid="eval-panel"]')).toEqual([]);
   await workflow.shoot(evaluation.panel, 'eval-panel', testInfo);
@@ -154,7 +160,8 @@ test('a run is cancelled mid-way; Cancel has the focus while it runs', async ({ 
   await expect(evaluation.page.getByTestId('eval-cancelled')).toBeVisible();
   await expect(evaluation.result).toHaveCount(0);
   await expect(evaluation.error).toHaveCount(0);
-  await expect(evaluation.run).toBeEnabled();
+  // Cancel went with the run: the focus is back on the Run button.
+  await expect(evaluation.run).toBeFocused();
 });
 
 test('a bad probe line and a model without a tokenizer are shown by name; the studio stays usable', async ({

@@ -151,10 +151,13 @@ export function EvalPanel() {
   const chosen = chosenCandidates(data).length;
   const cancel = useRef<HTMLButtonElement>(null);
   const start = useRef<HTMLButtonElement>(null);
-  // While it runs, Cancel has the focus; when it ends, the Run button takes it back.
+  const wasRunning = useRef(false);
+  // While it runs, Cancel has the focus; when it ends (Cancel gone with it), the Run button takes it back.
   useEffect(() => {
     if (running) cancel.current?.focus();
-    else if (document.activeElement === document.body) start.current?.focus({ preventScroll: true });
+    else if (wasRunning.current && document.activeElement === document.body)
+      start.current?.focus({ preventScroll: true });
+    wasRunning.current = running;
   }, [running]);
   const ready = chosen > 0 && (ev.mode === 'files' ? ev.probeFiles.length > 0 : ev.prompts.trim() !== '');
   return (
