@@ -2,8 +2,7 @@
 // f64 CPU reference with --cpu), reading each model folder in place, streamed by layer.
 
 import { readFile, writeFile } from 'node:fs/promises';
-import { basename, extname } from 'node:path';
-import type { Model } from '../format/model.ts';
+import { at } from '../io/checked.ts';
 import type { EvalBackend } from '../eval/backend.ts';
 import { evaluate, type EvalProgress } from '../eval/evaluate.ts';
 import { evalModel, labelsFor } from '../eval/model.ts';
@@ -53,7 +52,7 @@ export function parseCandidate(text: string, agents: number): { label: string; p
       throw new UsageError(
         `--candidate "${text}": "${pair}" is not FLAG=VALUE with one of ${PARAM_FLAGS.map((f) => f.flag).join(', ')}`,
       );
-    const value = match[2]!;
+    const value = at(match, 2, 'candidate value');
     if (entry.spec.kind === 'boolean') values[value === 'false' ? `no-${entry.flag}` : entry.flag] = true;
     else values[entry.flag] = entry.spec.scope === 'agent' ? value.split(',') : value;
   }
@@ -80,7 +79,9 @@ export function formatEvalTable(result: EvalResult): string {
     (s) =>
       `${s.set.slice(0, 15).padEnd(16)}${String(s.tokens).padStart(8)}  ${s.meanNll
         .map((nll, m) =>
-          `${nll.toFixed(3)} ${(s.top1Rate[m]! * 100).toFixed(0).padStart(3)}%`.padStart(width),
+          `${nll.toFixed(3)} ${(at(s.top1Rate, m, 'top1Rate') * 100).toFixed(0).padStart(3)}%`.padStart(
+            width,
+          ),
         )
         .join('')}`,
   );
@@ -102,17 +103,19 @@ export async function runEval(values: Values): Promise<void> {
   const probeText = await readFile(values.probes, 'utf8').catch((error: Error) => {
     throw new UsageError(`--probes ${values.probes}: ${error.message}`);
   });
-  const probes = parseProbes(probeText, basename(values.probes, extname(values.probes)));
+  const probes = parseProbes(probeText, values.probes);
   const models = await Promise.all(paths.map((path) => loadModel(path)));
   if (values.json && values.json !== '-')
     await refuseOutputsOnInputs(
       [{ flag: '--json', path: values.json }],
-      paths.flatMap((path, i) => modelFilePaths(path, models[i]!)),
+      paths.flatMap((path, i) => modelFilePaths(path, at(models, i, 'models'))),
     );
   const labels = labelsFor(paths);
-  const { tokenizer, from } = await sharedTokenizer(models.map((model, i) => ({ model, label: labels[i]! })));
+  const { tokenizer, from } = await sharedTokenizer(
+    models.map((model, i) => ({ model, label: at(labels, i, 'labels') })),
+  );
   const inputs: EvalModel[] = models.map((model, i) =>
-    evalModel(model, labels[i]!, paths[i]!, tokenizer.eosIds),
+    evalModel(model, at(labels, i, 'labels'), at(paths, i, 'paths'), tokenizer.eosIds),
   );
   const candidates = (values.candidate ?? []).map((text) => parseCandidate(text, models.length - 1));
   if (candidates.length && !values.base)
@@ -121,7 +124,8 @@ export async function runEval(values: Values): Promise<void> {
   process.stderr.write(`Engine: ${description}; tokens from ${from}\n`);
   let engine: MergeEngine | undefined;
   if (candidates.length) {
-    const [base, ...agents] = models;
+    const agents = models.slice(1);
+    const first = at(inputs, 0, 'inputs');
     engine = device
       ? (await import('../engine/gpu/gpu-engine.ts')).createGpuEngine(device, {
           agents: agents.length,
@@ -130,14 +134,16 @@ export async function runEval(values: Values): Promise<void> {
       : (await import('../engine/cpu-engine.ts')).createCpuEngine({ agents: agents.length });
     const analyses = new Map();
     for (const candidate of candidates) {
-      const weights = await candidateWeights({ base: base!, agents, engine, analyses }, candidate);
-      const spec = inputs[0]!.spec;
+      const weights = await candidateWeights(
+        { base: at(models, 0, 'models'), agents, engine, analyses },
+        candidate,
+      );
       inputs.push({
         ref: { path: `merge: ${candidate.label}`, label: candidate.label },
-        spec,
+        spec: first.spec,
         weights,
-        storedBytes: inputs[0]!.storedBytes,
-        eosIds: inputs[0]!.eosIds,
+        storedBytes: first.storedBytes,
+        eosIds: first.eosIds,
       });
     }
   }

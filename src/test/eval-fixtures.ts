@@ -101,6 +101,8 @@ export function referenceMismatches(
   reference: FixtureReference,
   mode: 'plain' | 'chat',
   relative: number,
+  /** Greedy ids generated (max-new-tokens), where fewer than the reference's were asked for. */
+  generatedUpTo = Infinity,
 ): string[] {
   const problems: string[] = [];
   reference.probes.forEach((probe, i) => {
@@ -115,14 +117,14 @@ export function referenceMismatches(
     const ties = ref.margins.filter((m) => m < NEAR_TIE).length;
     if (Math.abs(got.top1[model]! - ref.top1) > ties)
       problems.push(`${where}: top1 ${got.top1[model]} vs transformers ${ref.top1} (${ties} near-ties)`);
-    const tie = ref.generatedMargins.findIndex((m) => m < NEAR_TIE);
-    const upTo = tie < 0 ? ref.generated.length : tie + 1;
+    const tie = ref.generatedMargins.slice(0, generatedUpTo).findIndex((m) => m < NEAR_TIE);
+    const upTo = Math.min(generatedUpTo, tie < 0 ? ref.generated.length : tie + 1);
     const generated = got.generated[model]!;
     if (JSON.stringify(generated.slice(0, upTo)) !== JSON.stringify(ref.generated.slice(0, upTo)))
       problems.push(
         `${where}: generated [${generated.join(', ')}] vs transformers [${ref.generated.join(', ')}]`,
       );
-    else if (tie < 0 && generated.length !== ref.generated.length)
+    else if (tie < 0 && generated.length !== Math.min(generatedUpTo, ref.generated.length))
       problems.push(`${where}: generated ${generated.length} ids, transformers ${ref.generated.length}`);
   });
   return problems;
