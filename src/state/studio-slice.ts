@@ -1,9 +1,10 @@
 // The `studio` slice: the models loaded (with their header-only preflight), the compatibility check,
-// the statistics, the recipe, the merge job and its results, arena scores and the library, all as
+// the statistics, the recipe, the merge job and its results, arena scores, the library and the evaluation, all as
 // plain data under `studio`; its actions drive the engine worker through an injected client. Composed
 // of one slice per concern in studio/ (zustand's slices pattern), sharing one context.
 import type { StateCreator } from 'zustand';
 import { createStudioContext } from './studio/context.ts';
+import { createEvalSlice } from './studio/eval-slice.ts';
 import { createLibrarySlice } from './studio/library-slice.ts';
 import { createMergeSlice } from './studio/merge-slice.ts';
 import { createModelsSlice } from './studio/models-slice.ts';
@@ -23,6 +24,7 @@ export function createStudioSlice(services: StudioServices): StateCreator<Studio
       ...createMergeSlice(ctx)(set, get, api),
       ...createLibrarySlice(ctx)(set, get, api),
       ...createSettingsSlice(ctx)(set, get, api),
+      ...createEvalSlice(ctx)(set, get, api),
     };
   };
 }

@@ -1,10 +1,11 @@
 // The page's side of the engine worker: typed calls with progress and cancel over postMessage, the
 // demo set's manifest, and File handles of merged files in OPFS (for downloads; never their bytes).
-import type { Progress } from '../driver/job.ts';
 import { MERGES_FOLDER } from './protocol.ts';
 import type {
   DerivationReport,
   FileRef,
+  JobProgress,
+  ProgressOf,
   WorkerCall,
   WorkerCalls,
   WorkerErrorInfo,
@@ -32,7 +33,7 @@ export interface EngineClient {
   call<K extends WorkerCall>(
     kind: K,
     request: WorkerCalls[K]['request'],
-    onProgress?: (progress: Progress) => void,
+    onProgress?: (progress: ProgressOf<K>) => void,
   ): EngineJob<WorkerCalls[K]['result']>;
   /** Stops the worker; pending calls reject. */
   terminate(): void;
@@ -41,7 +42,7 @@ export interface EngineClient {
 interface Pending {
   resolve(result: unknown): void;
   reject(error: Error): void;
-  onProgress?: (progress: Progress) => void;
+  onProgress?: (progress: JobProgress) => void;
 }
 
 /** Starts the engine worker on the first call; one worker serves every call of the page. */
@@ -89,7 +90,12 @@ export function createEngineClient(
       const id = nextId++;
       const target = start();
       const promise = new Promise<WorkerCalls[typeof kind]['result']>((resolve, reject) => {
-        pending.set(id, { resolve: resolve as (result: unknown) => void, reject, onProgress });
+        // Each call's progress is of its own kind (ProgressOf), as the worker posts it.
+        pending.set(id, {
+          resolve: resolve as (result: unknown) => void,
+          reject,
+          onProgress: onProgress as ((progress: JobProgress) => void) | undefined,
+        });
       });
       // A canvas handed to the engine is transferred, not copied (it cannot be cloned).
       const transfer = Object.values(request).filter(

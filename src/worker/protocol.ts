@@ -14,6 +14,10 @@ import type { MergeBranches } from '../driver/merge-branches.ts';
 import type { WindowCacheReport } from '../engine/contract.ts';
 import type { ModelSummary } from '../driver/model-transfer.ts';
 import type { ProbeResult } from './probe.ts';
+import type { EvalProgress } from '../eval/evaluate.ts';
+import type { EvalModelRef, EvalResult } from '../eval/types.ts';
+
+export type { EvalExample, EvalModelRef, EvalResult, EvalSet } from '../eval/types.ts';
 
 /** The engine's default memory budget, which the studio's engine card starts from (src/engine/gpu/plumbing.ts). */
 export { DEFAULT_MEMORY_BUDGET } from '../engine/gpu/plumbing.ts';
@@ -197,6 +201,63 @@ export interface ReadBackReport {
   ok: boolean;
 }
 
+/** A model an evaluation runs: a loaded model or a merge, with the label its column is shown under. */
+export interface EvalTarget {
+  target: ArenaTarget;
+  label: string;
+  /** Where it came from, as the result's `models[].path` names it. */
+  path: string;
+}
+
+/** A probe file as picked: its name (the default set name) and its JSONL text. */
+export interface ProbeFileText {
+  name: string;
+  text: string;
+}
+
+/**
+ * Where an evaluation's probes come from: JSONL files, or the agents' own words: each writer's greedy
+ * continuation (`tokens` new tokens) of each prompt becomes a probe of the set named by its label.
+ */
+export type EvalProbes =
+  | { kind: 'files'; files: ProbeFileText[] }
+  | { kind: 'references'; prompts: string[]; writers: EvalTarget[]; tokens: number };
+
+export interface EvalRequest {
+  models: EvalTarget[];
+  probes: EvalProbes;
+  chat: boolean;
+  maxNewTokens: number;
+}
+
+export interface GenerateRequest {
+  models: EvalTarget[];
+  prompt: string;
+  chat: boolean;
+  maxNewTokens: number;
+}
+
+/** Per model (in the request's order): its greedy continuation of the prompt, decoded, and its ids. */
+export interface GenerateResult {
+  models: EvalModelRef[];
+  texts: string[];
+  ids: number[][];
+}
+
+/** An evaluation's progress: where evaluate() is (EvalProgress), in which pass and on what. */
+export interface EvalJobProgress extends EvalProgress {
+  /** 'references': writers write their probe sets; 'score': the models are scored and generate. */
+  pass: 'references' | 'score';
+  /** The model being run. */
+  label: string;
+  /** The backend the forward pass runs on (its name: the GPU's, or the CPU reference). */
+  backend: string;
+}
+
+/** What a job's progress messages carry: the driver's for merges and statistics, evaluate()'s for evaluations. */
+export type JobProgress = Progress | EvalJobProgress;
+export type ProgressOf<K extends WorkerCall> = K extends 'eval' | 'generate' ? EvalJobProgress : Progress;
+
 /** Every call the worker answers: its request fields and its result. */
 export interface WorkerCalls {
   open: { request: { slot: string; label: string; files: FileRef[] }; result: ModelSummary };
@@ -219,6 +280,10 @@ export interface WorkerCalls {
   library: { request: Record<string, never>; result: LibraryEntry[] };
   /** Removes a merge folder from OPFS `merges/` with everything in it. */
   deleteMerge: { request: { folder: string }; result: null };
+  /** Probe scoring of models and merges (src/worker/eval.ts): the JSON `merge-studio eval --json` writes. */
+  eval: { request: EvalRequest; result: EvalResult };
+  /** Greedy continuations of one prompt by each model, side by side. */
+  generate: { request: GenerateRequest; result: GenerateResult };
 }
 
 export type WorkerCall = keyof WorkerCalls;
@@ -238,6 +303,6 @@ export interface WorkerErrorInfo {
 }
 
 export type WorkerReply =
-  | { kind: 'progress'; id: number; progress: Progress }
+  | { kind: 'progress'; id: number; progress: JobProgress }
   | { kind: 'done'; id: number; result: unknown }
   | { kind: 'error'; id: number; error: WorkerErrorInfo };

@@ -14,6 +14,7 @@ import { listLibrary } from '../driver/library.ts';
 import { runSelfTest } from './self-test.ts';
 import { statsFiles } from '../driver/stats-json.ts';
 import { compareModels } from './compare.ts';
+import { evaluateModels, generateSideBySide } from './eval.ts';
 import {
   acquireDevice,
   engineInfo,
@@ -38,6 +39,8 @@ import {
 import {
   DEMO_MODEL_TYPE,
   type DerivationReport,
+  type JobProgress,
+  type ProgressOf,
   type WorkerCall,
   type WorkerCalls,
   type WorkerReply,
@@ -59,10 +62,15 @@ function reply(message: WorkerReply): void {
   postMessage(message);
 }
 
+/** A job's cancel signal and its progress, of the kind its call posts (ProgressOf). */
+interface CallContext<P> extends Omit<JobContext, 'progress'> {
+  progress: (progress: P) => void;
+}
+
 type Handlers = {
   [K in WorkerCall]: (
     request: WorkerCalls[K]['request'],
-    context: JobContext,
+    context: CallContext<ProgressOf<K>>,
   ) => Promise<WorkerCalls[K]['result']>;
 };
 
@@ -135,6 +143,8 @@ const handlers: Handlers = {
     await deleteMerge(folder);
     return null;
   },
+  eval: evaluateModels,
+  generate: generateSideBySide,
   async configure({ memoryBudget, holdReads: hold, overlap, breakHashWorker, releaseEngine: release }) {
     if (memoryBudget !== undefined) setMemoryBudget(memoryBudget);
     if (release) releaseEngine();
@@ -181,7 +191,10 @@ async function run(request: Exclude<WorkerRequest, { kind: 'cancel' }>): Promise
   const { kind, id, ...fields } = request;
   try {
     await hashReady;
-    const handler = handlers[kind] as (request: typeof fields, context: JobContext) => Promise<unknown>;
+    const handler = handlers[kind] as (
+      request: typeof fields,
+      context: CallContext<JobProgress>,
+    ) => Promise<unknown>;
     const result = await handler(fields, {
       signal: controller.signal,
       progress: (progress) => reply({ kind: 'progress', id, progress }),

@@ -6,9 +6,13 @@ import type {
   ArenaScores,
   CheckReport,
   CompareReport,
+  EvalJobProgress,
+  EvalResult,
   FileRef,
+  GenerateResult,
   LibraryEntry,
   MergeSummary,
+  ProbeFileText,
   ReadBackReport,
   WorkerErrorInfo,
   WorkerSettings,
@@ -53,6 +57,43 @@ export interface ArenaRow {
   scores: ArenaScores;
 }
 
+/** An evaluation job: like TaskState, with evaluate()'s progress. */
+export interface EvalTask<T> {
+  status: TaskStatus;
+  progress: EvalJobProgress | null;
+  error: WorkerErrorInfo | null;
+  result: T | null;
+}
+
+/** A model the Evaluate step can score: a loaded model, a merge of this session, or one in the library. */
+export interface EvalCandidate {
+  /** The slot, or the merge's key (mergeKey; `opfs:<folder>` for the library's). */
+  key: string;
+  label: string;
+  kind: 'base' | 'agent' | 'merge';
+}
+
+/** The Evaluate step: its probes, options, the models it scores, and its runs (eval-slice.ts). */
+export interface EvalData {
+  /** 'files': probe files (JSONL); 'references': the agents write their own completions of `prompts`. */
+  mode: 'files' | 'references';
+  probeFiles: ProbeFileText[];
+  /** One prompt a line. */
+  prompts: string;
+  /** New tokens each agent writes per prompt. */
+  referenceTokens: number;
+  chat: boolean;
+  maxNewTokens: number;
+  /** Keys of the candidates left out; all others are scored. */
+  excluded: string[];
+  run: EvalTask<EvalResult>;
+  /** The candidates the last run scored, in the result's model order. */
+  scored: EvalCandidate[];
+  /** The prompt of the side-by-side generation, and its run. */
+  prompt: string;
+  generation: EvalTask<GenerateResult>;
+}
+
 export interface StudioData {
   source: 'none' | 'demo' | 'files';
   models: StudioModel[];
@@ -86,6 +127,7 @@ export interface StudioData {
   comparison: TaskState<CompareReport> & { pair: [string, string] | null };
   /** The memory budget of merges (bytes, one of MEMORY_BUDGETS), as the engine card sets it. */
   memoryBudget: number;
+  evaluation: EvalData;
 }
 
 /** A merge's key in comparisons: its OPFS folder, or the session id of one in a picked folder. */
@@ -198,9 +240,29 @@ export interface SettingsActions {
   setMemoryBudget(bytes: number): Promise<void>;
 }
 
+/** The Evaluate step: probes, options, which models, the run and the side-by-side prompt (eval-slice.ts). */
+export interface EvalActions {
+  setEvalOptions(
+    changes: Partial<
+      Pick<EvalData, 'mode' | 'prompts' | 'referenceTokens' | 'chat' | 'maxNewTokens' | 'prompt'>
+    >,
+  ): void;
+  /** Adds probe files; one of the same name is replaced (its name is its set's). */
+  addProbeFiles(files: ProbeFileText[]): void;
+  removeProbeFile(name: string): void;
+  /** Includes or leaves out one candidate (evalCandidates) from the next run. */
+  setEvalIncluded(key: string, included: boolean): void;
+  /** Scores the chosen models on the probes (or on the agents' own completions). */
+  runEval(): Promise<void>;
+  cancelEval(): void;
+  /** Greedy continuations of `prompt` by the chosen models, side by side. */
+  runGenerate(): Promise<void>;
+  cancelGenerate(): void;
+}
+
 /** The studio as the store holds it: its plain data under `studio`, and every part's actions. */
 export interface StudioSlice
-  extends ModelActions, RecipeActions, MergeActions, LibraryActions, SettingsActions {
+  extends ModelActions, RecipeActions, MergeActions, LibraryActions, SettingsActions, EvalActions {
   studio: StudioData;
 }
 
@@ -233,8 +295,32 @@ export function initialStudioData(): StudioData {
     recipeProblem: null,
     comparison: { ...idleTask<CompareReport>(), pair: null },
     memoryBudget: DEFAULT_MEMORY_BUDGET,
+    evaluation: initialEvalData(),
   };
 }
+
+export function initialEvalData(): EvalData {
+  return {
+    mode: 'files',
+    probeFiles: [],
+    prompts: '',
+    referenceTokens: 16,
+    chat: false,
+    maxNewTokens: 8,
+    excluded: [],
+    run: idleEvalTask(),
+    scored: [],
+    prompt: '',
+    generation: idleEvalTask(),
+  };
+}
+
+export const idleEvalTask = <T>(): EvalTask<T> => ({
+  status: 'idle',
+  progress: null,
+  error: null,
+  result: null,
+});
 
 /** The check of the ready base and agents, or null where there is no ready base or agent. */
 export function checkRequest(data: StudioData): { base: string; agents: string[] } | null {

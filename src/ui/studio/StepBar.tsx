@@ -1,6 +1,7 @@
 // The workflow's steps in one bar, each with its state, each a link that moves focus to its panel.
 import { useStudio } from '../../state/store.ts';
-import type { StudioData, TaskState } from '../../state/studio-slice.ts';
+import type { EvalTask, StudioData, TaskState } from '../../state/studio-slice.ts';
+import { progressShare } from '../eval/progress.ts';
 
 type StepState = 'todo' | 'working' | 'done' | 'error';
 
@@ -44,6 +45,15 @@ function taskStep(task: TaskState<unknown>, idle: string, done: string): Pick<St
   }
 }
 
+/** The Evaluate step: its share done while it runs (evaluate()'s progress has no bytes). */
+function evalStep(task: EvalTask<unknown>): Pick<Step, 'state' | 'text'> {
+  if (task.status !== 'running') return taskStep({ ...task, progress: null }, 'not run', 'scored');
+  return {
+    state: 'working',
+    text: task.progress ? `${Math.floor(100 * progressShare(task.progress))}%` : 'running',
+  };
+}
+
 function steps(data: StudioData): Step[] {
   const { models } = data;
   const failed = models.filter((m) => m.status === 'error').length;
@@ -82,6 +92,7 @@ function steps(data: StudioData): Step[] {
       text: `${merges} merge${merges === 1 ? '' : 's'}`,
     },
     { key: 'arena', name: 'Arena', target: 'arena-heading', ...taskStep(data.arena, 'not run', 'scored') },
+    { key: 'evaluate', name: 'Evaluate', target: 'eval-heading', ...evalStep(data.evaluation.run) },
   ];
 }
 

@@ -1,4 +1,4 @@
-// The studio's workflow, in order: models, statistics, merge, export, arena; the demo set loads on
+// The studio's workflow, in order: models, statistics, merge, export, arena, evaluation; the demo set loads on
 // first mount so the page shows real numbers without any file chosen.
 import { useEffect } from 'react';
 import {
@@ -11,6 +11,7 @@ import { studioStore } from '../../state/store.ts';
 import { sessionRecipe } from '../../state/studio-slice.ts';
 import { MEMORY_BUDGETS } from '../../worker/protocol.ts';
 import { ArenaPanel } from '../arena/ArenaPanel.tsx';
+import { EvalPanel } from '../eval/EvalPanel.tsx';
 import { ExportPanel } from '../export/ExportPanel.tsx';
 import { InspectPanel } from '../inspect/InspectPanel.tsx';
 import { LoadPanel } from '../load/LoadPanel.tsx';
@@ -108,6 +109,7 @@ export function Studio() {
       <MergePanel />
       <ExportPanel />
       <ArenaPanel />
+      <EvalPanel />
     </div>
   );
 }
