@@ -84,7 +84,7 @@ async function setOverlap(page: Page, on: boolean): Promise<void> {
   );
 }
 
-const CHROMIUM_ARGS = [
+export const CHROMIUM_ARGS = [
   '--enable-unsafe-webgpu',
   '--disable-quic',
   '--disable-background-networking',
@@ -100,7 +100,7 @@ const CHROMIUM_ARGS = [
 const API_MISSING = 'the app was not built in e2e mode: it has no test API';
 
 /** Builds the app in e2e mode (it carries the test API) and serves it with vite preview. */
-async function serve(outDir: string, port: number): Promise<ChildProcess> {
+export async function serve(outDir: string, port: number): Promise<ChildProcess> {
   const build = spawnSync(
     'npx',
     ['vite', 'build', '--mode', 'e2e', '--outDir', outDir, '--emptyOutDir', '--logLevel', 'warn'],
@@ -137,7 +137,7 @@ async function serve(outDir: string, port: number): Promise<ChildProcess> {
   throw new Error(`vite preview did not answer on port ${port}`);
 }
 
-async function loadSet(page: Page, dir: string, agents: number): Promise<number> {
+export async function loadSet(page: Page, dir: string, agents: number): Promise<number> {
   await page.evaluate(async (missing) => {
     if (!window.__mergeStudio) throw new Error(missing);
     await window.__mergeStudio.analysisSettled();
