@@ -25,12 +25,14 @@ const { values } = parseArgs({
     port: { type: 'string', default: '5290' },
     work: { type: 'string', default: '.bench' },
     'cli-only': { type: 'boolean', default: false },
+    /** A folder for screenshots of the Evaluate step with its result, light and dark (docs/screenshots). */
+    screenshots: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
 });
 if (values.help) {
   process.stdout.write(
-    'npm run bench:eval -- [--layers 24] [--hidden 896] [--vocab 151936] [--max-new-tokens 0] [--cli-only] [--port 5290] [--work .bench]\n',
+    'npm run bench:eval -- [--layers 24] [--hidden 896] [--vocab 151936] [--max-new-tokens 0] [--cli-only] [--screenshots DIR] [--port 5290] [--work .bench]\n',
   );
   process.exit(0);
 }
@@ -102,6 +104,14 @@ if (!values['cli-only']) {
     const same =
       JSON.stringify(studio.examples) === JSON.stringify(cliResult.examples) &&
       JSON.stringify(studio.sets) === JSON.stringify(cliResult.sets);
+    if (values.screenshots)
+      for (const scheme of ['light', 'dark'] as const) {
+        await page.emulateMedia({ colorScheme: scheme });
+        await page.setViewportSize({ width: 1280, height: 800 });
+        await page.getByTestId('eval-panel').screenshot({
+          path: join(values.screenshots, `eval-l${values.layers}-${scheme}.png`),
+        });
+      }
     lines.push(
       `| Studio (Chromium) | ${seconds(ms)} | ${rowsOf(ms).toFixed(1)} | ${formatBytes(peak.rss)} (PSS ${formatBytes(peak.pss)}) | ${same ? 'equal to the CLI' : 'DIFFER from the CLI'} |`,
     );

@@ -5,19 +5,21 @@
 // and an output dtype other than the base's.
 
 import { describe, expect, it } from 'vitest';
-import { mergeModels } from '../driver/driver.ts';
 import { createCpuEngine } from '../engine/cpu-engine.ts';
-import { openModel } from '../format/model.ts';
-import { memoryFolder } from '../io/sink.ts';
-import { memorySource } from '../io/source.ts';
 import { defaultParams } from '../methods/defaults.ts';
 import type { MethodParams } from '../methods/types.ts';
 import type { FloatDtype } from '../format/dtype.ts';
-import { candidateWeights, type CandidateRecipe } from './candidate.ts';
+import type { CandidateRecipe } from './candidate.ts';
 import { createCpuEvalBackend } from './cpu-backend.ts';
 import { evaluate, type EvalModel } from './evaluate.ts';
 import { evalModel } from './model.ts';
-import { fixtureProbes, fixtureReference, openFixture, recordedTokenizer } from '../test/eval-fixtures.ts';
+import {
+  fixtureProbes,
+  fixtureReference,
+  openFixture,
+  recordedTokenizer,
+  sweptAndWritten,
+} from '../test/eval-fixtures.ts';
 
 const RECIPES: { label: string; params: MethodParams; outDtype?: FloatDtype }[] = [
   { label: 'ram', params: defaultParams('ram', 2) },
@@ -42,27 +44,9 @@ describe('a candidate merge scores as its written folder does', () => {
     const swept: EvalModel[] = [];
     const written: EvalModel[] = [];
     for (const recipe of RECIPES as CandidateRecipe[]) {
-      swept.push({
-        ...baseModel,
-        ref: { path: recipe.label, label: recipe.label },
-        weights: await candidateWeights({ base, agents, engine }, recipe),
-      });
-      const out = memoryFolder(recipe.label);
-      await mergeModels({
-        base,
-        agents,
-        engine,
-        params: recipe.params,
-        ...(recipe.outDtype ? { outDtype: recipe.outDtype } : {}),
-        out,
-        baseLabel: 'base',
-        agentLabels: ['agent-0', 'agent-1'],
-      });
-      const folder = await openModel(
-        recipe.label,
-        [...out.files].map(([name, bytes]) => ({ name, source: memorySource(name, bytes) })),
-      );
-      written.push(evalModel(folder, recipe.label, recipe.label));
+      const both = await sweptAndWritten(base, agents, engine, recipe);
+      swept.push(both.swept);
+      written.push(both.written);
     }
     const backend = createCpuEvalBackend();
     const options = { maxNewTokens: 3 };

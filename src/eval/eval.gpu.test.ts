@@ -5,11 +5,7 @@
 // written by the GPU engine and scored from its folder.
 
 import { afterAll, describe, expect, it } from 'vitest';
-import { mergeModels } from '../driver/driver.ts';
 import { createGpuEngine } from '../engine/gpu/gpu-engine.ts';
-import { openModel } from '../format/model.ts';
-import { memoryFolder } from '../io/sink.ts';
-import { memorySource } from '../io/source.ts';
 import { defaultParams } from '../methods/defaults.ts';
 import { openGpuHarness } from '../test/gpu-harness.ts';
 import {
@@ -19,8 +15,8 @@ import {
   openFixture,
   recordedTokenizer,
   referenceMismatches,
+  sweptAndWritten,
 } from '../test/eval-fixtures.ts';
-import { candidateWeights } from './candidate.ts';
 import { evaluate } from './evaluate.ts';
 import { createGpuEvalBackend } from './gpu/gpu-backend.ts';
 import { evalModel } from './model.ts';
@@ -72,7 +68,6 @@ describe.skipIf(!harness)(`the WGSL forward pass = transformers ${opened.skip ??
       });
       const backend = createGpuEvalBackend(harness!.device);
       try {
-        const baseModel = evalModel(base, 'base', 'base');
         const recipes = [
           { label: 'ramplus', params: { ...defaultParams('ramplus', 2), r: 0.3 } },
           { label: 'ties', params: { ...defaultParams('ties', 2), density: [0.5, 0.5] } },
@@ -80,26 +75,9 @@ describe.skipIf(!harness)(`the WGSL forward pass = transformers ${opened.skip ??
         const swept = [];
         const written = [];
         for (const recipe of recipes) {
-          swept.push({
-            ...baseModel,
-            ref: { path: recipe.label, label: recipe.label },
-            weights: await candidateWeights({ base, agents, engine }, recipe),
-          });
-          const out = memoryFolder(recipe.label);
-          await mergeModels({
-            base,
-            agents,
-            engine,
-            params: recipe.params,
-            out,
-            baseLabel: 'base',
-            agentLabels: ['a0', 'a1'],
-          });
-          const folder = await openModel(
-            recipe.label,
-            [...out.files].map(([n, b]) => ({ name: n, source: memorySource(n, b) })),
-          );
-          written.push(evalModel(folder, recipe.label, recipe.label));
+          const both = await sweptAndWritten(base, agents, engine, recipe);
+          swept.push(both.swept);
+          written.push(both.written);
         }
         const probes = fixtureProbes(reference);
         const tokenizer = recordedTokenizer(reference);

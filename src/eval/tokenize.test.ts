@@ -3,24 +3,13 @@
 // decoded greedy ids equal what transformers recorded in the folder's reference.json; then the
 // tokenizer-only edge strings, the end-of-sequence ids, and the errors a broken folder gets.
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { EVAL_FIXTURE_MODELS, EVAL_FIXTURES } from '../test/eval-fixtures.ts';
 import { describe, expect, it } from 'vitest';
 import { loadTokenizer, type TokenizerFiles } from './tokenize.ts';
 
-const fixtures =
-  process.env.EVAL_FIXTURES ?? join(dirname(fileURLToPath(import.meta.url)), '../test/eval-fixtures');
-const MODELS = [
-  'llama',
-  'llama3',
-  'llama-linear',
-  'mistral',
-  'qwen2',
-  'qwen3',
-  'qwen2-set/base',
-  'qwen2-set/agent-0',
-  'qwen2-set/agent-1',
-];
+const fixtures = EVAL_FIXTURES;
+const MODELS = EVAL_FIXTURE_MODELS;
 
 interface Scored {
   promptIds: number[];

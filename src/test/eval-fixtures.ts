@@ -5,7 +5,12 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openModel, type Model } from '../format/model.ts';
 import { memorySource } from '../io/source.ts';
-import type { EvalTokenizer } from '../eval/evaluate.ts';
+import type { EvalModel, EvalTokenizer } from '../eval/evaluate.ts';
+import { candidateWeights, type CandidateRecipe } from '../eval/candidate.ts';
+import { evalModel } from '../eval/model.ts';
+import { mergeModels } from '../driver/driver.ts';
+import type { MergeEngine } from '../engine/contract.ts';
+import { memoryFolder } from '../io/sink.ts';
 import type { EvalResult, Probe } from '../eval/types.ts';
 
 /**
@@ -133,4 +138,38 @@ export function referenceMismatches(
       problems.push(`${where}: generated ${generated.length} ids, transformers ${ref.generated.length}`);
   });
   return problems;
+}
+
+/**
+ * A recipe two ways: as a candidate scored unwritten (candidateWeights) and as the folder mergeModels
+ * writes (in memory), both ready for evaluate(); the two must score alike.
+ */
+export async function sweptAndWritten(
+  base: Model,
+  agents: Model[],
+  engine: MergeEngine,
+  recipe: CandidateRecipe,
+): Promise<{ swept: EvalModel; written: EvalModel }> {
+  const baseModel = evalModel(base, 'base', 'base');
+  const swept = {
+    ...baseModel,
+    ref: { path: recipe.label, label: recipe.label },
+    weights: await candidateWeights({ base, agents, engine }, recipe),
+  };
+  const out = memoryFolder(recipe.label);
+  await mergeModels({
+    base,
+    agents,
+    engine,
+    params: recipe.params,
+    ...(recipe.outDtype ? { outDtype: recipe.outDtype } : {}),
+    out,
+    baseLabel: 'base',
+    agentLabels: agents.map((_, t) => `agent-${t}`),
+  });
+  const folder = await openModel(
+    recipe.label,
+    [...out.files].map(([name, bytes]) => ({ name, source: memorySource(name, bytes) })),
+  );
+  return { swept, written: evalModel(folder, recipe.label, recipe.label) };
 }
