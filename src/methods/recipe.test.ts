@@ -170,12 +170,13 @@ describe('gradients and filters, as mergekit evaluates them', () => {
     expect(evaluateSetting([{ filter: 'mlp', value: 0.5 }], 'lm_head.weight', 1)).toBeUndefined();
   });
 
-  it('places layer i of L at i/(L−1), embeddings at 0 and the head at 1', () => {
+  it('places layer i of L at i/(L−1), and every weight outside the layers (embeddings, final norm, head) at 0, as mergekit now does', () => {
     expect(layerPosition('model.layers.0.mlp.up_proj.weight', 5)).toBe(0);
     expect(layerPosition('model.layers.3.mlp.up_proj.weight', 5)).toBe(0.75);
     expect(layerPosition('model.embed_tokens.weight', 5)).toBe(0);
-    expect(layerPosition('lm_head.weight', 5)).toBe(1);
-    expect(layerPosition('model.norm.weight', 5)).toBe(1);
+    // mergekit now reads the weights after the layers at t = 0 too (plan_module's one config reader).
+    expect(layerPosition('lm_head.weight', 5)).toBe(0);
+    expect(layerPosition('model.norm.weight', 5)).toBe(0);
   });
 
   it('fails before any merge when a filter leaves a tensor without its required weight', () => {

@@ -28,13 +28,15 @@ export function layerCount(names: Iterable<string>): number {
 }
 
 /**
- * mergekit's gradient position t of a tensor: layer i of L is i/(L−1) (1 when L = 1); the weights
- * before the layers (embeddings) are at 0 and those after them (final norm, head) at 1.
+ * mergekit's gradient position t of a tensor: layer i of L is i/(L−1) (1 when L = 1); every weight
+ * outside the numbered layers, before them (embeddings) or after them (final norm, head), at 0. Since
+ * mergekit's module planner (PR #534, 2025) the weights after the layers read the module's config at
+ * t = 0 as the ones before do; before it they were at 1.
  */
 export function layerPosition(name: string, layers: number): number {
   const index = layerIndex(name);
   if (index !== undefined) return layers > 1 ? index / (layers - 1) : 1;
-  return /(^|\.)(embed[^.]*|wte|wpe|word_embeddings)(\.|$)/.test(name) ? 0 : 1;
+  return 0;
 }
 
 /** mergekit's evaluate_setting: a value, a gradient at t, or the first filter that matches the name. */

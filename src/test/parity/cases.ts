@@ -112,11 +112,12 @@ function tiesAt(v: MergekitTensor, density: number[]): Uint8Array {
 
 /**
  * ties-gradients.yml resolved by hand as mergekit's evaluate_setting does for 3 layers: t = 0, 0.5, 1
- * for layers 0..2, the embeddings at 0, the final norm and the head at 1.
+ * for layers 0..2; the embeddings, the final norm and the head at 0 (mergekit's plan_module reads the
+ * weights after the layers with its t = 0 config reader, as those before).
  */
 function gradientParams(name: string): { density: number[]; weights: number[] } {
   const layer = /layers\.(\d+)\./.exec(name);
-  const t = layer ? Number(layer[1]) / 2 : name.includes('embed') ? 0 : 1;
+  const t = layer ? Number(layer[1]) / 2 : 0;
   const at = (values: Record<number, number>): number => values[t]!;
   return {
     density: [at({ 0: 1, 0.5: 0.7, 1: 0.1 }), 0.5, 0.33],
@@ -126,7 +127,7 @@ function gradientParams(name: string): { density: number[]; weights: number[] } 
 /** mergekit's gradient position of a tensor in the 3-layer set (as gradientParams resolves it). */
 function layerT(name: string): number {
   const layer = /layers\.(\d+)\./.exec(name);
-  return layer ? Number(layer[1]) / 2 : name.includes('embed') ? 0 : 1;
+  return layer ? Number(layer[1]) / 2 : 0;
 }
 
 const gtaTies = (density: number) => (name: string, v: MergekitTensor, round: Round) =>
