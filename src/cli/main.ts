@@ -152,9 +152,32 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** Streams whose reader has gone (`| head`): nothing more is written to them. */
+const closed = new Set<NodeJS.WriteStream>();
+
+/**
+ * A reader that stops early (`merge … 2>&1 | head -2`, `inspect | head`) closes the pipe: the next
+ * write fails with EPIPE. That is the reader's choice, not a failure of the work: the stream goes
+ * quiet and the command runs to its end (a merge still publishes its folder), where an unhandled
+ * 'error' event would kill the process mid-merge and print a stack trace.
+ */
+function quietOnBrokenPipe(stream: NodeJS.WriteStream): void {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    closed.add(stream);
+    stream.write = (() => true) as typeof stream.write;
+  });
+}
+quietOnBrokenPipe(process.stdout);
+quietOnBrokenPipe(process.stderr);
+
 /** Resolves once everything written to `stream` so far has been handed to the OS (pipes included). */
 function drained(stream: NodeJS.WriteStream): Promise<void> {
-  return new Promise((resolve) => stream.write('', () => resolve()));
+  if (closed.has(stream)) return Promise.resolve();
+  return new Promise((resolve) => {
+    stream.once('error', () => resolve());
+    stream.write('', () => resolve());
+  });
 }
 
 const code = await main(process.argv.slice(2));
