@@ -4,7 +4,19 @@
 // signal. Also the preflight of write access and free space, and the signal handling around it.
 
 import { rmSync } from 'node:fs';
-import { mkdir, open, readdir, rename, rm, stat, statfs, type FileHandle } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import {
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  stat,
+  statfs,
+  writeFile,
+  type FileHandle,
+} from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { formatBytes } from '../format/inspect.ts';
 import { UsageError } from './args.ts';
@@ -58,6 +70,61 @@ async function refuseNonEmpty(out: string): Promise<void> {
     throw new UsageError(`--out ${out} is not empty: choose a new folder, so no earlier model gets mixed in`);
 }
 
+/** The file in a working folder that names the process writing it, so a dead one's can be reclaimed. */
+export const OWNER_FILE = '.merge-studio-owner.json';
+
+interface Owner {
+  pid: number;
+  host: string;
+}
+
+async function readOwner(staging: string): Promise<Owner | undefined> {
+  try {
+    const owner = JSON.parse(await readFile(join(staging, OWNER_FILE), 'utf8')) as Partial<Owner>;
+    return typeof owner.pid === 'number' && typeof owner.host === 'string'
+      ? { pid: owner.pid, host: owner.host }
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether process `pid` of this machine still runs (signal 0 tests without sending anything). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * A working folder left by a merge whose process is gone (killed, or the machine restarted) is
+ * moved aside and removed, so it does not block every later merge to that --out. Only a folder whose
+ * owner file names a process of this host that no longer runs is reclaimed; anything else (a live
+ * merge, another host on a shared disk, no owner file) is left alone and reported. The folder is
+ * renamed before it is removed and its owner read again there, so two merges reclaiming at once cannot
+ * remove a folder the other has just made.
+ */
+async function reclaimStale(staging: string): Promise<Owner | undefined> {
+  const owner = await readOwner(staging);
+  if (!owner || owner.host !== hostname() || alive(owner.pid)) return undefined;
+  const aside = `${staging}.stale-${process.pid}`;
+  try {
+    await rename(staging, aside);
+  } catch {
+    return undefined;
+  }
+  const moved = await readOwner(aside);
+  if (moved?.pid !== owner.pid || moved.host !== owner.host) {
+    await rename(aside, staging).catch(() => undefined);
+    return undefined;
+  }
+  await rm(aside, { recursive: true, force: true });
+  return owner;
+}
+
 /**
  * Claims --out before any heavy work: refuses a non-empty one, creates the working folder
  * `.NAME.partial` beside it exclusively (so it also proves write access), checks the free space there
@@ -73,17 +140,29 @@ export async function claimOutput(
   await refuseNonEmpty(out);
   const parent = dirname(out);
   const staging = join(parent, `.${basename(out)}.partial`);
-  try {
-    await mkdir(parent, { recursive: true });
-    await mkdir(staging);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST')
+  let reclaimed: Owner | undefined;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await mkdir(parent, { recursive: true });
+      await mkdir(staging);
+      await writeFile(join(staging, OWNER_FILE), JSON.stringify({ pid: process.pid, host: hostname() }));
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST')
+        throw new OutputError(`cannot write the output beside ${out}: ${reason(error)}`);
+      if (attempt === 0 && (reclaimed = await reclaimStale(staging))) continue;
+      const owner = await readOwner(staging);
       throw new OutputError(
-        `another merge is writing --out ${out}: its working folder ${staging} exists. ` +
-          'If no merge is running (one was killed), remove that folder and try again.',
+        `another merge is writing --out ${out}: its working folder ${staging} exists` +
+          (owner ? ` (process ${owner.pid} on ${owner.host})` : '') +
+          '. If no merge is running, remove that folder and try again.',
       );
-    throw new OutputError(`cannot write the output beside ${out}: ${reason(error)}`);
+    }
   }
+  if (reclaimed)
+    process.stderr.write(
+      `Note: removed ${staging}, left by a merge that no longer runs (process ${reclaimed.pid}).\n`,
+    );
   let stats: FileHandle | undefined;
   const statsPartial = statsPath ? `${resolve(statsPath)}.partial` : undefined;
   const claim: OutputClaim = {
@@ -97,6 +176,7 @@ export async function claimOutput(
       stats = undefined;
     },
     async publish() {
+      await rm(join(staging, OWNER_FILE), { force: true });
       try {
         await rename(staging, out);
       } catch (error) {
