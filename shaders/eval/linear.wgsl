@@ -1,8 +1,11 @@
 // out[m, out_start + n] = Σ_k x[m, k] · W[w_row_start + n, k] (+ bias[out_start + n]) for one block of
-// W's rows: a tiled matmul, TM rows × TN outputs per workgroup, K in steps of TK through workgroup
-// memory. Each of the 256 invocations keeps 2 × 4 sums: rows ty + 16i, outputs tx + 16j (strided, so
-// neighbouring invocations read neighbouring workgroup words). Out-of-range rows, outputs and k read
-// as 0, which adds nothing: any size works. Sums are f32, in k order.
+// W's rows. Each invocation computes a 4 × 4 block (rows 4ty…, outputs 4tx…) straight from storage,
+// walking k along the rows of x and W, which are contiguous in k: no workgroup memory and no barrier.
+// On SwiftShader (a CPU) that is 4.5× the speed of the tiled workgroup-memory kernel it replaced
+// (0.18 → 0.82 GFLOPS at 52 × 896 × 4864, bf16, on a loaded 2-core machine); on a GPU the 4 × 4
+// register block gives each loaded value four uses and the caches serve the neighbours. A workgroup covers TM = 32 rows × TN = 64
+// outputs, as the host dispatches. BF16/F16 rows of even length are read a word (two k) at a time.
+// Out-of-range rows and outputs are clamped on load and not stored. Sums are f32, in k order.
 
 struct Params {
   rows: u32,
@@ -23,10 +26,6 @@ struct Params {
 
 const TM: u32 = 32u;
 const TN: u32 = 64u;
-const TK: u32 = 16u;
-
-var<workgroup> xs: array<f32, 512>;   // [TK][TM]
-var<workgroup> ws: array<f32, 1024>;  // [TK][TN]
 
 fn bias_at(e: u32) -> f32 {
   if (params.bias_dtype == DTYPE_F32) {
@@ -36,50 +35,75 @@ fn bias_at(e: u32) -> f32 {
   return bitcast<f32>(decode16(params.bias_dtype, (word >> ((e & 1u) * 16u)) & 0xffffu));
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(128)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  let n0 = wid.x * TN;
-  let m0 = wid.y * TM;
-  let tx = lid % 16u;
-  let ty = lid / 16u;
-  var acc: array<array<f32, 4>, 2>;
-  for (var k0 = 0u; k0 < params.in_dim; k0 += TK) {
-    for (var i = 0u; i < 2u; i++) {
-      let idx = lid + i * 256u;
-      let k = idx % TK;
-      let m = idx / TK;
-      var v = 0.0;
-      if (m0 + m < params.rows && k0 + k < params.in_dim) {
-        v = x[(m0 + m) * params.in_dim + k0 + k];
-      }
-      xs[k * TM + m] = v;
-    }
-    for (var i = 0u; i < 4u; i++) {
-      let idx = lid + i * 256u;
-      let k = idx % TK;
-      let n = idx / TK;
-      var v = 0.0;
-      if (n0 + n < params.out_count && k0 + k < params.in_dim) {
-        v = weight_at((params.w_row_start + n0 + n) * params.in_dim + k0 + k);
-      }
-      ws[k * TN + n] = v;
-    }
-    workgroupBarrier();
-    for (var k = 0u; k < TK; k++) {
-      let a0 = xs[k * TM + ty];
-      let a1 = xs[k * TM + ty + 16u];
-      for (var j = 0u; j < 4u; j++) {
-        let b = ws[k * TN + tx + 16u * j];
-        acc[0][j] += a0 * b;
-        acc[1][j] += a1 * b;
-      }
-    }
-    workgroupBarrier();
+  let n0 = wid.x * TN + (lid % 16u) * 4u;
+  let m0 = wid.y * TM + (lid / 16u) * 4u;
+  if (n0 >= params.out_count || m0 >= params.rows) {
+    return;
   }
-  for (var i = 0u; i < 2u; i++) {
-    let m = m0 + ty + 16u * i;
+  let k_len = params.in_dim;
+  // Rows and outputs past the end repeat the last one: loads stay in range, their sums are not stored.
+  var xr: array<u32, 4>;
+  var wr: array<u32, 4>;
+  for (var i = 0u; i < 4u; i++) {
+    xr[i] = min(m0 + i, params.rows - 1u) * k_len;
+    wr[i] = (params.w_row_start + min(n0 + i, params.out_count - 1u)) * k_len;
+  }
+  // One vec4 of outputs per row, held in registers (no dynamically indexed private arrays, which a
+  // CPU implementation keeps in memory).
+  var acc0 = vec4<f32>(0.0);
+  var acc1 = vec4<f32>(0.0);
+  var acc2 = vec4<f32>(0.0);
+  var acc3 = vec4<f32>(0.0);
+  let x0 = xr[0];
+  let x1 = xr[1];
+  let x2 = xr[2];
+  let x3 = xr[3];
+  let w0 = wr[0];
+  let w1 = wr[1];
+  let w2 = wr[2];
+  let w3 = wr[3];
+  var k = 0u;
+  if (W_DTYPE != DTYPE_F32 && (k_len & 1u) == 0u) {
+    // Two k per weight word: rows of even length start on a word.
+    for (; k < k_len; k += 2u) {
+      let q = vec4<u32>(weight[(w0 + k) >> 1u], weight[(w1 + k) >> 1u], weight[(w2 + k) >> 1u], weight[(w3 + k) >> 1u]);
+      let lo = vec4<f32>(
+        bitcast<f32>(decode16(W_DTYPE, q.x & 0xffffu)),
+        bitcast<f32>(decode16(W_DTYPE, q.y & 0xffffu)),
+        bitcast<f32>(decode16(W_DTYPE, q.z & 0xffffu)),
+        bitcast<f32>(decode16(W_DTYPE, q.w & 0xffffu)),
+      );
+      let hi = vec4<f32>(
+        bitcast<f32>(decode16(W_DTYPE, q.x >> 16u)),
+        bitcast<f32>(decode16(W_DTYPE, q.y >> 16u)),
+        bitcast<f32>(decode16(W_DTYPE, q.z >> 16u)),
+        bitcast<f32>(decode16(W_DTYPE, q.w >> 16u)),
+      );
+      acc0 = acc0 + x[x0 + k] * lo;
+      acc0 = acc0 + x[x0 + k + 1u] * hi;
+      acc1 = acc1 + x[x1 + k] * lo;
+      acc1 = acc1 + x[x1 + k + 1u] * hi;
+      acc2 = acc2 + x[x2 + k] * lo;
+      acc2 = acc2 + x[x2 + k + 1u] * hi;
+      acc3 = acc3 + x[x3 + k] * lo;
+      acc3 = acc3 + x[x3 + k + 1u] * hi;
+    }
+  } else {
+    for (; k < k_len; k++) {
+      let b = vec4<f32>(weight_at(w0 + k), weight_at(w1 + k), weight_at(w2 + k), weight_at(w3 + k));
+      acc0 = acc0 + x[x0 + k] * b;
+      acc1 = acc1 + x[x1 + k] * b;
+      acc2 = acc2 + x[x2 + k] * b;
+      acc3 = acc3 + x[x3 + k] * b;
+    }
+  }
+  var acc = array<vec4<f32>, 4>(acc0, acc1, acc2, acc3);
+  for (var i = 0u; i < 4u; i++) {
+    let m = m0 + i;
     for (var j = 0u; j < 4u; j++) {
-      let n = n0 + tx + 16u * j;
+      let n = n0 + j;
       if (m < params.rows && n < params.out_count) {
         var v = acc[i][j];
         if (params.has_bias != 0u) {
