@@ -18,6 +18,7 @@ const { values } = parseArgs({
     seed: { type: 'string', default: '1' },
     'shard-kb': { type: 'string', default: '2000000' },
     out: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
   },
 });
 
@@ -28,10 +29,15 @@ function int(name: string, text: string | undefined): number | undefined {
   return n;
 }
 
+const USAGE =
+  'usage: npm run gen:llama -- --out DIR [--layers 24] [--hidden 896] [--intermediate N] [--vocab 151936] [--agents 3] [--seed 1] [--shard-kb 2000000]\n' +
+  '  Writes a Qwen2-shaped sharded bf16 base and agents (random weights, RL-like sparse updates) into DIR.\n';
+if (values.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
 if (!values.out) {
-  process.stderr.write(
-    'usage: npm run gen:llama -- --out DIR [--layers 24] [--hidden 896] [--vocab 151936] [--agents 3] [--shard-kb 2000000]\n',
-  );
+  process.stderr.write(USAGE);
   process.exit(2);
 }
 const options: LlamaSetOptions = {

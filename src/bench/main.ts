@@ -59,8 +59,24 @@ const { values } = parseArgs({
     'dawn-ticks': { type: 'string', default: 'paced' },
     /** Merges per method and setting, alternating where --overlap both: the tables show medians. */
     repeat: { type: 'string', default: '1' },
+    help: { type: 'boolean', short: 'h' },
   },
 });
+if (values.help) {
+  process.stdout.write(
+    [
+      'npm run bench -- [--size-mb 1000] [--agents 3] [--methods ram,ramplus] [--cpu-share 0.1] [--repeat 1]',
+      '                 [--overlap on|off|both] [--select sampled|radix]',
+      '  A synthetic bf16 set merged by the GPU engine and the CPU reference: raw read, stages, GB/s, peak memory.',
+      'npm run bench -- --studio|--cli-only [--layers 8] [--hidden 896] [--intermediate N] [--vocab 32000]',
+      '                 [--memory-budget MiB] [--window-elements N] [--dawn-ticks paced|spin|both] [--port 5223] [--clean]',
+      '  A generated Llama-shaped set merged in the studio (headless Chromium) and by the CLI, or by the CLI alone.',
+      'npm run bench:eval -- --help   the evaluation bench (a Qwen2-0.5B-shaped model, CLI and studio).',
+      '',
+    ].join('\n'),
+  );
+  process.exit(0);
+}
 const overlaps = { on: [true], off: [false], both: [false, true] }[values.overlap];
 if (!overlaps) throw new Error(`--overlap takes on, off or both, not ${values.overlap}`);
 

@@ -60,6 +60,12 @@ function parseArgs(argv: readonly string[]): Options {
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const value = argv[i + 1];
+    if (arg === '--help' || arg === '-h') {
+      process.stdout.write(
+        'npm run demo:table -- [--demo DIR] [--episodes N]\n  Plays the demo models and their merges in the grid-world arena and prints the table of scores.\n',
+      );
+      process.exit(0);
+    }
     if (arg === '--demo' && value !== undefined) options.demo = value;
     else if (arg === '--episodes' && value !== undefined) options.episodes = Number(value);
     else

@@ -19,6 +19,12 @@ function parseArgs(argv: readonly string[]): Options {
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const value = argv[i + 1];
+    if (arg === '--help' || arg === '-h') {
+      process.stdout.write(
+        'npm run demo:train -- [--out DIR] [--check]\n  Trains the demo base and its three grid-world agents into DIR (default public/demo);\n  --check retrains and compares with the committed demo instead of writing.\n',
+      );
+      process.exit(0);
+    }
     if (arg === '--check') options.check = true;
     else if (arg === '--out' && value !== undefined) {
       options.out = value;
