@@ -1,5 +1,7 @@
-// Page object for the Evaluate step (src/ui/eval): probes, options, the run and its result as data.
+// Page object for the Evaluate step (src/ui/eval): probes, options, candidate merges, the run and its
+// result as data.
 import { expect, type Locator, type Page } from '@playwright/test';
+import type { MethodName } from '../src/methods/types.ts';
 import type { EvalResult } from '../src/worker/protocol.ts';
 
 export class EvalPage {
@@ -10,6 +12,7 @@ export class EvalPage {
   readonly cancel: Locator;
   readonly result: Locator;
   readonly error: Locator;
+  readonly candidates: Locator;
 
   constructor(readonly page: Page) {
     this.panel = page.getByTestId('eval-panel');
@@ -19,6 +22,20 @@ export class EvalPage {
     this.cancel = page.getByTestId('eval-cancel');
     this.result = page.getByTestId('eval-result');
     this.error = page.getByTestId('eval-error');
+    this.candidates = page.getByTestId('eval-candidates');
+  }
+
+  /**
+   * Adds a candidate merge: the method, then each input by its test id's suffix after `eval-cand-`
+   * (`r`, `density-agent-0`), starting from the method's defaults; checks the Add button's name.
+   */
+  async addCandidate(method: MethodName, values: Record<string, string>, label: string): Promise<void> {
+    await this.candidates.getByTestId('eval-cand-method').selectOption(method);
+    for (const [input, value] of Object.entries(values))
+      await this.candidates.getByTestId(`eval-cand-${input}`).fill(value);
+    const add = this.candidates.getByTestId('eval-cand-add');
+    await expect(add).toHaveText(`Add ${label}`);
+    await add.click();
   }
 
   /** Gives the probe files (paths on disk) through the panel's file input. */

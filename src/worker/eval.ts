@@ -1,8 +1,11 @@
-// The engine worker's evaluation jobs (issue 34): probe scoring of loaded models and merges, the
-// agents writing their own reference completions first where asked, and greedy continuations of one
-// prompt side by side. They run evaluate() (src/eval) on the worker's GPU device, or on the CPU
+// The engine worker's evaluation jobs (issue 34): probe scoring of loaded models, merges and candidate
+// merges (merged tensor by tensor as they are read, never written), the agents writing their own
+// reference completions first where asked, and greedy continuations of one prompt side by side. They run evaluate() (src/eval) on the worker's GPU device, or on the CPU
 // reference where the worker has none, so the numbers are those `merge-studio eval` writes.
+import type { AnalysisResult } from '../driver/job.ts';
+import type { MergeEngine } from '../engine/contract.ts';
 import type { EvalBackend } from '../eval/backend.ts';
+import { candidateWeights } from '../eval/candidate.ts';
 import { createCpuEvalBackend } from '../eval/cpu-backend.ts';
 import { evaluate, type EvalModel, type EvalOptions, type EvalProgress } from '../eval/evaluate.ts';
 import { createGpuEvalBackend } from '../eval/gpu/gpu-backend.ts';
@@ -11,11 +14,20 @@ import { parseProbes } from '../eval/probes.ts';
 import { sharedTokenizer } from '../eval/shared-tokenizer.ts';
 import type { ModelTokenizer } from '../eval/tokenize.ts';
 import type { Probe } from '../eval/types.ts';
+import type { Model } from '../format/model.ts';
 import { throwIfAborted } from '../io/abort.ts';
-import { acquireDevice, memoryBudget } from './engines.ts';
+import { validateParams } from '../methods/defaults.ts';
+import { acquireDevice, memoryBudget, withEngine } from './engines.ts';
 import { refusal } from './errors.ts';
-import { openTarget } from './models.ts';
-import type { EvalJobProgress, EvalProbes, EvalTarget, ProbeFileText, WorkerCalls } from './protocol.ts';
+import { model, openTarget, recalledAnalysis } from './models.ts';
+import type {
+  EvalCandidates,
+  EvalJobProgress,
+  EvalProbes,
+  EvalTarget,
+  ProbeFileText,
+  WorkerCalls,
+} from './protocol.ts';
 
 export interface EvalJobContext {
   signal: AbortSignal;
@@ -44,18 +56,23 @@ async function withBackend<T>(run: (backend: EvalBackend) => Promise<T>): Promis
   }
 }
 
-/** Opens every target and the shared tokenizer; each model stops generating at its own EOS and the tokenizer's. */
+/**
+ * Opens every target and the shared tokenizer; each model stops generating at its own EOS and the
+ * tokenizer's. `also`: models not scored whose tokenizer must agree (the base of candidate merges).
+ */
 async function openModels(
   targets: readonly EvalTarget[],
   signal: AbortSignal,
+  also: readonly Model[] = [],
 ): Promise<{ models: EvalModel[]; tokenizer: Tokenizer }> {
-  if (targets.length === 0) throw refusal('NothingToEvaluate', 'Choose at least one model to evaluate.');
+  if (targets.length === 0 && also.length === 0)
+    throw refusal('NothingToEvaluate', 'Choose at least one model to evaluate.');
   const opened = [];
   for (const t of targets) {
     opened.push({ model: await openTarget(t.target), label: t.label, path: t.path });
     throwIfAborted(signal, CANCELLED);
   }
-  const { tokenizer } = await sharedTokenizer(opened);
+  const { tokenizer } = await sharedTokenizer([...opened, ...also.map((m) => ({ model: m, label: m.name }))]);
   const models = opened.map((o) => evalModel(o.model, o.label, o.path, tokenizer.eosIds));
   return { models, tokenizer };
 }
@@ -164,22 +181,68 @@ async function writtenProbes(
   return probes;
 }
 
+/** The candidates' parameters, checked before any model is read: a bad one is refused by its label. */
+function checkCandidates(candidates: EvalCandidates): void {
+  for (const { label, params } of candidates.recipes) {
+    const problems = validateParams(params, candidates.agents.length);
+    if (problems.length) throw refusal('BadCandidate', `The candidate ${label}: ${problems.join('; ')}.`);
+  }
+}
+
+/**
+ * The candidate merges as evaluation inputs (the CLI's --candidate): the base's spec and EOS ids, each
+ * tensor merged by `engine` when the forward pass reads it. RAM+ and RAM+s share one statistics pass
+ * per ε, the studio's own where the worker still holds it for these models.
+ */
+async function candidateModels(
+  candidates: EvalCandidates,
+  engine: MergeEngine,
+  eosIds: readonly number[],
+  signal: AbortSignal,
+): Promise<EvalModel[]> {
+  const base = model(candidates.base);
+  const agents = candidates.agents.map(model);
+  const analyses = new Map<number, Promise<AnalysisResult>>();
+  for (const { params } of candidates.recipes) {
+    const known = recalledAnalysis(candidates.base, candidates.agents, params.epsilon);
+    if (known) analyses.set(params.epsilon, Promise.resolve(known));
+  }
+  const out: EvalModel[] = [];
+  for (const recipe of candidates.recipes) {
+    const weights = await candidateWeights({ base, agents, engine, analyses, signal }, recipe);
+    out.push({ ...evalModel(base, recipe.label, `merge: ${recipe.label}`, eosIds), weights });
+    throwIfAborted(signal, CANCELLED);
+  }
+  return out;
+}
+
 export const evaluateModels: Call<'eval'> = async (request, context) => {
   const source = request.probes;
-  // Probe files are read before any model is opened: a bad line is refused at once.
+  // Probe files and candidates are checked before any model is opened: a bad one is refused at once.
   const parsed = source.kind === 'files' ? probesOf(source.files) : null;
-  const { models, tokenizer } = await openModels(request.models, context.signal);
+  const candidates = request.candidates?.recipes.length ? request.candidates : null;
+  if (candidates) checkCandidates(candidates);
+  const also = candidates ? [model(candidates.base)] : [];
+  const { models, tokenizer } = await openModels(request.models, context.signal, also);
   return withBackend(async (backend) => {
     const probes =
       parsed ??
       (source.kind === 'references'
         ? await writtenProbes(source, backend, tokenizer, request.chat, context)
         : []);
-    return evaluate(backend, models, probes, tokenizer, {
-      ...passOptions(context, 'score', backend, models, { model: 0, models: models.length }),
-      chat: request.chat,
-      maxNewTokens: request.maxNewTokens,
-    });
+    const score = (merged: readonly EvalModel[]) => {
+      const all = [...models, ...merged];
+      return evaluate(backend, all, probes, tokenizer, {
+        ...passOptions(context, 'score', backend, all, { model: 0, models: all.length }),
+        chat: request.chat,
+        maxNewTokens: request.maxNewTokens,
+      });
+    };
+    if (!candidates) return score([]);
+    // The engine a merge would use, held while the candidates are scored (their tensors are merged then).
+    return withEngine(candidates.agents.length, async (engine) =>
+      score(await candidateModels(candidates, engine, tokenizer.eosIds, context.signal)),
+    );
   });
 };
 

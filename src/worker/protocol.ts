@@ -223,11 +223,30 @@ export type EvalProbes =
   | { kind: 'files'; files: ProbeFileText[] }
   | { kind: 'references'; prompts: string[]; writers: EvalTarget[]; tokens: number };
 
+/** A candidate merge, scored before it is written: its label (as `--candidate` gives it) and parameters. */
+export interface CandidateRecipeSpec {
+  label: string;
+  params: MethodParams;
+}
+
+/**
+ * Candidate merges of the loaded base and agents (by slot, in merge order), merged tensor by tensor
+ * as the forward pass asks (src/eval/candidate.ts) and scored after the request's models; each
+ * tensor is written in its own dtype, as a merge with the output dtype "Same as the inputs" writes it.
+ */
+export interface EvalCandidates {
+  base: string;
+  agents: string[];
+  recipes: CandidateRecipeSpec[];
+}
+
 export interface EvalRequest {
   models: EvalTarget[];
   probes: EvalProbes;
   chat: boolean;
   maxNewTokens: number;
+  /** Scored after `models`, under `path` "merge: <label>" as the CLI's --candidate. */
+  candidates?: EvalCandidates;
 }
 
 export interface GenerateRequest {

@@ -1,10 +1,12 @@
 // The Evaluate step's slice against a fake engine: which models a run scores and how the worker is
-// asked for them, progress and results of the newest run only, cancel and errors as task states.
+// asked for them, progress and results of the newest run only, cancel and errors as task states, and
+// candidate merges: added once by their CLI name, scored after the models, written by the Merge step.
 import { describe, expect, it } from 'vitest';
 import type { EngineClient, EngineJob } from '../../worker/client.ts';
 import type { EvalJobProgress, EvalResult, WorkerCall, WorkerCalls } from '../../worker/protocol.ts';
 import { must } from '../../io/checked.ts';
 import { createStudioStore } from '../store.ts';
+import { defaultParams } from '../../methods/defaults.ts';
 import { evalCandidates } from './eval-slice.ts';
 import type { MergeRecord } from './types.ts';
 
@@ -20,9 +22,11 @@ interface Held {
 /** An engine whose eval and generate calls wait for the test; every other call answers at once. */
 function fakeEngine() {
   const held: Held[] = [];
+  const calls: { kind: WorkerCall; request: Record<string, unknown> }[] = [];
   const engine: EngineClient = {
     call<K extends WorkerCall>(kind: K, request: WorkerCalls[K]['request'], onProgress?: unknown) {
       const fields = request as unknown as Record<string, unknown>;
+      calls.push({ kind, request: fields });
       let entry: Held | undefined;
       const promise = new Promise<WorkerCalls[K]['result']>((resolve, reject) => {
         if (kind === 'eval' || kind === 'generate') {
@@ -52,7 +56,7 @@ function fakeEngine() {
     },
     terminate: () => undefined,
   };
-  return { engine, held };
+  return { engine, held, calls };
 }
 
 function storeWith(engine: EngineClient) {
@@ -147,6 +151,71 @@ describe('evaluation slice', () => {
     const ev = store.getState().studio.evaluation;
     expect(ev.run).toEqual({ status: 'done', progress: null, error: null, result: RESULT });
     expect(ev.scored.map((c) => c.label)).toEqual(['base', 'coder']);
+  });
+
+  it('adds candidate merges once by their CLI name, scores them after the models, and writes one', async () => {
+    const { fake, store } = await loaded();
+    const s = store.getState();
+    expect(s.addCandidateMerge({ ...defaultParams('ramplus', 2), r: 0.3 })).toBeNull();
+    expect(s.addCandidateMerge({ ...defaultParams('ties', 2), density: [0.7, 0.3] })).toBeNull();
+    expect(s.addCandidateMerge({ ...defaultParams('ramplus', 2), r: 0.3 })).toBe(
+      'ramplus r=0.3 is among the candidates already.',
+    );
+    expect(s.addCandidateMerge({ ...defaultParams('ties', 2), density: [0.7] })).toMatch(
+      /densities given for 2 agents/,
+    );
+    s.addProbeFiles([{ name: 'p.jsonl', text: '{}' }]);
+    s.setEvalIncluded('agent-2', false);
+    const run = s.runEval();
+    const call = must(fake.held[0], 'the eval call');
+    expect(call.request.candidates).toEqual({
+      base: 'base',
+      agents: ['agent-1', 'agent-2'],
+      recipes: [
+        { label: 'ramplus r=0.3', params: { ...defaultParams('ramplus', 2), r: 0.3 } },
+        { label: 'ties density=0.7,0.3', params: { ...defaultParams('ties', 2), density: [0.7, 0.3] } },
+      ],
+    });
+    call.resolve(RESULT);
+    await run;
+    expect(store.getState().studio.evaluation.scored).toEqual([
+      { key: 'base', label: 'base', kind: 'base' },
+      { key: 'agent-1', label: 'coder', kind: 'agent' },
+      { key: 'candidate:ramplus r=0.3', label: 'ramplus r=0.3', kind: 'candidate' },
+      { key: 'candidate:ties density=0.7,0.3', label: 'ties density=0.7,0.3', kind: 'candidate' },
+    ]);
+
+    store.getState().setOutDtype('F16');
+    // The fake check found the models unmatched; matched, the merge starts.
+    const { studio: before } = store.getState();
+    const check = {
+      ...before.check,
+      result: { compat: { ok: true }, memory: { outputBytes: 0 } },
+    } as typeof before.check;
+    store.setState({ studio: { ...before, check } });
+    // The fake's answer is no merge summary: the merge was asked for, which is what is checked.
+    await store
+      .getState()
+      .writeCandidateMerge('ties density=0.7,0.3')
+      .catch(() => null);
+    const studio = store.getState().studio;
+    expect(studio.params).toEqual({ ...defaultParams('ties', 2), density: [0.7, 0.3] });
+    expect(studio.outDtype).toBeNull();
+    expect(studio.evaluation.writtenCandidate).toBe('ties density=0.7,0.3');
+    expect(fake.calls.find((c) => c.kind === 'merge')?.request).toMatchObject({
+      params: { method: 'ties', density: [0.7, 0.3] },
+    });
+
+    store.getState().removeCandidateMerge('ramplus r=0.3');
+    expect(store.getState().studio.evaluation.candidateMerges.map((c) => c.label)).toEqual([
+      'ties density=0.7,0.3',
+    ]);
+    // One agent fewer: the candidate's per-agent densities no longer fit, and the run says so.
+    await store.getState().removeAgent('agent-2');
+    await store.getState().runEval();
+    expect(store.getState().studio.evaluation.run.error?.message).toMatch(
+      /^The candidate ties density=0\.7,0\.3 no longer fits these agents/,
+    );
   });
 
   it('has every agent write its references, scored or not', async () => {

@@ -1,11 +1,21 @@
 // The Evaluate step of the studio (issue 34): probe files or the agents' own completions, the options,
-// which models are scored (the loaded models, this session's merges, the library's), and the
+// which models are scored (the loaded models, this session's merges, the library's), candidate merges
+// scored beside them without being written (and the one picked written by the Merge step), and the
 // evaluation and side-by-side generation jobs, run by the engine worker (src/worker/eval.ts).
 import type { StateCreator } from 'zustand';
 import type { EngineJob } from '../../worker/client.ts';
-import type { ArenaTarget, EvalTarget, WorkerCall, WorkerCalls } from '../../worker/protocol.ts';
+import { copyParams, validateParams } from '../../methods/defaults.ts';
+import type {
+  ArenaTarget,
+  EvalCandidates,
+  EvalTarget,
+  WorkerCall,
+  WorkerCalls,
+} from '../../worker/protocol.ts';
+import { candidateLabel } from './candidates.ts';
 import { asInfo, isAbort, type StudioContext } from './context.ts';
 import {
+  mergeInputs,
   mergeKey,
   type EvalActions,
   type EvalCandidate,
@@ -48,12 +58,33 @@ export function chosenCandidates(data: StudioData): EvalCandidate[] {
   return evalCandidates(data).filter((c) => !data.evaluation.excluded.includes(c.key));
 }
 
+/**
+ * The candidate merges of the next run, for the loaded base and agents; a message where they cannot
+ * run (no base or agents, or a candidate made for another number of agents).
+ */
+export function candidateRequest(data: StudioData): EvalCandidates | { blocked: string } | null {
+  const recipes = data.evaluation.candidateMerges;
+  if (recipes.length === 0) return null;
+  const inputs = mergeInputs(data);
+  if ('blocked' in inputs) return { blocked: `Candidate merges: ${inputs.blocked}` };
+  for (const { label, params } of recipes) {
+    const problems = validateParams(params, inputs.agents.length);
+    if (problems.length)
+      return { blocked: `The candidate ${label} no longer fits these agents (${problems[0]}): remove it.` };
+  }
+  return {
+    base: inputs.base.slot,
+    agents: inputs.agents.map((a) => a.slot),
+    recipes: recipes.map(({ label, params }) => ({ label, params })),
+  };
+}
+
 type EvalCall = 'eval' | 'generate';
 type EvalTaskKey = 'run' | 'generation';
 
 export function createEvalSlice(ctx: StudioContext): StateCreator<StudioSlice, [], [], EvalActions> {
   return (_set, get) => {
-    const { services, patch, pickedFolders } = ctx;
+    const { services, patch, pickedFolders, agentCount } = ctx;
     const jobs: Record<EvalTaskKey, EngineJob<unknown> | null> = { run: null, generation: null };
 
     const patchEval = (changes: Partial<EvalData>): void =>
@@ -145,16 +176,52 @@ export function createEvalSlice(ctx: StudioContext): StateCreator<StudioSlice, [
         patchEval({ excluded: included ? others : [...others, key] });
       },
 
+      addCandidateMerge(params) {
+        const agents = agentCount();
+        if (agents === 0) return 'Load the base and the agents first.';
+        const problems = validateParams(params, agents);
+        if (problems.length) return problems.join('; ');
+        const label = candidateLabel(params, agents);
+        const ev = get().studio.evaluation;
+        if (ev.candidateMerges.some((c) => c.label === label))
+          return `${label} is among the candidates already.`;
+        patchEval({ candidateMerges: [...ev.candidateMerges, { label, params: copyParams(params) }] });
+        return null;
+      },
+
+      removeCandidateMerge(label) {
+        const ev = get().studio.evaluation;
+        patchEval({ candidateMerges: ev.candidateMerges.filter((c) => c.label !== label) });
+      },
+
+      async writeCandidateMerge(label) {
+        const candidate = get().studio.evaluation.candidateMerges.find((c) => c.label === label);
+        if (!candidate) return null;
+        // Scored with each tensor in its own dtype: written the same way, it is the merge that was scored.
+        patch({ params: copyParams(candidate.params), outDtype: null });
+        patchEval({ writtenCandidate: label });
+        return get().runMerge();
+      },
+
       async runEval() {
         const { scored, targets } = chosen();
         const ev = get().studio.evaluation;
-        if (targets.length === 0) return refuse('run', 'Choose at least one model to evaluate.');
+        const candidates = candidateRequest(get().studio);
+        if (candidates && 'blocked' in candidates) return refuse('run', candidates.blocked);
+        if (targets.length === 0 && !candidates)
+          return refuse('run', 'Choose at least one model to evaluate.');
         // The agents write the reference completions whether or not they are scored.
         const writers = evalCandidates(get().studio)
           .filter((c) => c.kind === 'agent')
           .flatMap((c) => evalTarget(c) ?? []);
-        patchEval({ scored });
+        const merged = (candidates?.recipes ?? []).map(({ label }): EvalCandidate => ({
+          key: `candidate:${label}`,
+          label,
+          kind: 'candidate',
+        }));
+        patchEval({ scored: [...scored, ...merged] });
         await runJob('run', 'eval', {
+          ...(candidates ? { candidates } : {}),
           models: targets,
           probes:
             ev.mode === 'files'

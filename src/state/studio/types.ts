@@ -65,12 +65,21 @@ export interface EvalTask<T> {
   result: T | null;
 }
 
-/** A model the Evaluate step can score: a loaded model, a merge of this session, or one in the library. */
+/**
+ * A model the Evaluate step can score: a loaded model, a merge of this session, or one in the library
+ * (and, in a run's `scored`, a candidate merge).
+ */
 export interface EvalCandidate {
-  /** The slot, or the merge's key (mergeKey; `opfs:<folder>` for the library's). */
+  /** The slot, the merge's key (mergeKey; `opfs:<folder>` for the library's), or `candidate:<label>`. */
   key: string;
   label: string;
-  kind: 'base' | 'agent' | 'merge';
+  kind: 'base' | 'agent' | 'merge' | 'candidate';
+}
+
+/** A merge scored before it is written: its parameters, named as the CLI's --candidate (candidates.ts). */
+export interface CandidateMerge {
+  label: string;
+  params: MethodParams;
 }
 
 /** The Evaluate step: its probes, options, the models it scores, and its runs (eval-slice.ts). */
@@ -89,6 +98,10 @@ export interface EvalData {
   run: EvalTask<EvalResult>;
   /** The candidates the last run scored, in the result's model order. */
   scored: EvalCandidate[];
+  /** Candidate merges of the base and agents, scored after the models, none written. */
+  candidateMerges: CandidateMerge[];
+  /** The candidate whose "Write this merge" last started the Merge step's merge. */
+  writtenCandidate: string | null;
   /** The prompt of the side-by-side generation, and its run. */
   prompt: string;
   generation: EvalTask<GenerateResult>;
@@ -252,6 +265,17 @@ export interface EvalActions {
   removeProbeFile(name: string): void;
   /** Includes or leaves out one candidate (evalCandidates) from the next run. */
   setEvalIncluded(key: string, included: boolean): void;
+  /**
+   * Adds a candidate merge, named by candidateLabel; returns why not where its parameters are refused
+   * or the same merge is there already (null when added).
+   */
+  addCandidateMerge(params: MethodParams): string | null;
+  removeCandidateMerge(label: string): void;
+  /**
+   * Gives the Merge step the candidate's method and parameters (output dtype: the inputs', as it was
+   * scored) and runs that merge into this browser's storage.
+   */
+  writeCandidateMerge(label: string): Promise<MergeRecord | null>;
   /** Scores the chosen models on the probes (or on the agents' own completions). */
   runEval(): Promise<void>;
   cancelEval(): void;
@@ -310,6 +334,8 @@ export function initialEvalData(): EvalData {
     excluded: [],
     run: idleEvalTask(),
     scored: [],
+    candidateMerges: [],
+    writtenCandidate: null,
     prompt: '',
     generation: idleEvalTask(),
   };

@@ -1,12 +1,14 @@
 // Step 6: the language models' own evaluation (issue 34): probe files, or prompts the agents complete
-// themselves; which models to score; the run with its progress and Cancel; the table of sets × models
-// with each merge's retention of the set's agent; and one prompt continued by each model side by side.
+// themselves; which models to score, and candidate merges scored beside them unwritten; the run with
+// its progress and Cancel; the table of sets × models with each merge's retention of the set's agent
+// (and each candidate's "Write this merge"); and one prompt continued by each model side by side.
 import { useEffect, useId, useRef, useState } from 'react';
 import { chosenCandidates, evalCandidates } from '../../state/studio/eval-slice.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import type { EvalData } from '../../state/studio-slice.ts';
 import type { ProbeFileText } from '../../worker/protocol.ts';
 import { ErrorBox, idPart } from '../studio/common.tsx';
+import { CandidateMerges, WrittenCandidate } from './CandidateMerges.tsx';
 import { EvalResults } from './EvalResults.tsx';
 import { GenerateBox } from './GenerateBox.tsx';
 import { progressShare, progressText } from './progress.ts';
@@ -149,6 +151,7 @@ export function EvalPanel() {
   const run = ev.run;
   const running = run.status === 'running';
   const chosen = chosenCandidates(data).length;
+  const candidates = ev.candidateMerges.length;
   const cancel = useRef<HTMLButtonElement>(null);
   const start = useRef<HTMLButtonElement>(null);
   const wasRunning = useRef(false);
@@ -159,7 +162,8 @@ export function EvalPanel() {
       start.current?.focus({ preventScroll: true });
     wasRunning.current = running;
   }, [running]);
-  const ready = chosen > 0 && (ev.mode === 'files' ? ev.probeFiles.length > 0 : ev.prompts.trim() !== '');
+  const ready =
+    chosen + candidates > 0 && (ev.mode === 'files' ? ev.probeFiles.length > 0 : ev.prompts.trim() !== '');
   return (
     <section
       className="panel"
@@ -225,6 +229,7 @@ export function EvalPanel() {
         </div>
       </div>
       <ModelChoice />
+      <CandidateMerges />
       <div className="studio-actions">
         <button
           ref={start}
@@ -235,6 +240,7 @@ export function EvalPanel() {
           onClick={() => void studioStore.getState().runEval()}
         >
           Evaluate {chosen} model{chosen === 1 ? '' : 's'}
+          {candidates > 0 && ` and ${candidates} candidate merge${candidates === 1 ? '' : 's'}`}
         </button>
         {running && (
           <button
@@ -267,6 +273,7 @@ export function EvalPanel() {
       )}
       {run.error && <ErrorBox error={run.error} testId="eval-error" />}
       {run.status === 'done' && run.result && <EvalResults result={run.result} scored={ev.scored} />}
+      <WrittenCandidate />
       <GenerateBox />
     </section>
   );

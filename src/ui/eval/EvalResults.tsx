@@ -1,10 +1,13 @@
 // An evaluation's outcome: per probe set and model the mean NLL per token and the top-1 rate; on a set
-// named after an agent, every other model's retention of that agent (colour and words); the greedy
-// continuations per probe; and the result as the CLI's JSON (data-json), for tests and for keeping.
+// named after an agent, every other model's retention of that agent (colour and words); under each
+// candidate merge, "Write this merge"; the greedy continuations per probe; and the result as the CLI's
+// JSON (data-json), for tests and for keeping.
 import { useEffect, useMemo } from 'react';
+import { useStudio } from '../../state/store.ts';
 import type { EvalCandidate } from '../../state/studio-slice.ts';
 import type { EvalResult } from '../../worker/protocol.ts';
 import { idPart } from '../studio/common.tsx';
+import { WriteCandidate } from './CandidateMerges.tsx';
 import { retentionLevel, retentionOf, type Retention } from './retention.ts';
 
 const percent = (x: number): string => `${(100 * x).toFixed(1)}%`;
@@ -24,6 +27,7 @@ function RetentionLine({ cell }: { cell: Retention }) {
 
 export function EvalResults({ result, scored }: { result: EvalResult; scored: readonly EvalCandidate[] }) {
   const agents = result.models.map((_, i) => scored[i]?.kind === 'agent');
+  const writable = useStudio((s) => s.studio.evaluation.candidateMerges);
   const retention = retentionOf(result, agents);
   const json = JSON.stringify(result);
   const download = useMemo(() => URL.createObjectURL(new Blob([json], { type: 'application/json' })), [json]);
@@ -45,6 +49,9 @@ export function EvalResults({ result, scored }: { result: EvalResult; scored: re
                   {m.label}
                   {scored[i] && scored[i].kind !== m.label && (
                     <span className="muted eval-kind"> {scored[i].kind}</span>
+                  )}
+                  {scored[i]?.kind === 'candidate' && writable.some((c) => c.label === m.label) && (
+                    <WriteCandidate label={m.label} />
                   )}
                 </th>
               ))}
