@@ -1,7 +1,14 @@
 // The inspect report and its CLI table, over a small sharded model with a config.
 import { describe, expect, it } from 'vitest';
 import { memorySource } from '../io/source.ts';
-import { formatBytes, formatInspect, inspectModel } from './inspect.ts';
+import {
+  escapeTerminal,
+  formatBytes,
+  formatInspect,
+  inspectModel,
+  MAX_SHOWN_NAME,
+  shownName,
+} from './inspect.ts';
 import { openModel } from './model.ts';
 import { tensorByteLength } from './safetensors.ts';
 import { indexJson, planShards } from './sharded.ts';
@@ -118,5 +125,22 @@ describe('inspectModel', () => {
     ]);
     // A rate below 1 KiB/s (the CLI's progress) in whole bytes, not 137.81223083548667 B.
     expect(formatBytes(137.81223083548667)).toBe('138 B');
+  });
+});
+
+describe('names printed to a terminal', () => {
+  it('escapes bidi controls, which would reorder the line, and control characters', () => {
+    expect(escapeTerminal('a\u202Eb\u2066c\u200Fd')).toBe('a\\u{202e}b\\u{2066}c\\u{200f}d');
+    expect(escapeTerminal('x\u001b[2Jy')).toBe('x\\x1b[2Jy');
+    // Idempotent: the table escapes its cells, then the whole text again.
+    expect(escapeTerminal(escapeTerminal('a\u202Eb'))).toBe('a\\u{202e}b');
+  });
+
+  it('cuts a huge name to its start and says its length', () => {
+    const name = `model.${'x'.repeat(1_000_000)}.weight`;
+    const shown = shownName(name);
+    expect(shown.length).toBeLessThanOrEqual(MAX_SHOWN_NAME);
+    expect(shown).toMatch(/^model\.x+… \(1000013 characters\)$/);
+    expect(shownName('model.norm.weight')).toBe('model.norm.weight');
   });
 });

@@ -102,21 +102,44 @@ export function formatBytes(bytes: number): string {
 export function escapeTerminal(text: string): string {
   let out = '';
   for (const c of text) {
-    const code = c.charCodeAt(0);
+    const code = c.codePointAt(0) ?? 0;
     const control = (code < 0x20 && c !== '\n' && c !== '\t') || (code >= 0x7f && code <= 0x9f);
-    out += control ? `\\x${code.toString(16).padStart(2, '0')}` : c;
+    out += control
+      ? `\\x${code.toString(16).padStart(2, '0')}`
+      : BIDI.has(code)
+        ? `\\u{${code.toString(16)}}`
+        : c;
   }
   return out;
+}
+
+/**
+ * Unicode's directional formatting characters (LRE…RLO, LRI…PDI, LRM, RLM, ALM): printed raw they
+ * reorder what a terminal shows after them, so a tensor or file name could make the report lie.
+ */
+const BIDI = new Set([
+  0x200e, 0x200f, 0x061c, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069,
+]);
+
+/** The longest name the human table prints whole; a longer one shows its start and its length. */
+export const MAX_SHOWN_NAME = 200;
+
+/** A name for a terminal line: escaped, and a huge one cut to its start with its length said. */
+export function shownName(name: string): string {
+  const escaped = escapeTerminal(name);
+  return escaped.length <= MAX_SHOWN_NAME
+    ? escaped
+    : `${escaped.slice(0, MAX_SHOWN_NAME - 40)}… (${name.length} characters)`;
 }
 
 /** The human table the CLI prints: one row per tensor, then totals and config facts. */
 export function formatInspect(report: InspectReport): string {
   const header = ['name', 'dtype', 'shape', 'shard', 'bytes'];
   const rows = report.tensors.map((t) => [
-    t.name,
+    shownName(t.name),
     t.dtype,
     `[${t.shape.join(', ')}]`,
-    t.file,
+    shownName(t.file),
     String(t.bytes),
   ]);
   // A loop, not Math.max(...column): spreading 120k+ arguments overflows the call stack.
