@@ -157,7 +157,7 @@ export async function evaluate(
   };
   const ctx: RunContext = { backend, options, progress };
 
-  for (const [m, model] of models.entries()) {
+  for (const model of models) {
     const { spec } = model;
     for (const [i, t] of tokens.entries()) {
       const length = t.prompt.length + t.completion.length;
@@ -173,40 +173,57 @@ export async function evaluate(
           `probe ${i + 1} has token id ${top}; the vocabulary has ${spec.vocab}.`,
         );
     }
-    progress.model = m;
-    // Activations take at most half the budget, the output head's blocks a quarter.
-    const maxRows = Math.max(1, Math.floor(budget / 2 / activationBytesPerRow(spec)));
-    const chunkBytes = Math.max(spec.hidden * 4, Math.floor(budget / 4));
+  }
 
-    // Scoring: prompt + completion, the rows before each completion token scored against it.
-    const lengths = tokens.map((t) => t.prompt.length + t.completion.length);
-    for (const group of batches(lengths, maxRows)) {
-      const run = new ForwardRun(backend, spec, model.weights);
-      try {
-        const batch = await runThrough(
-          ctx,
-          run,
-          group.map((i) => [...tokens[i]!.prompt, ...tokens[i]!.completion]),
-          'score',
-          0,
-          maxNew,
-        );
-        const rows: number[] = [];
-        const targets: number[] = [];
-        group.forEach((i, g) => {
-          const { prompt, completion } = tokens[i]!;
-          const start = batch.starts[g]!;
-          completion.forEach((id, j) => {
-            rows.push(start + prompt.length - 1 + j);
-            targets.push(id);
+  // Scoring: prompt + completion, the rows before each completion token scored against it. Layer-major
+  // across the models: layer i of every model runs before layer i + 1 of any, so the tensors a
+  // candidate merge reads for layer i are those the base and the agents have just read (one pass over
+  // the files, the rest from the page cache). All models' activations share half the budget.
+  const lengths = tokens.map((t) => t.prompt.length + t.completion.length);
+  const rowBytes = models.reduce((n, model) => n + activationBytesPerRow(model.spec), 0);
+  const maxRows = Math.max(1, Math.floor(budget / 2 / rowBytes));
+  for (const group of batches(lengths, maxRows)) {
+    const batch = batchOf(group.map((i) => [...tokens[i]!.prompt, ...tokens[i]!.completion]));
+    const runs = models.map((model) => new ForwardRun(backend, model.spec, model.weights));
+    try {
+      for (const run of runs) await run.embed(batch);
+      const layers = Math.max(...models.map((model) => model.spec.layers));
+      for (let layer = 0; layer < layers; layer++)
+        for (const [m, run] of runs.entries()) {
+          if (layer >= run.spec.layers) continue;
+          throwIfAborted(options.signal, 'The evaluation was cancelled.');
+          await run.layer(layer, batch);
+          progress.model = m;
+          options.onProgress?.({
+            ...progress,
+            phase: 'score',
+            layer: layer + 1,
+            layers: run.spec.layers,
+            step: 0,
+            steps: maxNew,
           });
+        }
+      progress.rows += batch.ids.length * runs.length;
+      const rows: number[] = [];
+      const targets: number[] = [];
+      group.forEach((i, g) => {
+        const { prompt, completion } = tokens[i]!;
+        const start = batch.starts[g]!;
+        completion.forEach((id, j) => {
+          rows.push(start + prompt.length - 1 + j);
+          targets.push(id);
         });
+      });
+      for (const [m, run] of runs.entries()) {
+        // The output head's blocks take at most a quarter of the budget.
+        const chunkBytes = Math.max(run.spec.hidden * 4, Math.floor(budget / 4));
         const scores = await run.score(
           Int32Array.from(rows),
           Int32Array.from(targets),
           chunkBytes,
           options.signal,
         );
+        run.release();
         let r = 0;
         for (const i of group) {
           let nll = 0;
@@ -218,10 +235,17 @@ export async function evaluate(
           examples[i]!.nll[m] = nll;
           examples[i]!.top1[m] = top1;
         }
-      } finally {
-        run.release();
       }
+    } finally {
+      for (const run of runs) run.release();
     }
+  }
+
+  for (const [m, model] of models.entries()) {
+    const { spec } = model;
+    progress.model = m;
+    const maxRows = Math.max(1, Math.floor(budget / 2 / activationBytesPerRow(spec)));
+    const chunkBytes = Math.max(spec.hidden * 4, Math.floor(budget / 4));
 
     // Generation: greedy from the prompt alone, the whole model run again per new token (held on the
     // device when its weights fit half the budget, else read again for every token).
