@@ -106,10 +106,10 @@ function Profile({
             points={values.map((v, i) => `${x(i)},${y(span(i) > 0 ? v / span(i) : 0)}`).join(' ')}
           />
         ))}
-        <text x={4} y={height - 6} fontSize={11} fill="#1b2430">
+        <text x={4} y={height - 6} fontSize={11} fill="currentColor">
           {axis}
         </text>
-        <text x={width - 4} y={height - 6} fontSize={11} fill="#1b2430" textAnchor="end">
+        <text x={width - 4} y={height - 6} fontSize={11} fill="currentColor" textAnchor="end">
           share changed: 0 to 100%
         </text>
       </svg>

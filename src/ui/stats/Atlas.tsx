@@ -128,7 +128,7 @@ function AgentGrid({
           <text
             key={module}
             transform={`translate(${g.left + c * g.cellW + g.cellW / 2 + 4}, ${g.top - 4}) rotate(-90)`}
-            fill="#1b2430"
+            fill="currentColor"
           >
             {module}
           </text>
@@ -141,7 +141,7 @@ function AgentGrid({
               y={g.top + r * g.cellH + g.cellH / 2}
               textAnchor="end"
               dominantBaseline="central"
-              fill="#1b2430"
+              fill="currentColor"
             >
               {shortLayerLabel(row)}
             </text>

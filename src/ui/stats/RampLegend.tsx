@@ -56,13 +56,13 @@ export function RampLegend({
           x={8 + t * WIDTH}
           y={32}
           textAnchor={t === 0 ? 'start' : t === 1 ? 'end' : 'middle'}
-          fill="#1b2430"
+          fill="currentColor"
         >
           {format(valueAt(t))}
         </text>
       ))}
       <rect x={WIDTH + 24} y={4} width={14} height={14} fill={OFF_SCALE_COLOR} />
-      <text x={WIDTH + 42} y={15} fill="#1b2430">
+      <text x={WIDTH + 42} y={15} fill="currentColor">
         {offScale}
       </text>
     </svg>

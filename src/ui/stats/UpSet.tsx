@@ -64,7 +64,7 @@ export function UpSet({ totals, labels }: { totals: ModelStats; labels: string[]
                     x={x + colW / 2}
                     y={top + barH - h - 4}
                     textAnchor="middle"
-                    fill="#1b2430"
+                    fill="currentColor"
                     fontSize={9}
                   >
                     {formatCompact(count)}
@@ -75,7 +75,7 @@ export function UpSet({ totals, labels }: { totals: ModelStats; labels: string[]
                       x2={x + colW / 2}
                       y1={dotsTop + members[0]! * rowH + rowH / 2}
                       y2={dotsTop + members[members.length - 1]! * rowH + rowH / 2}
-                      stroke="#1b2430"
+                      stroke="currentColor"
                       strokeWidth={2}
                     />
                   )}
@@ -86,7 +86,7 @@ export function UpSet({ totals, labels }: { totals: ModelStats; labels: string[]
                       cy={dotsTop + t * rowH + rowH / 2}
                       r={5}
                       fill={members.includes(t) ? agentColor(t) : '#e3e6eb'}
-                      stroke={members.includes(t) ? '#1b2430' : 'none'}
+                      stroke={members.includes(t) ? 'currentColor' : 'none'}
                     />
                   ))}
                 </g>
@@ -99,7 +99,7 @@ export function UpSet({ totals, labels }: { totals: ModelStats; labels: string[]
                 y={dotsTop + t * rowH + rowH / 2}
                 textAnchor="end"
                 dominantBaseline="central"
-                fill="#1b2430"
+                fill="currentColor"
               >
                 {label}
               </text>

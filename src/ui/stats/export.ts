@@ -31,9 +31,17 @@ export function downloadBlob(blob: Blob, file: string): void {
 
 export const FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
 
-/** An SVG as standalone markup: namespaces, its drawn size, and the page font it inherits. */
+/** The ink of exported figures: they are drawn on white whatever the page's colour scheme. */
+export const EXPORT_INK = '#1b2430';
+
+/**
+ * An SVG as standalone markup: namespaces, its drawn size, and the page font it inherits. Its text is
+ * drawn in currentColor (the page's text colour, light in dark mode); standalone, it takes the
+ * export's dark ink, as the white background of a PNG or a report needs.
+ */
 export function svgMarkup(svg: SVGSVGElement): string {
   const clone = svg.cloneNode(true) as SVGSVGElement;
+  clone.style.color = EXPORT_INK;
   const box = svg.getBoundingClientRect();
   clone.setAttribute('xmlns', 'http://www.w3.org/2000/svg');
   clone.setAttribute('width', String(Math.ceil(box.width)));
@@ -72,6 +80,17 @@ function htmlTexts(root: HTMLElement): { element: HTMLElement; text: string }[] 
   return out;
 }
 
+/** WCAG relative luminance of a computed `rgb(…)`/`rgba(…)` colour (0 black … 1 white; 0 if unparsed). */
+export function luminance(color: string): number {
+  const match = /rgba?\(\s*([\d.]+)[,\s]+([\d.]+)[,\s]+([\d.]+)/.exec(color);
+  if (!match) return 0;
+  const [r, g, b] = [match[1], match[2], match[3]].map((v) => {
+    const c = Number(v) / 255;
+    return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+  }) as [number, number, number];
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+}
+
 /**
  * A figure as PNG at twice its size: every SVG drawn where it sits, the HTML text around them
  * (caption, legend) drawn in its computed font and colour, on white.
@@ -98,7 +117,8 @@ export async function figurePng(figure: HTMLElement): Promise<Blob> {
     const style = getComputedStyle(element);
     const at = element.getBoundingClientRect();
     context.font = `${style.fontWeight} ${style.fontSize} ${FONT}`;
-    context.fillStyle = style.color;
+    // Light text (the dark scheme's) would vanish on the PNG's white: it takes the export's ink.
+    context.fillStyle = luminance(style.color) > 0.4 ? EXPORT_INK : style.color;
     context.fillText(text, at.left - box.left, at.top - box.top + at.height / 2, at.width + 4);
   }
   return new Promise((resolve, reject) =>
