@@ -14,7 +14,17 @@ import { analyzeModels, mergeModels, predictOutputBytes } from '../driver/driver
 import { type InputFile } from '../driver/job.ts';
 import { statsFiles, statsJson, totalsFromStatsJson } from '../driver/stats-json.ts';
 import type { MergeEngine } from '../engine/contract.ts';
-import { DTYPE_FLAGS, loadModel, num, paramsFromFlags, UsageError, type Values } from './args.ts';
+import {
+  DTYPE_FLAGS,
+  loadModel,
+  num,
+  paramsFromFlags,
+  readDtypeFlag,
+  UsageError,
+  type Values,
+} from './args.ts';
+import { comparePrecisions } from '../driver/precision-stats.ts';
+import { readDtypeOf, sameReads } from '../driver/read-precision.ts';
 import { claimOutput, handleSignals, type RunStage } from './output.ts';
 import { modelFilePaths, refuseOutputsOnInputs } from './collisions.ts';
 import { ProgressPrinter } from './progress.ts';
@@ -136,20 +146,25 @@ export async function analyze(values: Values): Promise<void> {
     paramProblems(key, { epsilon, r, alpha }[key], inputs.agents.length),
   );
   if (problems.length) throw new UsageError(problems.join('; '));
+  const readDtype = readDtypeFlag(values);
   const engine = await makeEngine(values.cpu, inputs.agents.length, windowElements(values));
   process.stderr.write(`Engine: ${engine.description}\n`);
   const progress = new ProgressPrinter(process.stderr);
   const cancel = cancellation();
   try {
-    const analysis = await analyzeModels({
+    const job = {
       base: inputs.base,
       agents: inputs.agents,
       engine,
       epsilon,
+      readDtype,
       signal: cancel.signal,
-      onProgress: (p) => progress.update(p),
-    });
+    };
+    const analysis = await analyzeModels({ ...job, onProgress: (p) => progress.update(p) });
     progress.done();
+    const labels = inputs.modelPaths.map((p) => basename(resolve(p)));
+    const precision = await comparePrecisions(job, analysis, labels);
+    for (const line of precision.lines) process.stderr.write(`${line}\n`);
     const json = statsJson(
       analysis,
       inputs.modelPaths,
@@ -157,6 +172,7 @@ export async function analyze(values: Values): Promise<void> {
       alpha,
       undefined,
       await statsFiles([inputs.base, ...inputs.agents]),
+      precision,
     );
     await writeFile(values.json, `${JSON.stringify(json, null, 2)}\n`);
     process.stderr.write(`Wrote ${values.json}\n`);
@@ -204,6 +220,8 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
     if (!dtype) throw new UsageError(`--dtype must be bf16, f16 or f32, not ${values.dtype}`);
     recipe.outDtype = dtype;
   }
+  // mergekit's `dtype` casts the inputs on load: a recipe's sets the read precision, the flag wins.
+  const readDtype = readDtypeFlag(values) ?? recipe.mathDtype;
   // A linear recipe without a base (mergekit's form) takes its layout, config and tokenizer from the first model.
   const inputs = await loadInputs(recipe.base || recipe.models[0], recipe.models);
   const problems = validateParams(recipe.params, inputs.agents.length);
@@ -224,6 +242,8 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
     if (values.stats) throw new UsageError('--stats-in already holds the statistics; drop --stats');
   }
   // Reused only when they are of these very files: a merge with them reads each input once.
+  const models = [inputs.base, ...inputs.agents];
+  const names = [...inputs.base.tensors.keys()].filter((n) => inputs.agents.every((a) => a.tensors.has(n)));
   const analysis =
     statsIn === undefined
       ? undefined
@@ -232,10 +252,10 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
           statsIn,
           await statsFiles([inputs.base, ...inputs.agents]),
           recipe.params.epsilon,
+          (gathered) => sameReads(models, names, readDtypeOf(gathered), readDtype),
         );
   // Preflight, before any weights are read: inputs as opened, --out claimed, free space and --stats.
   const labels = [inputs.basePath, ...inputs.modelPaths].map((p) => basename(resolve(p)));
-  const models = [inputs.base, ...inputs.agents];
   const files = [inputs.basePath, ...inputs.modelPaths].flatMap((path, m) =>
     modelFilePaths(path, at(models, m, 'models')).map((file) => ({ model: at(labels, m, 'labels'), file })),
   );
@@ -285,6 +305,7 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
       engine,
       params: recipe.params,
       analysis,
+      readDtype,
       outDtype: recipe.outDtype,
       shardBytes,
       out: nodeFolder(claim.staging),
@@ -309,6 +330,7 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
           agents: inputs.agents,
           engine,
           epsilon: recipe.params.epsilon,
+          readDtype,
           signal: controller.signal,
         }));
       const json = statsJson(analysis, inputs.modelPaths, recipe.params.r, recipe.params.alpha, {
