@@ -21,7 +21,7 @@ import { nonFiniteCause, type NonFiniteError } from '../methods/errors.ts';
 import { emptyBranchCounts, type TensorInput, type TensorStats } from '../methods/tensors.ts';
 import { BRANCHES_FILE, keptBranches, mergeBranches, type MergeBranches } from './merge-branches.ts';
 import { ReadAhead, type TensorBytes, type TensorReaders } from './read-ahead.ts';
-import { readAt, RoundedToInf, tensorDtypes } from './read-precision.ts';
+import { readAt, RoundedToInf, roundedTensors, tensorDtypes } from './read-precision.ts';
 import type { ReadDtype } from '../format/precision.ts';
 import { must } from '../io/checked.ts';
 import { isAbortError, throwIfAborted } from '../io/abort.ts';
@@ -504,6 +504,11 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
         merged: merged.length,
         copied: specs.length - merged.length,
         used,
+        rounded: roundedTensors(
+          models,
+          merged.map((t) => t.name),
+          job.readDtype,
+        ).length,
       }),
       written,
     );

@@ -106,6 +106,18 @@ describe('f32 agents over a bf16 base', () => {
     });
   }
 
+  it('says in the model card what the read precision rounded', async () => {
+    const set = await mixedSet(2, [true, false]);
+    const card = (files: Map<string, Uint8Array>) => new TextDecoder().decode(files.get('README.md'));
+    expect(card(await merged(set.base, set.agents, 'ties'))).toContain(
+      'Inputs read at the base’s dtype (values rounded in 4 tensors).',
+    );
+    expect(card(await merged(set.base, set.agents, 'ties', 'stored'))).toContain(
+      'Inputs read at stored precision.',
+    );
+    expect(card(await merged(set.base, set.rounded, 'ties'))).not.toContain('Inputs read at');
+  });
+
   it('statistics equal those of the set stored at the base’s dtypes, and all in f32 with "stored"', async () => {
     const set = await mixedSet(5, [true, true, false]);
     const analyze = (base: Model, agents: Model[], readDtype?: ReadDtype) =>
