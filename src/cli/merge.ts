@@ -24,6 +24,7 @@ import {
   type Values,
 } from './args.ts';
 import { comparePrecisions } from '../driver/precision-stats.ts';
+import { loadAgent, Products, resolveModelRef } from './agents.ts';
 import { readDtypeOf, sameReads } from '../driver/read-precision.ts';
 import { claimOutput, handleSignals, type RunStage } from './output.ts';
 import { modelFilePaths, refuseOutputsOnInputs } from './collisions.ts';
@@ -62,18 +63,30 @@ async function makeEngine(
 
 interface Inputs {
   basePath: string;
+  /** Where each agent's files are (an adapter's folder for mergekit's BASE+ADAPTER). */
   modelPaths: string[];
+  /** The agents as given, for labels and the recipe. */
+  given: string[];
   base: Model;
   agents: Model[];
+  /** The product adapter agents compute τ with: the engine's, once made. */
+  products: Products;
 }
 
 async function loadInputs(basePath: string | undefined, modelPaths: string[] | undefined): Promise<Inputs> {
   if (!basePath) throw new UsageError('--base PATH is required');
   if (!modelPaths || modelPaths.length === 0) throw new UsageError('give at least one --model PATH');
   const base = await loadModel(basePath);
+  const products = new Products();
   const agents: Model[] = [];
-  for (const path of modelPaths) agents.push(await loadModel(path));
-  return { basePath, modelPaths, base, agents };
+  const paths: string[] = [];
+  const note = (line: string) => process.stderr.write(`Note: ${line}\n`);
+  for (const path of modelPaths) {
+    const agent = await loadAgent(path, { model: base, path: basePath }, products, note);
+    agents.push(agent.model);
+    paths.push(agent.path);
+  }
+  return { basePath, modelPaths: paths, given: modelPaths, base, agents, products };
 }
 
 function cancellation(): { signal: AbortSignal; received: () => string | undefined; dispose(): void } {
@@ -148,6 +161,7 @@ export async function analyze(values: Values): Promise<void> {
   if (problems.length) throw new UsageError(problems.join('; '));
   const readDtype = readDtypeFlag(values);
   const engine = await makeEngine(values.cpu, inputs.agents.length, windowElements(values));
+  inputs.products.engine = engine;
   process.stderr.write(`Engine: ${engine.description}\n`);
   const progress = new ProgressPrinter(process.stderr);
   const cancel = cancellation();
@@ -162,12 +176,12 @@ export async function analyze(values: Values): Promise<void> {
     };
     const analysis = await analyzeModels({ ...job, onProgress: (p) => progress.update(p) });
     progress.done();
-    const labels = inputs.modelPaths.map((p) => basename(resolve(p)));
+    const labels = inputs.given.map((p) => basename(resolve(p)));
     const precision = await comparePrecisions(job, analysis, labels);
     for (const line of precision.lines) process.stderr.write(`${line}\n`);
     const json = statsJson(
       analysis,
-      inputs.modelPaths,
+      inputs.given,
       r,
       alpha,
       undefined,
@@ -255,7 +269,7 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
           (gathered) => sameReads(models, names, readDtypeOf(gathered), readDtype),
         );
   // Preflight, before any weights are read: inputs as opened, --out claimed, free space and --stats.
-  const labels = [inputs.basePath, ...inputs.modelPaths].map((p) => basename(resolve(p)));
+  const labels = [inputs.basePath, ...inputs.given].map((p) => basename(resolve(p)));
   const files = [inputs.basePath, ...inputs.modelPaths].flatMap((path, m) =>
     modelFilePaths(path, at(models, m, 'models')).map((file) => ({ model: at(labels, m, 'labels'), file })),
   );
@@ -282,6 +296,7 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
   let engine: MergeEngine | undefined;
   try {
     engine = await makeEngine(values.cpu, inputs.agents.length, windows);
+    inputs.products.engine = engine;
     process.stderr.write(`Engine: ${engine.description}\n`);
     const progress = new ProgressPrinter(process.stderr);
     const started = Date.now();
@@ -315,7 +330,7 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
       recipe: {
         ...recipe,
         base: recipe.base && resolve(recipe.base),
-        models: recipe.models.map((m) => resolve(m)),
+        models: recipe.models.map(resolveModelRef),
       },
       perTensor,
       signal: controller.signal,
@@ -333,7 +348,7 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
           readDtype,
           signal: controller.signal,
         }));
-      const json = statsJson(analysis, inputs.modelPaths, recipe.params.r, recipe.params.alpha, {
+      const json = statsJson(analysis, inputs.given, recipe.params.r, recipe.params.alpha, {
         method: recipe.params.method,
         lambdas: result.lambdas,
       });
