@@ -23,7 +23,7 @@ import {
   UsageError,
   type Values,
 } from './args.ts';
-import { comparePrecisions } from '../driver/precision-stats.ts';
+import { adapterLines, comparePrecisions } from '../driver/precision-stats.ts';
 import { loadAgent, Products, resolveModelRef } from './agents.ts';
 import { readDtypeOf, sameReads } from '../driver/read-precision.ts';
 import { claimOutput, handleSignals, type RunStage } from './output.ts';
@@ -178,6 +178,7 @@ export async function analyze(values: Values): Promise<void> {
     progress.done();
     const labels = inputs.given.map((p) => basename(resolve(p)));
     const precision = await comparePrecisions(job, analysis, labels);
+    precision.lines.push(...adapterLines(inputs.agents, analysis, labels));
     for (const line of precision.lines) process.stderr.write(`${line}\n`);
     const json = statsJson(
       analysis,

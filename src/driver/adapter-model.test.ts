@@ -26,6 +26,7 @@ import {
 } from '../test/lora.ts';
 import { testParams } from '../test/tensors.ts';
 import { analyzeModels, mergeModels } from './driver.ts';
+import { adapterLines } from './precision-stats.ts';
 
 async function mergeToModel(
   base: Model,
@@ -129,6 +130,11 @@ describe('three LoRA agents', () => {
     const { plan } = await fixturePlan('lora', base);
     for (const t of analysis.tensors)
       expect(t.changed[0], t.name).toBe(plan.modules.has(t.name) ? t.numel : 0);
+    expect(adapterLines([agent], analysis, ['coder'])).toEqual([
+      'coder is a LoRA adapter: its τ is dense in the 6 tensors it adapts (100.0% of their elements changed) and ' +
+        'zero elsewhere, so RAM counts every element of its target modules as its change, shared wherever another ' +
+        'agent adapts them too.',
+    ]);
   });
 });
 

@@ -33,6 +33,11 @@ export interface AdapterAgentOptions {
   baseNames?: string[];
 }
 
+/** Whether an agent's tensor is one an adapter adapts (its values materialised from s·B·A). */
+export function isMaterialised(tensor: ModelTensor | undefined): boolean {
+  return tensor?.file === VIRTUAL;
+}
+
 /** Whether a model's files are a PEFT adapter folder (its adapter_config.json). */
 export function isAdapterFolder(files: readonly ModelFile[]): boolean {
   return files.some((f) => f.name === ADAPTER_CONFIG);

@@ -9,6 +9,8 @@ import { analyzeModels, mergeableTensors } from './driver.ts';
 import { checkCompatibility } from '../format/compat.ts';
 import type { AnalysisResult, ModelsInput } from './job.ts';
 import { roundedTensors, tensorDtypes } from './read-precision.ts';
+import { isMaterialised } from './adapter-model.ts';
+import type { Model } from '../format/model.ts';
 
 /** An agent's changed share at or above this, in a set stored all in f32, earns the hint. */
 export const DENSE_SHARE = 0.9;
@@ -89,4 +91,27 @@ export async function comparePrecisions(
     );
   }
   return summary;
+}
+
+/**
+ * One line per LoRA adapter agent: its τ is dense in the tensors it adapts and zero elsewhere
+ * (SPEC.md), so RAM counts every element of its target modules as changed by it.
+ */
+export function adapterLines(
+  agents: readonly Model[],
+  analysis: AnalysisResult,
+  labels: readonly string[],
+): string[] {
+  return agents.flatMap((agent, t) => {
+    const adapted = analysis.tensors.filter((s) => isMaterialised(agent.tensors.get(s.name)));
+    if (adapted.length === 0) return [];
+    const numel = adapted.reduce((sum, s) => sum + s.numel, 0);
+    const changed = adapted.reduce((sum, s) => sum + (s.changed[t] ?? 0), 0);
+    const elsewhere = (analysis.totals.changed[t] ?? 0) - changed;
+    return [
+      `${labels[t] ?? `agent ${t + 1}`} is a LoRA adapter: its τ is dense in the ${adapted.length} tensors it adapts ` +
+        `(${percent(changed, numel)} of their elements changed) and ${elsewhere === 0 ? 'zero' : `${elsewhere} elements`} ` +
+        'elsewhere, so RAM counts every element of its target modules as its change, shared wherever another agent adapts them too.',
+    ];
+  });
 }
