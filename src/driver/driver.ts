@@ -89,9 +89,9 @@ export function tensorInput(
       const { source, offset } = part(index);
       const from = must(stored[index], `input ${index} of ${name}`);
       const at = start * elementBytes(from);
-      const overflow = await readAt(from, dtype, count, into, async (bytes, target) => {
-        if (readers) await readers.read(index, at, bytes, target);
-        else await source.read(offset + at, bytes, target);
+      const overflow = await readAt(from, dtype, count, into, async (piece, bytes, target) => {
+        if (readers) await readers.read(index, at + piece, bytes, target);
+        else await source.read(offset + at + piece, bytes, target);
       });
       if (overflow > 0) precision.rounded?.add(name, index, dtype);
     },
