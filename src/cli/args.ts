@@ -28,6 +28,7 @@ const COMMAND_OPTIONS = {
   'stats-in': { type: 'string' },
   config: { type: 'string' },
   cpu: { type: 'boolean' },
+  adapter: { type: 'boolean' },
   'window-elements': { type: 'string' },
   'memory-budget': { type: 'string' },
   episodes: { type: 'string' },

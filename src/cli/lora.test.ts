@@ -128,6 +128,24 @@ describe('merge-studio with LoRA adapters', () => {
     );
   });
 
+  it('writes a task-arithmetic merge of LoRA agents as one adapter with --adapter, and refuses TIES', async () => {
+    const agents = ['lora', 'rslora-patterns'].flatMap((a) => ['--model', fixture(a)]);
+    const run = await runCli([
+      ...['merge', '--cpu', '--base', fixture('llama-base'), ...agents, '--method', 'task_arithmetic'],
+      ...['--adapter', '--out', join(dir, 'as-adapter')],
+    ]);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toContain('Wrote the task_arithmetic merge of 2 LoRA adapters as one adapter');
+    const written = await nodeModelFiles(join(dir, 'as-adapter'));
+    expect(written.map((f) => f.name).sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors']);
+    const ties = await runCli([
+      ...['merge', '--cpu', '--base', fixture('llama-base'), ...agents, '--method', 'ties'],
+      ...['--adapter', '--out', join(dir, 'ties-adapter')],
+    ]);
+    expect(ties.code).toBe(1);
+    expect(ties.stderr).toContain('ties cannot be written as a LoRA adapter: task_arithmetic and linear');
+  });
+
   it('refuses another adapter type by name', async () => {
     const finegates = join(dir, 'finegates');
     await cp(fixture('lora'), finegates, { recursive: true });

@@ -33,7 +33,7 @@ const MERGE_LINE = wrap(
     ...PARAM_FLAGS.map(({ spec, flag }) => `[${flagUsage(spec, flag)}]`),
     '[--dtype bf16|f16|f32]',
     '[--read-dtype bf16|f16|f32|stored]',
-    '[--shard-size BYTES] --out DIR [--stats OUT.json] [--cpu]',
+    '[--shard-size BYTES] --out DIR [--stats OUT.json] [--cpu] [--adapter]',
     '[--stats-in STATS.json (from analyze: RAM+ without a statistics pass)]',
   ],
   21,
@@ -76,6 +76,10 @@ eval scores each model on the probes (JSONL lines {"prompt", "completion", "set"
 --read-dtype D rounds every model's values to D as they are read, before τ, masks, statistics and
   merges (a recipe's dtype sets it too); stored keeps each model's own. Default: stored where every
   model stores a tensor alike, else the base's dtype (f32 agents over a bf16 base compare at bf16).
+--model takes a PEFT LoRA adapter folder too (a recipe's model: BASE+ADAPTER as well): its τ is s·B·A,
+  made tensor by tensor as the merge reads it. --adapter writes a merge of LoRA agents as one PEFT
+  adapter (their ranks concatenated) instead of a model: task_arithmetic and linear only, the methods
+  that are weighted sums of τ.
 --cpu merges with the CPU reference instead of WebGPU (slow; for machines without any adapter).
 --window-elements N caps the elements per GPU window (default 2^23; smaller uses less memory).
 --memory-budget BYTES bounds all GPU window buffers, their staging copies, the next tensor read

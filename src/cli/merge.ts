@@ -24,6 +24,7 @@ import {
   type Values,
 } from './args.ts';
 import { adapterLines, comparePrecisions } from '../driver/precision-stats.ts';
+import { adapterCoefficients, writeAdapterMerge } from '../driver/adapter-out.ts';
 import { loadAgent, Products, resolveModelRef } from './agents.ts';
 import { readDtypeOf, sameReads } from '../driver/read-precision.ts';
 import { claimOutput, handleSignals, type RunStage } from './output.ts';
@@ -251,6 +252,11 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
     throw new UsageError('--shard-size must be at least 1 byte');
   const windows = windowElements(values);
   const statsIn = values['stats-in'];
+  if (values.adapter && (values.stats || statsIn !== undefined || values.dtype !== undefined))
+    throw new UsageError(
+      '--adapter writes LoRA factors in f32 and no statistics: drop --stats, --stats-in and --dtype',
+    );
+  if (values.adapter) adapterCoefficients(recipe.params);
   if (statsIn !== undefined) {
     if (methodOf(recipe.params.method).plan.lambdas !== 'global')
       throw new UsageError('--stats-in serves ramplus and ramplus_soft, whose λ come from the statistics');
@@ -296,6 +302,26 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
   const signals = handleSignals(controller, () => stage, claim.discardSync, claim.out);
   let engine: MergeEngine | undefined;
   try {
+    if (values.adapter) {
+      // No engine: the factors are concatenated and scaled, never multiplied out.
+      const written = await writeAdapterMerge({
+        base: inputs.base,
+        agents: inputs.agents,
+        params: recipe.params,
+        baseModel: resolve(inputs.basePath),
+        out: nodeFolder(claim.staging),
+      });
+      await checkUnchanged(opened);
+      if (controller.signal.aborted) throw abortError();
+      stage = 'publishing';
+      await claim.publish();
+      stage = 'published';
+      process.stderr.write(
+        `Wrote the ${recipe.params.method} merge of ${inputs.agents.length} LoRA adapters as one adapter ` +
+          `(${written.map((f) => f.file).join(', ')}) into ${outDir}\n`,
+      );
+      return;
+    }
     engine = await makeEngine(values.cpu, inputs.agents.length, windows);
     inputs.products.engine = engine;
     process.stderr.write(`Engine: ${engine.description}\n`);

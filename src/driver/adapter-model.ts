@@ -33,6 +33,20 @@ export interface AdapterAgentOptions {
   baseNames?: string[];
 }
 
+/** What an adapter agent was opened from: its plan and its own weights, by the agent Model. */
+export interface AdapterSource {
+  plan: AdapterPlan;
+  weights: Model;
+  label: string;
+}
+
+const sources = new WeakMap<Model, AdapterSource>();
+
+/** The adapter an agent Model was opened from (openAdapterAgent), or undefined for a stored model. */
+export function adapterSource(model: Model): AdapterSource | undefined {
+  return sources.get(model);
+}
+
 /** Whether an agent's tensor is one an adapter adapts (its values materialised from s·B·A). */
 export function isMaterialised(tensor: ModelTensor | undefined): boolean {
   return tensor?.file === VIRTUAL;
@@ -107,7 +121,7 @@ export async function openAdapterAgent(
     ...(typeof base.config?._name_or_path === 'string' ? [base.config._name_or_path] : []),
     ...(options.baseNames ?? []),
   ]);
-  return {
+  const agent: Model = {
     name,
     files,
     shards: adapter.shards,
@@ -124,6 +138,8 @@ export async function openAdapterAgent(
       throw new AdapterError(label, `has no file ${file}`);
     },
   };
+  sources.set(agent, { plan, weights: adapter, label });
+  return agent;
 }
 
 /** Rows [start, end) of one materialised tensor's values. */
