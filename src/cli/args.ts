@@ -5,6 +5,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { openModel, type Model } from '../format/model.ts';
 import { nodeModelFiles } from '../io/node.ts';
 import type { FloatDtype } from '../format/dtype.ts';
+import { READ_DTYPE_FLAGS, type ReadDtype } from '../format/precision.ts';
 import { defaultParams, paramsRecord } from '../methods/defaults.ts';
 import { listed, specOf, USER_PARAMS, type ParameterKey, type ParamSpec } from '../methods/params.ts';
 import type { MethodName, MethodParams } from '../methods/types.ts';
@@ -20,12 +21,14 @@ const COMMAND_OPTIONS = {
   model: { type: 'string', multiple: true },
   method: { type: 'string' },
   dtype: { type: 'string' },
+  'read-dtype': { type: 'string' },
   'shard-size': { type: 'string' },
   out: { type: 'string' },
   stats: { type: 'string' },
   'stats-in': { type: 'string' },
   config: { type: 'string' },
   cpu: { type: 'boolean' },
+  adapter: { type: 'boolean' },
   'window-elements': { type: 'string' },
   'memory-budget': { type: 'string' },
   episodes: { type: 'string' },
@@ -78,6 +81,15 @@ function numberOf(value: string, flag: string): number {
 }
 
 export const DTYPE_FLAGS: Record<string, FloatDtype> = { bf16: 'BF16', f16: 'F16', f32: 'F32' };
+
+/** --read-dtype's read precision (SPEC.md "Inputs stored in other precisions"); undefined: the default. */
+export function readDtypeFlag(values: Values): ReadDtype | undefined {
+  const text = values['read-dtype'];
+  if (text === undefined) return undefined;
+  const dtype = READ_DTYPE_FLAGS[text];
+  if (!dtype) throw new UsageError(`--read-dtype must be bf16, f16, f32 or stored, not ${text}`);
+  return dtype;
+}
 
 export function perAgent(
   values: string[] | undefined,

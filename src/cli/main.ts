@@ -31,7 +31,9 @@ const MERGE_LINE = wrap(
   [
     'merge-studio merge --base PATH --model PATH [--model PATH ...] --method NAME',
     ...PARAM_FLAGS.map(({ spec, flag }) => `[${flagUsage(spec, flag)}]`),
-    '[--dtype bf16|f16|f32] [--shard-size BYTES] --out DIR [--stats OUT.json] [--cpu]',
+    '[--dtype bf16|f16|f32]',
+    '[--read-dtype bf16|f16|f32|stored]',
+    '[--shard-size BYTES] --out DIR [--stats OUT.json] [--cpu] [--adapter]',
     '[--stats-in STATS.json (from analyze: RAM+ without a statistics pass)]',
   ],
   21,
@@ -50,7 +52,7 @@ export const USAGE = `merge-studio: merge RL-trained agent checkpoints that shar
 
   merge-studio inspect PATH [--json]
   merge-studio analyze --base PATH --model PATH [--model PATH ...] [--epsilon E] [--r R] [--alpha A]
-                       --json OUT.json [--cpu]
+                       [--read-dtype bf16|f16|f32|stored] --json OUT.json [--cpu]
   ${MERGE_LINE}
   merge-studio merge --config RECIPE.yaml --out DIR [--cpu]
   merge-studio eval --model PATH [--model PATH ...] --probes FILE.jsonl [--chat] [--max-new-tokens N]
@@ -71,6 +73,13 @@ eval scores each model on the probes (JSONL lines {"prompt", "completion", "set"
   the chat template. With --base and --candidate, each candidate merge of the base and the --model
   agents ("ramplus r=0.3", "ties density=0.7,0.5") is scored beside them without being written,
   each tensor merged as the merge command would write it.
+--read-dtype D rounds every model's values to D as they are read, before τ, masks, statistics and
+  merges (a recipe's dtype sets it too); stored keeps each model's own. Default: stored where every
+  model stores a tensor alike, else the base's dtype (f32 agents over a bf16 base compare at bf16).
+--model takes a PEFT LoRA adapter folder too (a recipe's model: BASE+ADAPTER as well): its τ is s·B·A,
+  made tensor by tensor as the merge reads it. --adapter writes a merge of LoRA agents as one PEFT
+  adapter (their ranks concatenated) instead of a model: task_arithmetic and linear only, the methods
+  that are weighted sums of τ.
 --cpu merges with the CPU reference instead of WebGPU (slow; for machines without any adapter).
 --window-elements N caps the elements per GPU window (default 2^23; smaller uses less memory).
 --memory-budget BYTES bounds all GPU window buffers, their staging copies, the next tensor read

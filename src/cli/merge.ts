@@ -14,7 +14,19 @@ import { analyzeModels, mergeModels, predictOutputBytes } from '../driver/driver
 import { type InputFile } from '../driver/job.ts';
 import { statsFiles, statsJson, totalsFromStatsJson } from '../driver/stats-json.ts';
 import type { MergeEngine } from '../engine/contract.ts';
-import { DTYPE_FLAGS, loadModel, num, paramsFromFlags, UsageError, type Values } from './args.ts';
+import {
+  DTYPE_FLAGS,
+  loadModel,
+  num,
+  paramsFromFlags,
+  readDtypeFlag,
+  UsageError,
+  type Values,
+} from './args.ts';
+import { adapterLines, comparePrecisions } from '../driver/precision-stats.ts';
+import { adapterCoefficients, writeAdapterMerge } from '../driver/adapter-out.ts';
+import { loadAgent, Products, resolveModelRef } from './agents.ts';
+import { readDtypeOf, sameReads } from '../driver/read-precision.ts';
 import { claimOutput, handleSignals, type RunStage } from './output.ts';
 import { modelFilePaths, refuseOutputsOnInputs } from './collisions.ts';
 import { ProgressPrinter } from './progress.ts';
@@ -52,18 +64,30 @@ async function makeEngine(
 
 interface Inputs {
   basePath: string;
+  /** Where each agent's files are (an adapter's folder for mergekit's BASE+ADAPTER). */
   modelPaths: string[];
+  /** The agents as given, for labels and the recipe. */
+  given: string[];
   base: Model;
   agents: Model[];
+  /** The product adapter agents compute τ with: the engine's, once made. */
+  products: Products;
 }
 
 async function loadInputs(basePath: string | undefined, modelPaths: string[] | undefined): Promise<Inputs> {
   if (!basePath) throw new UsageError('--base PATH is required');
   if (!modelPaths || modelPaths.length === 0) throw new UsageError('give at least one --model PATH');
   const base = await loadModel(basePath);
+  const products = new Products();
   const agents: Model[] = [];
-  for (const path of modelPaths) agents.push(await loadModel(path));
-  return { basePath, modelPaths, base, agents };
+  const paths: string[] = [];
+  const note = (line: string) => process.stderr.write(`Note: ${line}\n`);
+  for (const path of modelPaths) {
+    const agent = await loadAgent(path, { model: base, path: basePath }, products, note);
+    agents.push(agent.model);
+    paths.push(agent.path);
+  }
+  return { basePath, modelPaths: paths, given: modelPaths, base, agents, products };
 }
 
 function cancellation(): { signal: AbortSignal; received: () => string | undefined; dispose(): void } {
@@ -136,27 +160,35 @@ export async function analyze(values: Values): Promise<void> {
     paramProblems(key, { epsilon, r, alpha }[key], inputs.agents.length),
   );
   if (problems.length) throw new UsageError(problems.join('; '));
+  const readDtype = readDtypeFlag(values);
   const engine = await makeEngine(values.cpu, inputs.agents.length, windowElements(values));
+  inputs.products.engine = engine;
   process.stderr.write(`Engine: ${engine.description}\n`);
   const progress = new ProgressPrinter(process.stderr);
   const cancel = cancellation();
   try {
-    const analysis = await analyzeModels({
+    const job = {
       base: inputs.base,
       agents: inputs.agents,
       engine,
       epsilon,
+      readDtype,
       signal: cancel.signal,
-      onProgress: (p) => progress.update(p),
-    });
+    };
+    const analysis = await analyzeModels({ ...job, onProgress: (p) => progress.update(p) });
     progress.done();
+    const labels = inputs.given.map((p) => basename(resolve(p)));
+    const precision = await comparePrecisions(job, analysis, labels);
+    precision.lines.push(...adapterLines(inputs.agents, analysis, labels));
+    for (const line of precision.lines) process.stderr.write(`${line}\n`);
     const json = statsJson(
       analysis,
-      inputs.modelPaths,
+      inputs.given,
       r,
       alpha,
       undefined,
       await statsFiles([inputs.base, ...inputs.agents]),
+      precision,
     );
     await writeFile(values.json, `${JSON.stringify(json, null, 2)}\n`);
     process.stderr.write(`Wrote ${values.json}\n`);
@@ -204,6 +236,8 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
     if (!dtype) throw new UsageError(`--dtype must be bf16, f16 or f32, not ${values.dtype}`);
     recipe.outDtype = dtype;
   }
+  // mergekit's `dtype` casts the inputs on load: a recipe's sets the read precision, the flag wins.
+  const readDtype = readDtypeFlag(values) ?? recipe.mathDtype;
   // A linear recipe without a base (mergekit's form) takes its layout, config and tokenizer from the first model.
   const inputs = await loadInputs(recipe.base || recipe.models[0], recipe.models);
   const problems = validateParams(recipe.params, inputs.agents.length);
@@ -218,12 +252,19 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
     throw new UsageError('--shard-size must be at least 1 byte');
   const windows = windowElements(values);
   const statsIn = values['stats-in'];
+  if (values.adapter && (values.stats || statsIn !== undefined || values.dtype !== undefined))
+    throw new UsageError(
+      '--adapter writes LoRA factors in f32 and no statistics: drop --stats, --stats-in and --dtype',
+    );
+  if (values.adapter) adapterCoefficients(recipe.params);
   if (statsIn !== undefined) {
     if (methodOf(recipe.params.method).plan.lambdas !== 'global')
       throw new UsageError('--stats-in serves ramplus and ramplus_soft, whose λ come from the statistics');
     if (values.stats) throw new UsageError('--stats-in already holds the statistics; drop --stats');
   }
   // Reused only when they are of these very files: a merge with them reads each input once.
+  const models = [inputs.base, ...inputs.agents];
+  const names = [...inputs.base.tensors.keys()].filter((n) => inputs.agents.every((a) => a.tensors.has(n)));
   const analysis =
     statsIn === undefined
       ? undefined
@@ -232,10 +273,10 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
           statsIn,
           await statsFiles([inputs.base, ...inputs.agents]),
           recipe.params.epsilon,
+          (gathered) => sameReads(models, names, readDtypeOf(gathered), readDtype),
         );
   // Preflight, before any weights are read: inputs as opened, --out claimed, free space and --stats.
-  const labels = [inputs.basePath, ...inputs.modelPaths].map((p) => basename(resolve(p)));
-  const models = [inputs.base, ...inputs.agents];
+  const labels = [inputs.basePath, ...inputs.given].map((p) => basename(resolve(p)));
   const files = [inputs.basePath, ...inputs.modelPaths].flatMap((path, m) =>
     modelFilePaths(path, at(models, m, 'models')).map((file) => ({ model: at(labels, m, 'labels'), file })),
   );
@@ -261,7 +302,28 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
   const signals = handleSignals(controller, () => stage, claim.discardSync, claim.out);
   let engine: MergeEngine | undefined;
   try {
+    if (values.adapter) {
+      // No engine: the factors are concatenated and scaled, never multiplied out.
+      const written = await writeAdapterMerge({
+        base: inputs.base,
+        agents: inputs.agents,
+        params: recipe.params,
+        baseModel: resolve(inputs.basePath),
+        out: nodeFolder(claim.staging),
+      });
+      await checkUnchanged(opened);
+      if (controller.signal.aborted) throw abortError();
+      stage = 'publishing';
+      await claim.publish();
+      stage = 'published';
+      process.stderr.write(
+        `Wrote the ${recipe.params.method} merge of ${inputs.agents.length} LoRA adapters as one adapter ` +
+          `(${written.map((f) => f.file).join(', ')}) into ${outDir}\n`,
+      );
+      return;
+    }
     engine = await makeEngine(values.cpu, inputs.agents.length, windows);
+    inputs.products.engine = engine;
     process.stderr.write(`Engine: ${engine.description}\n`);
     const progress = new ProgressPrinter(process.stderr);
     const started = Date.now();
@@ -285,6 +347,7 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
       engine,
       params: recipe.params,
       analysis,
+      readDtype,
       outDtype: recipe.outDtype,
       shardBytes,
       out: nodeFolder(claim.staging),
@@ -294,7 +357,7 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
       recipe: {
         ...recipe,
         base: recipe.base && resolve(recipe.base),
-        models: recipe.models.map((m) => resolve(m)),
+        models: recipe.models.map(resolveModelRef),
       },
       perTensor,
       signal: controller.signal,
@@ -309,9 +372,10 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
           agents: inputs.agents,
           engine,
           epsilon: recipe.params.epsilon,
+          readDtype,
           signal: controller.signal,
         }));
-      const json = statsJson(analysis, inputs.modelPaths, recipe.params.r, recipe.params.alpha, {
+      const json = statsJson(analysis, inputs.given, recipe.params.r, recipe.params.alpha, {
         method: recipe.params.method,
         lambdas: result.lambdas,
       });

@@ -21,6 +21,8 @@ import { nonFiniteCause, type NonFiniteError } from '../methods/errors.ts';
 import { emptyBranchCounts, type TensorInput, type TensorStats } from '../methods/tensors.ts';
 import { BRANCHES_FILE, keptBranches, mergeBranches, type MergeBranches } from './merge-branches.ts';
 import { ReadAhead, type TensorBytes, type TensorReaders } from './read-ahead.ts';
+import { readAt, RoundedToInf, roundedTensors, tensorDtypes } from './read-precision.ts';
+import type { ReadDtype } from '../format/precision.ts';
 import { must } from '../io/checked.ts';
 import { isAbortError, throwIfAborted } from '../io/abort.ts';
 import {
@@ -59,12 +61,20 @@ function tensorBytes(models: readonly Model[], name: string): TensorBytes[] {
   });
 }
 
-/** The engine's view of tensor `name`: its reads go through `readers` (a ReadAhead's) where given. */
-export function tensorInput(models: readonly Model[], name: string, readers?: TensorReaders): TensorInput {
+/**
+ * The engine's view of tensor `name`: its reads go through `readers` (a ReadAhead's) where given, each
+ * model's values at the read precision (`readDtype`, read-precision.ts); `rounded` hears of a model
+ * whose finite values became ±Inf there.
+ */
+export function tensorInput(
+  models: readonly Model[],
+  name: string,
+  readers?: TensorReaders,
+  precision: { readDtype?: ReadDtype; rounded?: RoundedToInf } = {},
+): TensorInput {
   const parts = tensorBytes(models, name);
   const first = must(models[0]?.tensors.get(name), `tensor ${name} of the base`);
-  const dtype = first.dtype as FloatDtype;
-  const size = elementBytes(dtype);
+  const { stored, read: dtype } = tensorDtypes(models, name, precision.readDtype);
   const part = (index: number): TensorBytes => {
     const found = parts[index];
     if (!found) throw new MergeError(`input ${index} out of range for ${name}`, name);
@@ -77,8 +87,13 @@ export function tensorInput(models: readonly Model[], name: string, readers?: Te
     shape: first.shape,
     async read(index, start, count, into) {
       const { source, offset } = part(index);
-      if (readers) await readers.read(index, start * size, count * size, into);
-      else await source.read(offset + start * size, count * size, into);
+      const from = must(stored[index], `input ${index} of ${name}`);
+      const at = start * elementBytes(from);
+      const overflow = await readAt(from, dtype, count, into, async (piece, bytes, target) => {
+        if (readers) await readers.read(index, at + piece, bytes, target);
+        else await source.read(offset + at + piece, bytes, target);
+      });
+      if (overflow > 0) precision.rounded?.add(name, index, dtype);
     },
   };
 }
@@ -89,15 +104,18 @@ export function tensorInput(models: readonly Model[], name: string, readers?: Te
  */
 function readAheadOf(
   models: readonly Model[],
-  job: Pick<ModelsInput, 'engine' | 'overlap'>,
+  job: Pick<ModelsInput, 'engine' | 'overlap' | 'readDtype'>,
   order: readonly string[],
-): { ahead: ReadAhead; input: (name: string) => TensorInput } {
+): { ahead: ReadAhead; input: (name: string) => TensorInput; rounded: RoundedToInf } {
   const budget = job.overlap === false ? 0 : (job.engine.driverMemory?.readAhead ?? 0);
   const ahead = new ReadAhead((name) => tensorBytes(models, name), budget);
   const next = new Map(order.map((name, i) => [name, order[i + 1]]));
+  const rounded = new RoundedToInf();
+  const precision = { readDtype: job.readDtype, rounded };
   return {
     ahead,
-    input: (name) => tensorInput(models, name, ahead.reader(name, next.get(name))),
+    rounded,
+    input: (name) => tensorInput(models, name, ahead.reader(name, next.get(name)), precision),
   };
 }
 
@@ -203,9 +221,11 @@ function compatible(base: Model, agents: Model[]): CompatReport {
 }
 
 /** The statistics pass: exact per-tensor counts for every merged tensor, and their totals. */
-export async function analyzeModels(input: ModelsInput & { epsilon: number }): Promise<AnalysisResult> {
-  const { base, agents, engine, signal, epsilon } = input;
-  const tensors = mergeableTensors(base, compatible(base, agents));
+export async function analyzeModels(
+  input: ModelsInput & { epsilon: number; only?: ReadonlySet<string> },
+): Promise<AnalysisResult> {
+  const { base, agents, engine, signal, epsilon, only } = input;
+  const tensors = mergeableTensors(base, compatible(base, agents)).filter((t) => !only || only.has(t.name));
   const models = [base, ...agents];
   const totalBytes = tensors.reduce((sum, t) => sum + (t.end - t.begin) * models.length, 0);
   const meter = new ProgressMeter('analyze', tensors.length, totalBytes, input.onProgress);
@@ -242,13 +262,25 @@ export async function analyzeModels(input: ModelsInput & { epsilon: number }): P
   return { epsilon, tensors: stats, totals: sumStats(stats, agents.length) };
 }
 
-async function withTensorName<T>(name: string, run: () => Promise<T>, labels?: string[]): Promise<T> {
+async function withTensorName<T>(
+  name: string,
+  run: () => Promise<T>,
+  labels?: string[],
+  rounded?: RoundedToInf,
+): Promise<T> {
   try {
     return await run();
   } catch (error) {
     if (isAbortError(error) || error instanceof MergeError) throw error;
     const bad = nonFiniteCause(error);
-    if (bad && labels) throw new MergeError(nonFiniteMessage(name, bad, labels), name, { cause: error });
+    if (bad && labels)
+      throw new MergeError(
+        nonFiniteMessage(name, bad, labels) + (rounded?.describe(name, labels) ?? ''),
+        name,
+        {
+          cause: error,
+        },
+      );
     throw new MergeError(`${name}: ${(error as Error).message}`, name, { cause: error });
   }
 }
@@ -429,6 +461,7 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
                     ...(onSubmitted ? { onSubmitted } : {}),
                   }),
                 [job.baseLabel, ...job.agentLabels],
+                reads?.rounded,
               ).then(() => {
                 meter.bytesDone = Math.max(meter.bytesDone, before + size);
                 meter.tensorsDone += 1;
@@ -471,6 +504,11 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
         merged: merged.length,
         copied: specs.length - merged.length,
         used,
+        rounded: roundedTensors(
+          models,
+          merged.map((t) => t.name),
+          job.readDtype,
+        ).length,
       }),
       written,
     );

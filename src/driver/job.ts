@@ -5,6 +5,7 @@
 import type { CompatReport } from '../format/compat.ts';
 import type { FloatDtype } from '../format/dtype.ts';
 import type { Model } from '../format/model.ts';
+import type { ReadDtype } from '../format/precision.ts';
 import type { FolderSink } from '../io/sink.ts';
 import type { StreamHash } from '../io/sha256-offload.ts';
 import type { ModelStats } from '../methods/stats.ts';
@@ -67,6 +68,11 @@ export interface ModelsInput {
    * merge (writeBehind), for benchmarks to compare. Default true, within the engine's driverMemory.
    */
   overlap?: boolean;
+  /**
+   * The read precision D (SPEC.md "Inputs stored in other precisions"); undefined: each tensor as
+   * stored where every model stores it alike, else at the base's dtype.
+   */
+  readDtype?: ReadDtype;
 }
 
 export interface AnalysisResult {

@@ -3,6 +3,7 @@
 // method notes (tie rules, DARE's rescale) come from the method registry.
 import packageJson from '../../package.json' with { type: 'json' };
 import type { FloatDtype } from '../format/dtype.ts';
+import type { ReadDtype } from '../format/precision.ts';
 import type { Model } from '../format/model.ts';
 import type { FolderSink } from '../io/sink.ts';
 import { dtypeToYaml, toMergekitYaml, type Recipe } from '../methods/recipe.ts';
@@ -111,6 +112,18 @@ export function perTensorLines(used: Map<string, MethodParams>, labels: string[]
   return lines;
 }
 
+/** What the read precision did (SPEC.md "Inputs stored in other precisions"), or '' where nothing. */
+function readPrecisionNote(readDtype: ReadDtype | undefined, rounded: number): string {
+  const at =
+    readDtype === undefined
+      ? 'the base’s dtype'
+      : readDtype === 'stored'
+        ? 'stored precision'
+        : dtypeToYaml(readDtype);
+  if (readDtype === undefined && rounded === 0) return '';
+  return ` Inputs read at ${at}${rounded > 0 ? ` (values rounded in ${rounded} tensor${rounded === 1 ? '' : 's'})` : ''}.`;
+}
+
 export function modelCard(input: {
   job: MergeJob;
   inputFiles?: InputFile[];
@@ -121,6 +134,8 @@ export function modelCard(input: {
   merged: number;
   copied: number;
   used: Map<string, MethodParams>;
+  /** Merged tensors whose values the read precision rounded in some model. */
+  rounded?: number;
 }): string {
   const { job, lambdas, analysis, outDtype, shards } = input;
   const p = job.params;
@@ -148,6 +163,7 @@ export function modelCard(input: {
     '',
     `${input.merged} tensors merged, ${input.copied} copied from the base byte for byte.` +
       (outDtype ? ` Output dtype: ${dtypeToYaml(outDtype)}.` : '') +
+      readPrecisionNote(job.readDtype, input.rounded ?? 0) +
       (job.engine.kind === 'gpu'
         ? ' Merged values are computed in float32.'
         : ' Merged values are computed in float64 (CPU reference).'),

@@ -5,6 +5,7 @@ import { MAGNITUDE_BINS, ramLambdas, type ModelStats } from '../methods/stats.ts
 import type { MethodName } from '../methods/types.ts';
 import { methodOf } from '../methods/registry/index.ts';
 import type { AnalysisResult, StatsFile } from './job.ts';
+import type { PrecisionSummary } from './precision-stats.ts';
 
 export type { StatsFile };
 import { Sha256 } from '../io/sha256.ts';
@@ -51,6 +52,7 @@ export function statsJson(
   alpha: number,
   applied?: AppliedLambdas,
   files?: readonly StatsFile[],
+  precision?: PrecisionSummary,
 ): unknown {
   const totals = analysis.totals;
   const lambdas: (number | null)[] = applied
@@ -60,12 +62,24 @@ export function statsJson(
     : ramLambdas(totals, 'ramplus', r, alpha);
   return {
     epsilon: analysis.epsilon,
+    ...(precision
+      ? {
+          readDtype: precision.readDtype,
+          precision: {
+            roundedTensors: precision.roundedTensors,
+            numel: precision.numel,
+            ...(precision.changedBf16 ? { changedBf16: precision.changedBf16 } : {}),
+            lines: precision.lines,
+          },
+        }
+      : {}),
     lambdaMethod: applied?.method ?? 'ramplus',
     nonFinite: totals.nonFinite,
     base: { nonFinite: totals.nonFiniteModels[0] ?? 0 },
     models: paths.map((path, t) => ({
       path,
       changed: totals.changed[t],
+      ...(precision ? { changedStored: precision.changedStored[t] } : {}),
       unique: totals.unique[t],
       shared: totals.shared[t],
       overlap: totals.overlap[t],
@@ -92,6 +106,7 @@ export function statsJson(
 
 interface StatsJsonIn {
   epsilon?: unknown;
+  readDtype?: unknown;
   nonFinite?: unknown;
   base?: { nonFinite?: unknown };
   files?: StatsFile[];
@@ -118,6 +133,7 @@ export function totalsFromStatsJson(
   path: string,
   current: readonly StatsFile[],
   epsilon: number,
+  sameRead: (gathered: string) => boolean = (gathered) => gathered === 'default',
 ): AnalysisResult {
   let json: StatsJsonIn;
   try {
@@ -132,6 +148,13 @@ export function totalsFromStatsJson(
     throw new Error(`${path}: not a statistics JSON of merge-studio analyze`);
   if (json.epsilon !== epsilon)
     throw new Error(`${path}: gathered at ε = ${String(json.epsilon)}, the merge uses ε = ${epsilon}`);
+  // Files written before read precisions existed read every model as stored: the default.
+  const gathered = typeof json.readDtype === 'string' ? json.readDtype : 'default';
+  if (!sameRead(gathered))
+    throw new Error(
+      `${path}: gathered at read precision ${gathered}, which reads these models otherwise than the merge: ` +
+        'analyze again with the merge’s --read-dtype',
+    );
   const agents = current.reduce((n, f) => Math.max(n, f.model), 0);
   if (models.length !== agents)
     throw new Error(`${path}: statistics of ${models.length} agents, the merge has ${agents}`);

@@ -6,6 +6,7 @@ import type { MethodParams } from '../methods/types.ts';
 import type { FloatDtype } from '../format/dtype.ts';
 import { methodOf } from '../methods/registry/index.ts';
 import type { BranchCounts, TensorInput, TensorStats } from '../methods/tensors.ts';
+import type { LowRankProduct } from '../methods/lora.ts';
 
 export interface MergeOptions {
   params: MethodParams;
@@ -60,6 +61,12 @@ export interface MergeEngine {
     onSubmitted?: () => void,
   ): Promise<TensorStats>;
   merge(tensor: TensorInput, options: MergeOptions): Promise<void>;
+  /**
+   * The low-rank product of a LoRA agent's τ rows (src/methods/lora.ts), where the engine has a kernel
+   * for it (the GPU engine); absent, the driver's adapter agents use the CPU's. It may be called while
+   * a merge reads its windows, so it never waits for the engine's calls.
+   */
+  readonly product?: LowRankProduct;
   destroy(): void;
 }
 

@@ -44,7 +44,7 @@ describe('checkCompatibility', () => {
         { name: 'model.embed_tokens.weight', dtype: 'BF16', shape: [34, 4] },
         { name: 'model.layers.0.self_attn.q_proj.weight', dtype: 'F32', shape: [4, 4] },
         { name: 'model.layers.0.mlp.up_proj.weight', dtype: 'F16', shape: [4, 8] },
-        { name: 'model.norm.weight', dtype: 'BF16', shape: [4] },
+        { name: 'model.norm.weight', dtype: 'I32', shape: [4] },
         { name: 'lm_head.weight', dtype: 'BF16', shape: [34, 4] },
         { name: 'value_head.weight', dtype: 'F32', shape: [1, 4] },
       ],
@@ -60,16 +60,16 @@ describe('checkCompatibility', () => {
       ['coder', 'shape', 'lm_head.weight'],
       ['coder', 'shape', 'model.embed_tokens.weight'],
       ['coder', 'shape', 'model.layers.0.mlp.up_proj.weight'],
-      ['coder', 'dtype', 'model.layers.0.mlp.up_proj.weight'],
-      ['coder', 'dtype', 'model.layers.0.self_attn.q_proj.weight'],
+      ['coder', 'dtype', 'model.norm.weight'],
       ['coder', 'extra', 'value_head.weight'],
       ['tool', 'missing', 'model.norm.weight'],
     ]);
     expect(report.issues[0]?.detail).toBe('base has shape [32, 4], coder [34, 4]');
-    expect(report.issues[3]?.detail).toBe('base stores BF16, coder F16');
-    expect(report.issues[5]?.detail).toBe('in coder but not in base');
-    expect(report.issues[6]?.detail).toBe('in base but not in tool');
-    expect(report.common).toEqual([]);
+    expect(report.issues[3]?.detail).toBe('base stores BF16, coder I32');
+    expect(report.issues[4]?.detail).toBe('in coder but not in base');
+    expect(report.issues[5]?.detail).toBe('in base but not in tool');
+    // Float dtypes may differ (SPEC.md "Inputs stored in other precisions"): q_proj is common.
+    expect(report.common).toEqual(['model.layers.0.self_attn.q_proj.weight']);
     expect(report.notes).toEqual(
       expect.arrayContaining([
         expect.stringMatching(
@@ -77,7 +77,8 @@ describe('checkCompatibility', () => {
         ),
         expect.stringMatching(/^vocabulary size differs in lm_head\.weight/),
         'config.json vocab_size differs: base 32, coder 34.',
-        'the models have no tensor in common with the same shape and dtype: nothing to merge.',
+        'coder stores 1 tensor in F32 where base stores BF16: they are compared at the base’s precision unless a read precision is chosen.',
+        'coder stores 1 tensor in F16 where base stores BF16: they are compared at the base’s precision unless a read precision is chosen.',
       ]),
     );
     // A transposed projection is a shape issue, not a vocabulary one.
@@ -125,6 +126,34 @@ describe('checkCompatibility', () => {
     expect(report.ok).toBe(true);
     expect(report.notes).toEqual([
       'config.json model_type differs: base is llama, a qwen2: these are different architectures.',
+    ]);
+  });
+});
+
+describe('mixed precision', () => {
+  it('accepts any mix of BF16, F16 and F32 and refuses other dtype differences', async () => {
+    const base = await model('base', BASE);
+    const wide = await model(
+      'verl',
+      BASE.map((t) => ({ ...t, dtype: 'F32' as const })),
+    );
+    const half = await model(
+      'half',
+      BASE.map((t, i) => (i === 0 ? { ...t, dtype: 'F16' as const } : t)),
+    );
+    const report = checkCompatibility(base, [wide, half]);
+    expect(report.ok).toBe(true);
+    expect(report.common).toEqual(BASE.map((t) => t.name).sort());
+    expect(report.notes).toEqual([
+      'verl stores 5 tensors in F32 where base stores BF16: they are compared at the base’s precision unless a read precision is chosen.',
+      'half stores 1 tensor in F16 where base stores BF16: they are compared at the base’s precision unless a read precision is chosen.',
+    ]);
+    const f64 = await model(
+      'f64',
+      BASE.map((t, i) => (i === 0 ? { ...t, dtype: 'F64' as const } : t)),
+    );
+    expect(checkCompatibility(base, [f64]).issues).toEqual([
+      { tensor: BASE[0]?.name, kind: 'dtype', model: 'f64', detail: 'base stores BF16, f64 F64' },
     ]);
   });
 });

@@ -1,6 +1,7 @@
 // Decides from headers and configs alone whether a base and its agents can be merged, listing every
 // per-tensor difference (not just the first) and naming the classic causes.
 
+import { isMergeableDtype } from './dtype.ts';
 import type { Model, ModelTensor } from './model.ts';
 import { compareNames } from './write.ts';
 
@@ -15,7 +16,10 @@ export interface CompatIssue {
 export interface CompatReport {
   /** No issues, and at least one tensor to merge. */
   ok: boolean;
-  /** Tensors in every model with the same shape and dtype, sorted. */
+  /**
+   * Tensors in every model with the same shape and dtype, sorted; BF16, F16 and F32 count as one
+   * (SPEC.md "Inputs stored in other precisions": they are read at one precision).
+   */
   common: string[];
   issues: CompatIssue[];
   notes: string[];
@@ -67,6 +71,7 @@ export function compatColumns(base: Model, agents: Model[]): CompatColumns {
   const notes: string[] = [];
   const shared = new Set(base.tensors.keys());
   agents.forEach((agent, a) => {
+    const widths = new Map<string, number>();
     for (const [name, tensor] of base.tensors) {
       const other = agent.tensors.get(name);
       if (!other) {
@@ -85,12 +90,21 @@ export function compatColumns(base: Model, agents: Model[]): CompatColumns {
         const vocab = vocabNote(base, agent, tensor, other);
         if (vocab) notes.push(vocab);
       }
-      if (tensor.dtype !== other.dtype) {
-        issues.add(name, DTYPE, a, `${base.name} stores ${tensor.dtype}, ${agent.name} ${other.dtype}`);
-        shared.delete(name);
+      if (tensor.dtype === other.dtype) continue;
+      if (isMergeableDtype(tensor.dtype) && isMergeableDtype(other.dtype)) {
+        const pair = `${other.dtype} where ${base.name} stores ${tensor.dtype}`;
+        widths.set(pair, (widths.get(pair) ?? 0) + 1);
+        continue;
       }
+      issues.add(name, DTYPE, a, `${base.name} stores ${tensor.dtype}, ${agent.name} ${other.dtype}`);
+      shared.delete(name);
     }
     for (const name of agent.tensors.keys()) if (!base.tensors.has(name)) issues.add(name, EXTRA, a);
+    for (const [pair, count] of widths)
+      notes.push(
+        `${agent.name} stores ${count} tensor${count === 1 ? '' : 's'} in ${pair}: ` +
+          'they are compared at the base’s precision unless a read precision is chosen.',
+      );
     notes.push(...configNotes(base, agent));
   });
   notes.push(...tiedEmbeddingNotes([base, ...agents]));

@@ -86,6 +86,9 @@ export function adapterMessage(adapter: PeftAdapter, label: string): string {
     `${label} is a PEFT ${adapter.type} adapter${facts.length > 0 ? ` (${facts.join('; ')})` : ''}, ` +
     `recognised by ${adapter.evidence}: it holds only the adapter's small update tensors, not a full ` +
     `checkpoint, so it cannot be merged here as an agent. Load ${base} as the base, and as each agent ` +
-    `that base with the adapter merged in (PEFT: merge_and_unload(), then save_pretrained()).`
+    `that base with the adapter merged in (PEFT: merge_and_unload(), then save_pretrained()).` +
+    (adapter.type === 'LORA'
+      ? ' The command line merges a LoRA adapter as an agent as it is: merge-studio merge --model ADAPTER_FOLDER.'
+      : '')
   );
 }

@@ -13,6 +13,7 @@ import { CONVERT_KERNEL } from './kernels/convert.ts';
 import { DARE_NORMS_KERNEL, NORM_GROUPS } from './kernels/dare_norms.ts';
 import { kernelSource, type KernelSpec } from './kernels/kernel.ts';
 import { LINEAR_KERNEL } from './kernels/linear.ts';
+import { LOW_RANK_KERNEL, LOW_RANK_PARAMS_WORDS, lowRankParams } from './kernels/low_rank.ts';
 import {
   DELLA_AGENT_WORDS,
   DELLA_MASK_KERNEL,
@@ -340,5 +341,34 @@ describe('tensor view shaders', () => {
     for (const source of [mask, MASK_DRAW_SOURCE])
       expect(source).toContain('override CELL_STRIDE: u32 = 2u * AGENTS + 3u;');
     expect(maskLayout(3)).toEqual({ unique: 0, shared: 3, conflict: 4, nonFinite: 5, changed: 6, stride: 9 });
+  });
+});
+
+describe('the low-rank kernel (the eval linear shader, reused)', () => {
+  const reflect = new WgslReflect(kernelSource(LOW_RANK_KERNEL));
+  const main = reflect.entry.compute.find((f) => f.name === 'main');
+
+  it('uses exactly its bindings and sets its one override', () => {
+    const used = (main?.resources ?? [])
+      .map((v) => ({
+        group: v.group,
+        binding: v.binding,
+        name: v.name,
+        type: v.resourceType === 0 ? 'uniform' : v.access === 'read' ? 'read-only-storage' : 'storage',
+      }))
+      .sort((a, b) => a.binding - b.binding);
+    expect(used).toEqual(LOW_RANK_KERNEL.bindings.map((b) => ({ group: 0, ...b })));
+    expect([...usedOverrides(main ?? ({} as FunctionInfo))]).toEqual([...LOW_RANK_KERNEL.constants]);
+  });
+
+  it('declares Params as lowRankParams writes it: rows, rank, cols, stride, no offsets, no bias', () => {
+    const params = reflect.getStructInfo('Params');
+    expect(params?.members.map((m) => [m.name, m.offset, m.type.name])).toEqual(
+      ['rows', 'in_dim', 'out_count', 'out_stride', 'out_start', 'w_row_start', 'bias_dtype', 'has_bias'].map(
+        (name, i) => [name, i * 4, 'u32'],
+      ),
+    );
+    expect(params?.size).toBe(LOW_RANK_PARAMS_WORDS * 4);
+    expect([...lowRankParams(5, 7, 3)]).toEqual([5, 3, 7, 7, 0, 0, 0, 0]);
   });
 });

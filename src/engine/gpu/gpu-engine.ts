@@ -27,6 +27,8 @@ import {
 } from './plumbing.ts';
 import { runReduce, statsPass } from './reduce-passes.ts';
 import { Scheduler } from './scheduler.ts';
+import { LowRankRunner } from './low-rank.ts';
+import type { LowRankProduct } from '../../methods/lora.ts';
 import { ScratchBuffers } from './scratch.ts';
 import { TopKSelect, type SelectRoute, type TieSpan } from './topk-select.ts';
 
@@ -89,6 +91,7 @@ class GpuEngine implements MergeEngine {
   private readonly scratch: ScratchBuffers;
   /** What the passes of every call share: the device, the queue, the kernels and the window walk. */
   private readonly ctx: MethodContext;
+  private readonly lowRank: LowRankRunner;
   private destroyed = false;
   /**
    * Calls share the buffer sets and the queue, so they start one after another in call order: a merge
@@ -151,6 +154,7 @@ class GpuEngine implements MergeEngine {
           encode: (encoder, set, _w, d) => pass.encode(encoder, set.io, d),
         }),
     });
+    this.lowRank = new LowRankRunner(device, this.scheduler, this.kernels);
     this.ctx = {
       device,
       scheduler: this.scheduler,
@@ -188,6 +192,11 @@ class GpuEngine implements MergeEngine {
       onSubmitted,
     );
   }
+
+  readonly product: LowRankProduct = (job) => {
+    if (this.destroyed) return Promise.reject(new Error('this GPU engine has been destroyed'));
+    return this.lowRank.run(job);
+  };
 
   merge(tensor: TensorInput, options: MergeOptions): Promise<void> {
     return this.serialized(
