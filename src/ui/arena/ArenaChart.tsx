@@ -1,5 +1,6 @@
 // The arena's bar chart, one group per task and one bar per model: in a chunk of its own with
 // recharts, so the page's main chunk carries no chart library.
+import { AXIS_TICK } from '../stats/Chart.tsx';
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import { agentColor, MERGE_COLOR, NEUTRAL_COLOR } from '../studio/colors.ts';
 import { ARENA_CHART_HEIGHT, type ArenaChartProps } from './chart-props.ts';
@@ -27,8 +28,8 @@ export function ArenaChart({ rows }: ArenaChartProps) {
     <ResponsiveContainer width="100%" height={ARENA_CHART_HEIGHT}>
       <BarChart data={chartRows}>
         <CartesianGrid strokeDasharray="3 3" />
-        <XAxis dataKey="task" />
-        <YAxis domain={[0, 1]} />
+        <XAxis tick={AXIS_TICK} dataKey="task" />
+        <YAxis tick={AXIS_TICK} domain={[0, 1]} />
         <Tooltip formatter={(value) => (typeof value === 'number' ? value.toFixed(3) : String(value))} />
         <Legend />
         {rows.map((r, i) => (

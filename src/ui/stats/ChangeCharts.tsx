@@ -7,7 +7,7 @@ import type { ModelStats } from '../../methods/stats.ts';
 import { formatCount } from '../format.ts';
 import { agentColor } from '../studio/colors.ts';
 import { percent } from './summary.ts';
-import { TOOLTIP_ITEM_STYLE, ChartCard, chartMinWidth } from './Chart.tsx';
+import { TOOLTIP_ITEM_STYLE, ChartCard, chartMinWidth, AXIS_TICK } from './Chart.tsx';
 import { AgentLegend, agentItems } from './AgentLegend.tsx';
 import { HatchPatterns, hatchId } from './HatchPattern.tsx';
 
@@ -92,7 +92,7 @@ export function ChangeCharts({
         angle: -40,
         textAnchor: 'end' as const,
         height: 100,
-        tick: { fontSize: 11 },
+        tick: { ...AXIS_TICK, fontSize: 11 },
       }
     : { dataKey: 'label', interval: 'preserveStartEnd' as const, minTickGap: 4 };
   return (
@@ -107,8 +107,8 @@ export function ChangeCharts({
       >
         <BarChart data={changedRows} margin={{ top: 8, right: 8, bottom: 4, left: 0 }}>
           <CartesianGrid strokeDasharray="3 3" />
-          <XAxis {...axis} />
-          <YAxis unit="%" width={52} />
+          <XAxis tick={AXIS_TICK} {...axis} />
+          <YAxis tick={AXIS_TICK} unit="%" width={52} />
           <Tooltip
             itemStyle={TOOLTIP_ITEM_STYLE}
             formatter={tooltip}
@@ -137,8 +137,8 @@ export function ChangeCharts({
         <BarChart data={splitRows} margin={{ top: 8, right: 8, bottom: 4, left: 0 }}>
           <HatchPatterns prefix={patterns} colors={labels.map((_, t) => agentColor(t))} />
           <CartesianGrid strokeDasharray="3 3" />
-          <XAxis {...axis} />
-          <YAxis unit="%" width={52} />
+          <XAxis tick={AXIS_TICK} {...axis} />
+          <YAxis tick={AXIS_TICK} unit="%" width={52} />
           <Tooltip
             itemStyle={TOOLTIP_ITEM_STYLE}
             formatter={tooltip}

@@ -69,3 +69,9 @@ export function chartMinWidth(groups: number, barsPerGroup: number): number {
 
 /** Tooltip rows in the text colour: series colours (orange, sky blue) are too light for text on white. */
 export const TOOLTIP_ITEM_STYLE = { color: '#1b2430' } as const;
+
+/**
+ * Axis tick text in the page's text colour: recharts fills ticks with its axis grey (#666), 2.8:1 on
+ * the dark panel (e2e/contrast.spec.ts measures every SVG text in both schemes).
+ */
+export const AXIS_TICK = { fill: 'currentColor' } as const;

@@ -8,7 +8,7 @@ import { ALERT_COLOR } from '../studio/colors.ts';
 import { idPart } from '../studio/common.tsx';
 import { layerStats, sharedElements, shortLayerLabel, signConflictRate, type LayerStats } from './summary.ts';
 import { ChangeCharts } from './ChangeCharts.tsx';
-import { TOOLTIP_ITEM_STYLE, ChartCard, chartMinWidth } from './Chart.tsx';
+import { TOOLTIP_ITEM_STYLE, ChartCard, chartMinWidth, AXIS_TICK } from './Chart.tsx';
 import { GroupTable } from './GroupTable.tsx';
 import type { AnalysisProps, DrillProps } from './types.ts';
 
@@ -43,8 +43,8 @@ export function LayerViews({ analysis, labels, filter, onFilter }: AnalysisProps
         >
           <BarChart data={conflictRows} margin={{ top: 8, right: 8, bottom: 4, left: 0 }}>
             <CartesianGrid strokeDasharray="3 3" />
-            <XAxis dataKey="label" interval="preserveStartEnd" minTickGap={4} />
-            <YAxis unit="%" width={52} />
+            <XAxis tick={AXIS_TICK} dataKey="label" interval="preserveStartEnd" minTickGap={4} />
+            <YAxis tick={AXIS_TICK} unit="%" width={52} />
             <Tooltip
               itemStyle={TOOLTIP_ITEM_STYLE}
               labelFormatter={(_, items) => String(items[0]?.payload?.group ?? '')}

@@ -5,7 +5,14 @@ import { Bar, BarChart, CartesianGrid, ReferenceLine, Tooltip, XAxis, YAxis } fr
 import { AgentLegend, agentItems } from './AgentLegend.tsx';
 import { ALERT_COLOR, agentColor, NEUTRAL_COLOR } from '../studio/colors.ts';
 import { binLabel, epsilonBin, magnitudeRange, resaveSuspects } from './summary.ts';
-import { TOOLTIP_ITEM_STYLE, ChartCard, compactTick, COUNT_AXIS_WIDTH, countTooltip } from './Chart.tsx';
+import {
+  TOOLTIP_ITEM_STYLE,
+  ChartCard,
+  compactTick,
+  COUNT_AXIS_WIDTH,
+  countTooltip,
+  AXIS_TICK,
+} from './Chart.tsx';
 import { PairMatrix } from './PairMatrix.tsx';
 import { UpSet } from './UpSet.tsx';
 import type { AnalysisProps } from './types.ts';
@@ -36,8 +43,12 @@ export function OverlapViews({ analysis, labels }: AnalysisProps) {
         >
           <BarChart data={histogram} margin={{ top: 8, right: 8, bottom: 18, left: 0 }}>
             <CartesianGrid strokeDasharray="3 3" />
-            <XAxis dataKey="agents" label={{ value: 'k agents', position: 'insideBottom', offset: -12 }} />
-            <YAxis tickFormatter={compactTick} width={COUNT_AXIS_WIDTH} />
+            <XAxis
+              tick={AXIS_TICK}
+              dataKey="agents"
+              label={{ value: 'k agents', position: 'insideBottom', offset: -12, fill: 'currentColor' }}
+            />
+            <YAxis tick={AXIS_TICK} tickFormatter={compactTick} width={COUNT_AXIS_WIDTH} />
             <Tooltip
               itemStyle={TOOLTIP_ITEM_STYLE}
               formatter={countTooltip}
@@ -55,8 +66,8 @@ export function OverlapViews({ analysis, labels }: AnalysisProps) {
         >
           <BarChart data={magnitudeRows} margin={{ top: 16, right: 8, bottom: 4, left: 0 }}>
             <CartesianGrid strokeDasharray="3 3" />
-            <XAxis dataKey="bin" interval="preserveStartEnd" />
-            <YAxis tickFormatter={compactTick} width={COUNT_AXIS_WIDTH} />
+            <XAxis tick={AXIS_TICK} dataKey="bin" interval="preserveStartEnd" />
+            <YAxis tick={AXIS_TICK} tickFormatter={compactTick} width={COUNT_AXIS_WIDTH} />
             <Tooltip
               itemStyle={TOOLTIP_ITEM_STYLE}
               formatter={countTooltip}
@@ -66,7 +77,7 @@ export function OverlapViews({ analysis, labels }: AnalysisProps) {
               x={binLabel(epsilonBin(analysis.epsilon))}
               stroke={ALERT_COLOR}
               strokeDasharray="4 2"
-              label={{ value: 'ε', position: 'insideTopRight', fill: ALERT_COLOR }}
+              label={{ value: 'ε', position: 'insideTopRight', fill: 'currentColor' }}
             />
             {labels.map((label, t) => (
               <Bar key={label} dataKey={label} fill={agentColor(t)} isAnimationActive={false} />

@@ -16,7 +16,7 @@ import {
   shortLayerLabel,
   type OverlapMode,
 } from './summary.ts';
-import { TOOLTIP_ITEM_STYLE, ChartCard, chartMinWidth } from './Chart.tsx';
+import { TOOLTIP_ITEM_STYLE, ChartCard, chartMinWidth, AXIS_TICK } from './Chart.tsx';
 import { ExportButtons } from './ExportButtons.tsx';
 import { RampLegend } from './RampLegend.tsx';
 import type { AnalysisProps } from './types.ts';
@@ -176,8 +176,8 @@ function PairLayers({ analysis, labels, pair: [a, b] }: AnalysisProps & { pair: 
     >
       <BarChart data={rows} margin={{ top: 8, right: 8, bottom: 4, left: 0 }}>
         <CartesianGrid strokeDasharray="3 3" />
-        <XAxis dataKey="label" interval="preserveStartEnd" minTickGap={4} />
-        <YAxis unit="%" width={52} />
+        <XAxis tick={AXIS_TICK} dataKey="label" interval="preserveStartEnd" minTickGap={4} />
+        <YAxis tick={AXIS_TICK} unit="%" width={52} />
         <Tooltip
           itemStyle={TOOLTIP_ITEM_STYLE}
           labelFormatter={(_, items) => {
