@@ -3,7 +3,7 @@
 // and by the studio in headless Chromium (the built app, the Evaluate step), each under the default
 // memory budget: wall time, tokens/s (every probe token through every model), peak memory of the
 // CLI's process tree and of Chromium's processes, and whether the two sides' numbers agree.
-import { copyFile, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +22,8 @@ const { values } = parseArgs({
     hidden: { type: 'string', default: '896' },
     vocab: { type: 'string', default: '151936' },
     'max-new-tokens': { type: 'string', default: '0' },
+    /** Probe lines to score (default: the fixture probes of set "facts", 48 tokens a model). */
+    probes: { type: 'string' },
     port: { type: 'string', default: '5290' },
     work: { type: 'string', default: '.bench' },
     'cli-only': { type: 'boolean', default: false },
@@ -32,13 +34,22 @@ const { values } = parseArgs({
 });
 if (values.help) {
   process.stdout.write(
-    'npm run bench:eval -- [--layers 24] [--hidden 896] [--vocab 151936] [--max-new-tokens 0] [--cli-only] [--screenshots DIR] [--port 5290] [--work .bench]\n',
+    'npm run bench:eval -- [--layers 24] [--hidden 896] [--vocab 151936] [--max-new-tokens 0] [--probes FILE.jsonl] [--cli-only] [--screenshots DIR] [--port 5290] [--work .bench]\n',
   );
   process.exit(0);
 }
 
 const FIXTURES = new URL('../test/eval-fixtures/', import.meta.url).pathname;
-const PROBES = join(FIXTURES, 'probes.jsonl');
+// SwiftShader runs a 0.5B model at a few tokens a second: the short "facts" set keeps a run in minutes.
+const PROBES =
+  values.probes ??
+  (await (async () => {
+    const lines = (await readFile(join(FIXTURES, 'probes.jsonl'), 'utf8')).split('\n');
+    const path = join(values.work, 'eval-bench-probes.jsonl');
+    await mkdir(values.work, { recursive: true });
+    await writeFile(path, `${lines.filter((l) => l.includes('"set": "facts"')).join('\n')}\n`);
+    return path;
+  })());
 const maxNew = Number(values['max-new-tokens']);
 
 const set = await benchSet({
