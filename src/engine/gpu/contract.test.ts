@@ -13,7 +13,7 @@ import { CONVERT_KERNEL } from './kernels/convert.ts';
 import { DARE_NORMS_KERNEL, NORM_GROUPS } from './kernels/dare_norms.ts';
 import { kernelSource, type KernelSpec } from './kernels/kernel.ts';
 import { LINEAR_KERNEL } from './kernels/linear.ts';
-import { LOW_RANK_KERNEL, LOW_RANK_PARAMS_WORDS, lowRankParams } from './kernels/low_rank.ts';
+import { MATMUL_KERNEL, LOW_RANK_PARAMS_WORDS, lowRankParams } from './kernels/low_rank.ts';
 import {
   DELLA_AGENT_WORDS,
   DELLA_MASK_KERNEL,
@@ -345,7 +345,7 @@ describe('tensor view shaders', () => {
 });
 
 describe('the low-rank kernel (the eval linear shader, reused)', () => {
-  const reflect = new WgslReflect(kernelSource(LOW_RANK_KERNEL));
+  const reflect = new WgslReflect(kernelSource(MATMUL_KERNEL));
   const main = reflect.entry.compute.find((f) => f.name === 'main');
 
   it('uses exactly its bindings and sets its one override', () => {
@@ -357,8 +357,8 @@ describe('the low-rank kernel (the eval linear shader, reused)', () => {
         type: v.resourceType === 0 ? 'uniform' : v.access === 'read' ? 'read-only-storage' : 'storage',
       }))
       .sort((a, b) => a.binding - b.binding);
-    expect(used).toEqual(LOW_RANK_KERNEL.bindings.map((b) => ({ group: 0, ...b })));
-    expect([...usedOverrides(main ?? ({} as FunctionInfo))]).toEqual([...LOW_RANK_KERNEL.constants]);
+    expect(used).toEqual(MATMUL_KERNEL.bindings.map((b) => ({ group: 0, ...b })));
+    expect([...usedOverrides(main ?? ({} as FunctionInfo))]).toEqual([...MATMUL_KERNEL.constants]);
   });
 
   it('declares Params as lowRankParams writes it: rows, rank, cols, stride, no offsets, no bias', () => {
