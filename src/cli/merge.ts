@@ -181,6 +181,13 @@ export async function analyze(values: Values): Promise<void> {
     const precision = await comparePrecisions(job, analysis, labels);
     precision.lines.push(...adapterLines(inputs.agents, analysis, labels));
     for (const line of precision.lines) process.stderr.write(`${line}\n`);
+    // The precision block says what reading at D did. A set read as stored with nothing to say keeps
+    // the JSON as it was, which is also what the studio's export writes (e2e/atlas.spec.ts).
+    const informative =
+      precision.readDtype !== 'default' ||
+      precision.roundedTensors > 0 ||
+      precision.changedBf16 !== undefined ||
+      precision.lines.length > 0;
     const json = statsJson(
       analysis,
       inputs.given,
@@ -188,7 +195,7 @@ export async function analyze(values: Values): Promise<void> {
       alpha,
       undefined,
       await statsFiles([inputs.base, ...inputs.agents]),
-      precision,
+      informative ? precision : undefined,
     );
     await writeFile(values.json, `${JSON.stringify(json, null, 2)}\n`);
     process.stderr.write(`Wrote ${values.json}\n`);
