@@ -14,7 +14,7 @@ import { ramLambdas } from '../methods/stats.ts';
 import type { MethodParams } from '../methods/types.ts';
 import type { StoredTensor } from './backend.ts';
 import { EvalError } from './config.ts';
-import { folderWeights, type WeightSource } from './weights.ts';
+import { elementBytes, folderWeights, sameShape, type WeightSource } from './weights.ts';
 
 export interface CandidateRecipe {
   label: string;
@@ -32,12 +32,6 @@ export interface CandidateInputs {
   signal?: AbortSignal;
   /** Statistics by ε, shared by every candidate whose λ come from them (RAM+, RAM+s). */
   analyses?: Map<number, Promise<AnalysisResult>>;
-}
-
-const BYTES: Record<FloatDtype, number> = { F32: 4, BF16: 2, F16: 2 };
-
-function sameShape(a: readonly number[], b: readonly number[]): boolean {
-  return a.length === b.length && a.every((v, i) => v === b[i]);
 }
 
 /** The λ a candidate merges with: from the (shared) statistics pass where its method needs them. */
@@ -110,12 +104,12 @@ export async function candidateWeights(
       if (!mergedNames.has(name)) return plain.tensor(name, shape);
       const dtype = dtypes.get(name)!;
       const count = shape.reduce((a, b) => a * b, 1);
-      const { bytes } = await slice(name, shape, 0, count * BYTES[dtype]);
+      const { bytes } = await slice(name, shape, 0, count * elementBytes(dtype));
       return { name, dtype, shape, bytes };
     },
     async rows(name, shape, start, count) {
       if (!mergedNames.has(name)) return plain.rows(name, shape, start, count);
-      const rowBytes = shape[1] * BYTES[dtypes.get(name)!];
+      const rowBytes = shape[1] * elementBytes(dtypes.get(name)!);
       const { dtype, bytes } = await slice(name, shape, start * rowBytes, (start + count) * rowBytes);
       return { name: `${name}[${start}:${start + count}]`, dtype, shape: [count, shape[1]], bytes };
     },
@@ -123,7 +117,7 @@ export async function candidateWeights(
       if (!mergedNames.has(name)) return plain.gather(name, shape, ids);
       const dtype = dtypes.get(name)!;
       const cols = shape[1];
-      const rowBytes = cols * BYTES[dtype];
+      const rowBytes = cols * elementBytes(dtype);
       const wanted = new Map<number, Uint8Array>();
       for (const id of ids) {
         if (id < 0 || id >= shape[0])

@@ -45,13 +45,6 @@ export function activationBytesPerRow(spec: ForwardSpec): number {
   return 4 * (3 * spec.hidden + 2 * q + 2 * kv + 3 * spec.intermediate);
 }
 
-/** Bytes of a model's weights as stored (for the hold-or-stream decision of generation). */
-export function layerWeightNames(spec: ForwardSpec, weights: WeightSource, layer: number): string[] {
-  return Object.keys(layerShapes(spec))
-    .map((suffix) => layerTensor(layer, suffix))
-    .filter((name) => weights.has(name));
-}
-
 type LayerWeights = Record<string, Weight | undefined>;
 
 /**
@@ -142,7 +135,7 @@ export class ForwardRun {
       q = qn;
       k = kn;
     }
-    const { cos, sin } = ropeTables(this.invFreq(), batch.positions);
+    const { cos, sin } = this.tables(batch);
     const qr = b.rope(q, cos, sin, spec.headDim);
     const kr = b.rope(k, cos, sin, spec.headDim);
     b.release(q);
@@ -179,8 +172,14 @@ export class ForwardRun {
   }
 
   private inv: Float32Array | undefined;
-  private invFreq(): Float32Array {
-    return (this.inv ??= inverseFrequencies(this.spec));
+  private rope: { batch: ForwardBatch; cos: Float32Array; sin: Float32Array } | undefined;
+  /** The batch's rotary tables, made once for all its layers. */
+  private tables(batch: ForwardBatch): { cos: Float32Array; sin: Float32Array } {
+    if (this.rope?.batch !== batch) {
+      this.inv ??= inverseFrequencies(this.spec);
+      this.rope = { batch, ...ropeTables(this.inv, batch.positions) };
+    }
+    return this.rope;
   }
 
   /**
@@ -200,10 +199,8 @@ export class ForwardRun {
     const picked = b.gather(this.hidden, rows);
     const x = b.rmsNorm(picked, normWeight, spec.rmsNormEps);
     b.release(picked);
-    const head = spec.tieEmbeddings || !this.weights.has(LM_HEAD) ? EMBED : LM_HEAD;
-    if (head === EMBED && !spec.tieEmbeddings)
-      // Reading the embedding as the head would score a different model than transformers builds.
-      await this.weights.tensor(LM_HEAD, [spec.vocab, spec.hidden]);
+    // An untied model without lm_head.weight is refused by the read below, never scored with the embedding.
+    const head = spec.tieEmbeddings ? EMBED : LM_HEAD;
     const state = b.scoreStart(targets);
     const rowBytes = spec.hidden * 4;
     const block = Math.max(1, Math.min(spec.vocab, Math.floor(chunkBytes / rowBytes)));

@@ -2,7 +2,7 @@
 // implies, read straight from the folder's files (never the whole model: one tensor, one block of the
 // output head or the embedding rows of the probe tokens at a time).
 
-import { bf16ToF32, decodeFloats, f16ToF32, isMergeableDtype } from '../format/dtype.ts';
+import { decodeFloats, dtypeBits, isMergeableDtype, type FloatDtype } from '../format/dtype.ts';
 import type { Model } from '../format/model.ts';
 import type { StoredTensor } from './backend.ts';
 import { EvalError, type ForwardSpec } from './config.ts';
@@ -28,11 +28,14 @@ export function layerTensor(layer: number, suffix: string): string {
   return `model.layers.${layer}.${suffix}`;
 }
 
-function sameShape(a: readonly number[], b: readonly number[]): boolean {
+export function sameShape(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((v, i) => v === b[i]);
 }
 
-const BYTES = { F32: 4, BF16: 2, F16: 2 } as const;
+/** Bytes of one stored element. */
+export function elementBytes(dtype: FloatDtype): number {
+  return dtypeBits(dtype) / 8;
+}
 
 /** A WeightSource over a model folder opened by format/model.ts. */
 export function folderWeights(model: Model, label = model.name): WeightSource {
@@ -60,14 +63,14 @@ export function folderWeights(model: Model, label = model.name): WeightSource {
     },
     async rows(name, shape, start, count) {
       const t = info(name, shape);
-      const rowBytes = shape[1] * BYTES[t.dtype];
+      const rowBytes = shape[1] * elementBytes(t.dtype);
       const bytes = await read(t.file, t.offset + start * rowBytes, count * rowBytes);
       return { name: `${name}[${start}:${start + count}]`, dtype: t.dtype, shape: [count, shape[1]], bytes };
     },
     async gather(name, shape, ids) {
       const t = info(name, shape);
       const cols = shape[1];
-      const rowBytes = cols * BYTES[t.dtype];
+      const rowBytes = cols * elementBytes(t.dtype);
       const out = new Float32Array(ids.length * cols);
       const cache = new Map<number, Float64Array>();
       for (let r = 0; r < ids.length; r++) {
@@ -84,14 +87,6 @@ export function folderWeights(model: Model, label = model.name): WeightSource {
       return out;
     },
   };
-}
-
-/** One stored value widened to f32 exactly (for hosts that decode a single element). */
-export function storedValue(tensor: StoredTensor, index: number): number {
-  const view = new DataView(tensor.bytes.buffer, tensor.bytes.byteOffset, tensor.bytes.byteLength);
-  if (tensor.dtype === 'F32') return view.getFloat32(index * 4, true);
-  const bits = view.getUint16(index * 2, true);
-  return tensor.dtype === 'BF16' ? bf16ToF32(bits) : f16ToF32(bits);
 }
 
 /** The shapes config.json implies for each tensor of layer i (bias and norm entries where present). */
