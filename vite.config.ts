@@ -49,6 +49,8 @@ export default defineConfig({
   worker: { format: 'es' },
   build: { target: 'es2022', sourcemap: true },
   test: {
+    // Each project inherits it (`extends: true`); building twice is harmless (vite.cli.config.ts).
+    globalSetup: ['src/test/cli-bundle-setup.ts'],
     projects: [
       {
         extends: true,

@@ -37,6 +37,7 @@ const COMMAND_OPTIONS = {
   'max-new-tokens': { type: 'string' },
   candidate: { type: 'string', multiple: true },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
 } satisfies ParseArgsConfig['options'];
 
 type FlagOption = { type: 'string'; multiple?: boolean } | { type: 'boolean' };
