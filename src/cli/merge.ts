@@ -30,7 +30,7 @@ import { readDtypeOf, sameReads } from '../driver/read-precision.ts';
 import { claimOutput, handleSignals, type RunStage } from './output.ts';
 import { modelFilePaths, refuseOutputsOnInputs } from './collisions.ts';
 import { ProgressPrinter } from './progress.ts';
-import { formatBytes } from '../format/inspect.ts';
+import { escapeTerminal, formatBytes } from '../format/inspect.ts';
 import { runRecipeFile } from './recipe-run.ts';
 import { describeWindowCache } from '../driver/job.ts';
 import { readOnceWindowFor } from '../engine/gpu/window-cache.ts';
@@ -81,7 +81,8 @@ async function loadInputs(basePath: string | undefined, modelPaths: string[] | u
   const products = new Products();
   const agents: Model[] = [];
   const paths: string[] = [];
-  const note = (line: string) => process.stderr.write(`Note: ${line}\n`);
+  const note = (line: string) => process.stderr.write(`Note: ${escapeTerminal(line)}\n`);
+  for (const warning of base.warnings) note(`${basePath}: ${warning}`);
   for (const path of modelPaths) {
     const agent = await loadAgent(path, { model: base, path: basePath }, products, note);
     agents.push(agent.model);
@@ -409,6 +410,7 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
         (b) => `--memory-budget ${b} (${formatBytes(b)})`,
       );
     if (kept) process.stderr.write(`${kept}\n`);
+    for (const warning of result.warnings) process.stderr.write(`Warning: ${escapeTerminal(warning)}\n`);
     if (engine.windowCache?.rereadBytes) {
       const smaller = smallerWindows(inputs.base, recipe, engine, windows);
       if (smaller) process.stderr.write(`${smaller}\n`);

@@ -12,7 +12,7 @@ import { ChunkPool, writeBehind, type FolderSink } from '../io/sink.ts';
 import { ramLambdas, sumStats } from '../methods/stats.ts';
 import { toMergekitYaml } from '../methods/recipe.ts';
 import { methodOf } from '../methods/registry/index.ts';
-import { copyFile, isCompanionFile, modelCard, recipeOf, writeText } from './model-card.ts';
+import { copyCompanion, isCompanionFile, modelCard, recipeOf, writeText } from './model-card.ts';
 import { paramsForTensor } from '../methods/resolve.ts';
 import type { MethodParams } from '../methods/types.ts';
 import { Sha256 } from '../io/sha256.ts';
@@ -373,6 +373,7 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
   const inputBytes = merged.reduce((sum, t) => sum + (t.end - t.begin) * models.length, 0) + copiedBytes;
   const meter = new ProgressMeter('merge', specs.length, inputBytes, job.onProgress);
   const written: WrittenFile[] = [];
+  const warnings: string[] = [];
   const outDtype = job.outDtype ?? dominantDtype(merged);
   const used = new Map<string, MethodParams>();
   let branches: MergeBranches | null;
@@ -388,8 +389,10 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
     for (const file of base.files
       .map((f) => f.name)
       .filter(isCompanionFile)
-      .sort())
-      await copyFile(out, base, file, written);
+      .sort()) {
+      const warning = await copyCompanion(out, base, file, written);
+      if (warning) warnings.push(warning);
+    }
     await writeText(out, 'mergekit_config.yml', toMergekitYaml(recipeOf(job, outDtype)), written);
 
     const shardFiles: WrittenFile[] = [];
@@ -534,6 +537,7 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
     readAheadTensors: reads?.ahead.hits ?? 0,
     copiedTensors: specs.length - merged.length,
     outputBytes,
+    warnings,
   };
 }
 

@@ -144,6 +144,8 @@ export interface MergeResult {
   readAheadTensors: number;
   copiedTensors: number;
   outputBytes: number;
+  /** What the merge left out and why (a companion file that is not what its name says), for the user. */
+  warnings: string[];
 }
 
 /**

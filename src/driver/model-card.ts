@@ -5,6 +5,7 @@ import packageJson from '../../package.json' with { type: 'json' };
 import type { FloatDtype } from '../format/dtype.ts';
 import type { ReadDtype } from '../format/precision.ts';
 import type { Model } from '../format/model.ts';
+import type { ModelFile } from '../io/source.ts';
 import type { FolderSink } from '../io/sink.ts';
 import { dtypeToYaml, toMergekitYaml, type Recipe } from '../methods/recipe.ts';
 import { methodOf } from '../methods/registry/index.ts';
@@ -47,25 +48,66 @@ export async function writeText(
   written.push({ file, bytes: bytes.length });
 }
 
-export async function copyFile(
+/** The largest companion file copied: tokenizers run to tens of MiB; anything larger is not one. */
+export const MAX_COMPANION_BYTES = 64 * 1024 * 1024;
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Why a companion file of the base is not what its name says, or null: a link out of the model folder
+ * (it may reach anything, and the merged folder is what users upload), more than
+ * MAX_COMPANION_BYTES, a .json that does not parse, a text file that is not UTF-8. A SentencePiece
+ * `.model` is binary, so only its size is checked.
+ */
+export function companionProblem(file: ModelFile, bytes?: Uint8Array): string | null {
+  if (file.link && !file.link.contained)
+    return `is a symbolic link to ${file.link.target}, outside the model folder`;
+  if (file.source.size > MAX_COMPANION_BYTES)
+    return `is ${file.source.size} bytes, more than a ${file.name} can be (${MAX_COMPANION_BYTES} at most)`;
+  if (!bytes || file.name.endsWith('.model')) return null;
+  let text;
+  try {
+    text = strictUtf8.decode(bytes);
+  } catch {
+    return 'is not UTF-8 text';
+  }
+  if (file.name.endsWith('.json')) {
+    try {
+      JSON.parse(text);
+    } catch (error) {
+      return `is not JSON (${(error as Error).message})`;
+    }
+  }
+  return null;
+}
+
+/**
+ * Copies one companion file of `model` into `out` where it is what its name says (companionProblem);
+ * otherwise skips it and returns the warning, naming the file.
+ */
+export async function copyCompanion(
   out: FolderSink,
   model: Model,
   file: string,
   written: WrittenFile[],
-): Promise<void> {
+): Promise<string | null> {
   const entry = model.files.find((f) => f.name === file);
-  if (!entry) return;
+  if (!entry) return null;
+  const skipped = (why: string) => `${model.name}: ${file} ${why}; it was not copied into the merged folder.`;
+  const early = companionProblem(entry);
+  if (early) return skipped(early);
+  const bytes = await entry.source.read(0, entry.source.size);
+  const problem = companionProblem(entry, bytes);
+  if (problem) return skipped(problem);
   const sink = await out.create(file);
   try {
-    const chunk = 8 << 20;
-    for (let offset = 0; offset < entry.source.size; offset += chunk)
-      await sink.write(await entry.source.read(offset, Math.min(chunk, entry.source.size - offset)));
+    await sink.write(bytes);
     await sink.close();
   } catch (error) {
     await sink.abort();
     throw error;
   }
-  written.push({ file, bytes: entry.source.size });
+  written.push({ file, bytes: bytes.length });
+  return null;
 }
 
 /** The recipe as mergekit_config.yml and the card show it: the job's own, or its labels and params. */

@@ -2,8 +2,18 @@
 // into caller buffers, and files written as `<name>.partial` then renamed into place on close.
 
 import { constants } from 'node:fs';
-import { mkdir, open, readdir, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import {
+  lstat,
+  mkdir,
+  open,
+  readdir,
+  realpath,
+  rename,
+  stat,
+  unlink,
+  type FileHandle,
+} from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { Sha256 } from './sha256.ts';
@@ -263,12 +273,56 @@ export async function nodeModelFiles(path: string): Promise<(ModelFile & { sourc
   }
   const names = (await readdir(path)).sort();
   const files: (ModelFile & { source: NodeFileSource })[] = [];
+  const folder = await realpath(path);
   for (const name of names) {
     const full = join(path, name);
     const entry = await stat(full).catch(() => undefined);
-    if (entry?.isFile()) files.push({ name, source: lazyFileSource(full, entry.size) });
+    if (entry?.isFile()) {
+      const isLink = (await lstat(full)).isSymbolicLink();
+      const link = isLink ? await linkOf(full, folder) : undefined;
+      files.push({ name, source: lazyFileSource(full, entry.size), ...(link && { link }) });
+    } else if (MODEL_READS.test(name)) {
+      // The reader needs these names: say what they are, not later that they are "missing".
+      throw new SafetensorsError(
+        'ReadFailed',
+        full,
+        `is ${await notAFile(full, entry)}, not a regular file.`,
+      );
+    }
   }
   return files;
+}
+
+/** The names the model reader opens: weights, their index and config.json. */
+const MODEL_READS = /(\.safetensors|\.safetensors\.index\.json|^config\.json)$/;
+
+/** What an entry that is not a regular file is, in words. */
+async function notAFile(full: string, entry: Awaited<ReturnType<typeof stat>> | undefined): Promise<string> {
+  if (!entry) {
+    const link = await lstat(full).catch(() => undefined);
+    return link?.isSymbolicLink() ? 'a symbolic link to nothing (its target does not exist)' : 'unreadable';
+  }
+  if (entry.isDirectory()) return 'a folder';
+  if (entry.isFIFO()) return 'a named pipe (FIFO)';
+  if (entry.isCharacterDevice() || entry.isBlockDevice()) return 'a device';
+  if (entry.isSocket()) return 'a socket';
+  return 'not a file';
+}
+
+const inside = (dir: string, path: string): boolean => {
+  const rel = relative(dir, path);
+  return rel !== '' && !isAbsolute(rel) && rel !== '..' && !rel.startsWith(`..${sep}`);
+};
+
+/**
+ * A symbolic link's target and whether it stays inside the model folder, or, for a folder of the
+ * Hugging Face cache (`models--ORG--NAME/snapshots/REV/`), inside that repository's `blobs/`.
+ */
+async function linkOf(full: string, folder: string): Promise<{ target: string; contained: boolean }> {
+  const target = await realpath(full);
+  const snapshots = dirname(folder);
+  const hfBlobs = basename(snapshots) === 'snapshots' ? join(dirname(snapshots), 'blobs') : undefined;
+  return { target, contained: inside(folder, target) || (hfBlobs !== undefined && inside(hfBlobs, target)) };
 }
 
 function isMissing(error: unknown): boolean {

@@ -19,6 +19,13 @@ export interface ModelFile {
   /** The file name within the model folder (no directories). */
   name: string;
   source: ByteSource;
+  /**
+   * Where the name is a symbolic link (Node only; a browser's pickers show none): its resolved target,
+   * and whether that stays inside the model folder or the Hugging Face cache layout the folder is part
+   * of (`snapshots/REV/NAME` -> `blobs/HASH` of the same repository). Files copied into a merged
+   * folder are followed only where `contained`: a link elsewhere may reach anything (a private key).
+   */
+  link?: { target: string; contained: boolean };
 }
 
 /** Validates a read request against a source of `size` bytes (and `into`, when given). */
