@@ -12,7 +12,7 @@ import { recipeResolver } from '../methods/resolve.ts';
 import { METHODS, type MethodParams } from '../methods/types.ts';
 import { analyzeModels, mergeModels, predictOutputBytes } from '../driver/driver.ts';
 import { type InputFile } from '../driver/job.ts';
-import { statsFiles, statsJson, totalsFromStatsJson } from '../driver/stats-json.ts';
+import { predictStatsBytes, statsFiles, statsJson, totalsFromStatsJson } from '../driver/stats-json.ts';
 import type { MergeEngine } from '../engine/contract.ts';
 import {
   DTYPE_FLAGS,
@@ -304,6 +304,7 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
     outDir,
     predictOutputBytes(inputs.base, inputs.agents, recipe.outDtype, shardBytes),
     values.stats,
+    { statsBytes: predictStatsBytes(inputs.base, inputs.agents.length) },
   );
   let stage: RunStage = 'working';
   const controller = new AbortController();
@@ -417,6 +418,9 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
     }
   } catch (error) {
     if (stage !== 'published') await claim.discard();
+    // An input rewritten under the merge shows first as what its new bytes hold (NaN, a bad header):
+    // the file changing is the cause, so that is what is said.
+    if ((error as Error).name !== 'AbortError') await checkUnchanged(opened);
     throw error;
   } finally {
     engine?.destroy();

@@ -6,10 +6,12 @@
 import { rmSync } from 'node:fs';
 import { hostname } from 'node:os';
 import {
+  lstat,
   mkdir,
   open,
   readdir,
   readFile,
+  readlink,
   rename,
   rm,
   stat,
@@ -58,6 +60,15 @@ export interface OutputClaim {
 
 async function refuseNonEmpty(out: string): Promise<void> {
   let entries: string[];
+  // Publishing renames the working folder onto --out, which a link (dangling or not) would make fail
+  // only after the whole merge: said now, before any weights are read.
+  const link = await lstat(out).catch(() => undefined);
+  if (link?.isSymbolicLink()) {
+    const target = await readlink(out).catch(() => '?');
+    throw new UsageError(
+      `--out ${out} is a symbolic link (to ${target}): give the folder itself, or a new path`,
+    );
+  }
   try {
     const info = await stat(out);
     if (!info.isDirectory()) throw new UsageError(`--out ${out} exists and is not a folder`);
@@ -134,10 +145,12 @@ export async function claimOutput(
   outPath: string,
   predictedBytes: number,
   statsPath?: string,
-  freeBytes?: (dir: string) => Promise<number>,
+  options: { statsBytes?: number; freeBytes?: (dir: string) => Promise<number> } = {},
 ): Promise<OutputClaim> {
   const out = resolve(outPath);
+  const freeBytes = options.freeBytes;
   await refuseNonEmpty(out);
+  if (statsPath) await refuseStatsTarget(statsPath);
   const parent = dirname(out);
   const staging = join(parent, `.${basename(out)}.partial`);
   let reclaimed: Owner | undefined;
@@ -212,12 +225,32 @@ export async function claimOutput(
       stats = await open(statsPartial, 'wx').catch((error: unknown) => {
         throw new OutputError(`cannot write --stats ${statsPath}: ${reason(error)}`);
       });
+      // On the model's file system the two add up; elsewhere the statistics need their own room.
+      const statsBytes = options.statsBytes ?? 0;
+      const statsFree = await (freeBytes ?? freeSpace)(dirname(statsPartial));
+      const sameDevice = (await stat(dirname(statsPartial))).dev === (await stat(staging)).dev;
+      const needed = statsBytes + (sameDevice ? predictedBytes : 0);
+      if (statsFree < needed)
+        throw new OutputError(
+          `not enough free space for --stats ${statsPath}: the statistics take up to ${formatBytes(statsBytes)}` +
+            (sameDevice ? ` beside the merge's ${formatBytes(predictedBytes)}` : '') +
+            `, ${formatBytes(statsFree)} are free there`,
+        );
     }
   } catch (error) {
     await claim.discard();
     throw error;
   }
   return claim;
+}
+
+/** --stats must name a file: a folder, or a link to one, would fail after the merge (EISDIR). */
+async function refuseStatsTarget(statsPath: string): Promise<void> {
+  const info = await stat(statsPath).catch(() => undefined);
+  if (info && !info.isFile())
+    throw new UsageError(
+      `--stats ${statsPath} is a folder or another non-file: give the path of a JSON file`,
+    );
 }
 
 async function freeSpace(dir: string): Promise<number> {

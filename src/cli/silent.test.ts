@@ -187,6 +187,28 @@ describe('inputs must not change during a merge', () => {
     expect(result.stderr).toMatch(/was modified during the merge/);
     expect(await readdir(parent)).toEqual([]);
   }, 60_000);
+
+  it('says the file changed, not that it holds NaN, when the rewrite put NaN where the merge reads next', async () => {
+    const agent = join(dir, 'agent-rewritten');
+    await cp(join(set, 'agent-1'), agent, { recursive: true });
+    const shards = (await readdir(agent)).filter((f) => f.endsWith('.safetensors')).sort();
+    const shard = at(shards, shards.length - 1, 'shards');
+    const parent = join(dir, 'rewrite-values');
+    await mkdir(parent);
+    const run = startCli(mergeArgs(join(parent, 'out'), '1', agent));
+    await run.started;
+    // The header stays valid; every value after it becomes NaN (all bits set), read after this.
+    const bytes = await readFile(join(agent, shard));
+    const dataStart = 8 + Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(0, true));
+    bytes.fill(0xff, dataStart);
+    await writeFile(join(agent, shard), bytes);
+    const result = await run.done;
+    expect(result.code, result.stderr).toBe(1);
+    expect(result.stderr).toContain(join(agent, shard));
+    expect(result.stderr).toMatch(/was modified during the merge/);
+    expect(result.stderr).not.toMatch(/NaN|non-finite|holds/);
+    expect(await readdir(parent)).toEqual([]);
+  }, 60_000);
 });
 
 describe('output that the process prints', () => {

@@ -193,3 +193,15 @@ export function totalsFromStatsJson(
   };
   return { epsilon, tensors: [], totals };
 }
+
+/**
+ * An upper bound on the bytes statsJson writes for `agents` agents over `base` (pretty-printed, each
+ * number on a line of its own at up to 24 bytes), so that --stats can be checked for free space before
+ * a merge rather than fail after it.
+ */
+export function predictStatsBytes(base: Model, agents: number): number {
+  const perNumber = 24;
+  let bytes = 64 * 1024 + agents * (1024 + (MAGNITUDE_BINS.length + 16) * perNumber);
+  for (const name of base.tensors.keys()) bytes += 400 + 2 * name.length + (4 * agents + 6) * perNumber;
+  return bytes;
+}
