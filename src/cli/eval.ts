@@ -24,16 +24,10 @@ async function makeBackend(
     const { createCpuEvalBackend } = await import('../eval/cpu-backend.ts');
     return { backend: createCpuEvalBackend(), description: 'CPU reference (f64)' };
   }
-  const { acquireNodeGpu } = await import('./node-gpu.ts');
-  const { requestEngineDevice, describeAdapter } = await import('../engine/gpu/device.ts');
+  const { nodeEngineDevice } = await import('./node-gpu.ts');
   const { createGpuEvalBackend } = await import('../eval/gpu/gpu-backend.ts');
-  const node = await acquireNodeGpu();
-  const { device, adapterInfo } = await requestEngineDevice(node.gpu);
-  return {
-    backend: createGpuEvalBackend(device),
-    device,
-    description: `${describeAdapter(adapterInfo)} via ${node.driver}`,
-  };
+  const { device, description } = await nodeEngineDevice();
+  return { backend: createGpuEvalBackend(device), device, description };
 }
 
 /**

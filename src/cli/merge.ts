@@ -49,12 +49,9 @@ async function makeEngine(
   windows: WindowOptions = {},
 ): Promise<MergeEngine> {
   if (cpu) return (await import('../engine/cpu-engine.ts')).createCpuEngine({ agents });
-  const { acquireNodeGpu } = await import('./node-gpu.ts');
-  const { requestEngineDevice, describeAdapter } = await import('../engine/gpu/device.ts');
+  const { nodeEngineDevice } = await import('./node-gpu.ts');
   const { createGpuEngine } = await import('../engine/gpu/gpu-engine.ts');
-  const node = await acquireNodeGpu();
-  const { device, adapterInfo } = await requestEngineDevice(node.gpu);
-  const description = `${describeAdapter(adapterInfo)} via ${node.driver}`;
+  const { device, description } = await nodeEngineDevice();
   return createGpuEngine(device, {
     agents,
     adapterDescription: description,

@@ -89,3 +89,14 @@ export async function acquireNodeGpu(): Promise<NodeGpu> {
       '(apt-get install chromium provides one). Use --cpu to merge with the CPU reference instead.',
   );
 }
+
+/**
+ * The device every CLI command computes on (merge, analyze, eval): the engine's limits on the first
+ * adapter acquireNodeGpu finds, and how the CLI names it ("NVIDIA H200 via system Vulkan driver").
+ */
+export async function nodeEngineDevice(): Promise<{ device: GPUDevice; description: string }> {
+  const { requestEngineDevice, describeAdapter } = await import('../engine/gpu/device.ts');
+  const node = await acquireNodeGpu();
+  const { device, adapterInfo } = await requestEngineDevice(node.gpu);
+  return { device, description: `${describeAdapter(adapterInfo)} via ${node.driver}` };
+}
