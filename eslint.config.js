@@ -5,7 +5,17 @@ import reactHooks from 'eslint-plugin-react-hooks';
 import globals from 'globals';
 
 export default tseslint.config(
-  { ignores: ['node_modules', 'dist', 'dist-cli', 'public/demo', 'test-results', 'playwright-report', '.bench'] },
+  {
+    ignores: [
+      'node_modules',
+      'dist',
+      'dist-cli',
+      'public/demo',
+      'test-results',
+      'playwright-report',
+      '.bench',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
