@@ -14,7 +14,7 @@ import { ramLambdas } from '../methods/stats.ts';
 import type { MethodParams } from '../methods/types.ts';
 import type { StoredTensor } from './backend.ts';
 import { EvalError } from './config.ts';
-import { elementBytes, folderWeights, sameShape, type WeightSource } from './weights.ts';
+import { elementBytes, folderWeights, rowBlock, sameShape, type WeightSource } from './weights.ts';
 
 export interface CandidateRecipe {
   label: string;
@@ -61,7 +61,7 @@ export async function candidateWeights(
   async function merge(
     name: string,
     shape: readonly number[],
-    keep: (offset: number, bytes: Uint8Array) => void,
+    keep: (offset: number, bytes: Uint8Array) => void | Promise<void>,
   ) {
     const info = base.tensors.get(name);
     if (!info)
@@ -79,7 +79,7 @@ export async function candidateWeights(
       outDtype: dtype,
       ...(inputs.signal ? { signal: inputs.signal } : {}),
       emit: async (bytes) => {
-        keep(offset, bytes);
+        await keep(offset, bytes);
         offset += bytes.length;
       },
     });
@@ -107,11 +107,32 @@ export async function candidateWeights(
       const { bytes } = await slice(name, shape, 0, count * elementBytes(dtype));
       return { name, dtype, shape, bytes };
     },
-    async rows(name, shape, start, count) {
-      if (!mergedNames.has(name)) return plain.rows(name, shape, start, count);
-      const rowBytes = shape[1] * elementBytes(dtypes.get(name)!);
-      const { dtype, bytes } = await slice(name, shape, start * rowBytes, (start + count) * rowBytes);
-      return { name: `${name}[${start}:${start + count}]`, dtype, shape: [count, shape[1]], bytes };
+    // One merge of the whole tensor, cut into blocks as its bytes stream past (a block is handed on,
+    // and awaited, before the merge emits more): merging it again for every block cost one full
+    // merge of the output head per block.
+    async blocks(name, shape, blockRows, each) {
+      if (!mergedNames.has(name)) return plain.blocks(name, shape, blockRows, each);
+      const dtype = dtypes.get(name)!;
+      const rowBytes = shape[1] * elementBytes(dtype);
+      let start = 0;
+      let block = new Uint8Array(Math.min(blockRows, shape[0]) * rowBytes);
+      let filled = 0;
+      const handOn = async () => {
+        await each(start, rowBlock(name, dtype, shape, start, block.subarray(0, filled)));
+        start += filled / rowBytes;
+        filled = 0;
+        block = new Uint8Array(Math.min(blockRows, shape[0] - start) * rowBytes);
+      };
+      await merge(name, shape, async (_offset, bytes) => {
+        for (let at = 0; at < bytes.length;) {
+          const n = Math.min(bytes.length - at, block.length - filled);
+          block.set(bytes.subarray(at, at + n), filled);
+          filled += n;
+          at += n;
+          if (filled === block.length && block.length > 0) await handOn();
+        }
+      });
+      if (filled > 0) await handOn();
     },
     async gather(name, shape, ids) {
       if (!mergedNames.has(name)) return plain.gather(name, shape, ids);

@@ -204,14 +204,13 @@ export class ForwardRun {
     const state = b.scoreStart(targets);
     const rowBytes = spec.hidden * 4;
     const block = Math.max(1, Math.min(spec.vocab, Math.floor(chunkBytes / rowBytes)));
-    for (let start = 0; start < spec.vocab; start += block) {
+    await this.weights.blocks(head, [spec.vocab, spec.hidden], block, async (start, stored) => {
       throwIfAborted(signal, 'The evaluation was cancelled.');
-      const count = Math.min(block, spec.vocab - start);
-      const chunk = await b.weight(await this.weights.rows(head, [spec.vocab, spec.hidden], start, count));
+      const chunk = await b.weight(stored);
       b.scoreChunk(state, x, chunk, start);
       await b.flush();
       b.release(chunk);
-    }
+    });
     b.release(x);
     if (!this.hold) b.release(normWeight);
     const result = await b.scoreRead(state);

@@ -13,8 +13,16 @@ export interface WeightSource {
   has(name: string): boolean;
   /** The whole tensor, checked to have `shape`. */
   tensor(name: string, shape: readonly number[]): Promise<StoredTensor>;
-  /** Rows [start, start + count) of a 2-D tensor [rows, cols] (blocks of the output head). */
-  rows(name: string, shape: readonly [number, number], start: number, count: number): Promise<StoredTensor>;
+  /**
+   * A 2-D tensor [rows, cols] in blocks of `blockRows` rows, in order, each handed to `each` with its
+   * first row and awaited before the next is made (the output head, read within the memory budget).
+   */
+  blocks(
+    name: string,
+    shape: readonly [number, number],
+    blockRows: number,
+    each: (start: number, block: StoredTensor) => Promise<void>,
+  ): Promise<void>;
   /** The given rows of a 2-D tensor, decoded to f32 (the embedding of the probe tokens). */
   gather(name: string, shape: readonly [number, number], ids: Int32Array): Promise<Float32Array>;
 }
@@ -35,6 +43,18 @@ export function sameShape(a: readonly number[], b: readonly number[]): boolean {
 /** Bytes of one stored element. */
 export function elementBytes(dtype: FloatDtype): number {
   return dtypeBits(dtype) / 8;
+}
+
+/** Rows [start, start + bytes' rows) of a 2-D tensor, as a StoredTensor of their own. */
+export function rowBlock(
+  name: string,
+  dtype: FloatDtype,
+  shape: readonly [number, number],
+  start: number,
+  bytes: Uint8Array,
+): StoredTensor {
+  const count = bytes.length / (shape[1] * elementBytes(dtype));
+  return { name: `${name}[${start}:${start + count}]`, dtype, shape: [count, shape[1]], bytes };
 }
 
 /** A WeightSource over a model folder opened by format/model.ts. */
@@ -61,11 +81,14 @@ export function folderWeights(model: Model, label = model.name): WeightSource {
       const t = info(name, shape);
       return { name, dtype: t.dtype, shape, bytes: await read(t.file, t.offset, t.end - t.begin) };
     },
-    async rows(name, shape, start, count) {
+    async blocks(name, shape, blockRows, each) {
       const t = info(name, shape);
       const rowBytes = shape[1] * elementBytes(t.dtype);
-      const bytes = await read(t.file, t.offset + start * rowBytes, count * rowBytes);
-      return { name: `${name}[${start}:${start + count}]`, dtype: t.dtype, shape: [count, shape[1]], bytes };
+      for (let start = 0; start < shape[0]; start += blockRows) {
+        const count = Math.min(blockRows, shape[0] - start);
+        const bytes = await read(t.file, t.offset + start * rowBytes, count * rowBytes);
+        await each(start, rowBlock(name, t.dtype, shape, start, bytes));
+      }
     },
     async gather(name, shape, ids) {
       const t = info(name, shape);
