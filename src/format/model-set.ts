@@ -96,12 +96,9 @@ export function readSet(members: readonly SetMember[]): SetReading {
     };
   // A PEFT adapter is never a base: one plain model among adapters is theirs.
   const plain = members.filter((m) => m.adapterConfig === null);
-  if (plain.length === 1 && members.length > 1)
-    return chosen(
-      members,
-      plain[0]!.label,
-      `the others are adapters, ${plain[0]!.label} is the one full model`,
-    );
+  const [only] = plain;
+  if (only && plain.length === 1 && members.length > 1)
+    return chosen(members, only.label, `the others are adapters, ${only.label} is the one full model`);
   const candidates = (plain.length > 0 ? plain : members).filter((m) => m.hasWeights).map((m) => m.label);
   return {
     kind: 'ask',
