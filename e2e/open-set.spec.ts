@@ -7,7 +7,7 @@ import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { mergeTests } from '@playwright/test';
+import { mergeTests, type TestInfo } from '@playwright/test';
 import { writeLlamaSet } from '../src/bench/llama-set.ts';
 import { nodeFolder } from '../src/io/node.ts';
 import { expect, test as base } from './fixtures.ts';
@@ -172,7 +172,15 @@ test('Make base swaps an agent into the base’s place; the old base becomes an 
   expect((await rows(workflow))[0]).toEqual(['base', 'base', 'ready']);
 });
 
-test('Start empty removes the demo checkpoints', async ({ workflow, page }) => {
+/** The load step's screenshot in the light and the dark scheme. */
+async function shootBoth(workflow: WorkflowPage, name: string, testInfo: TestInfo): Promise<void> {
+  for (const scheme of ['light', 'dark'] as const) {
+    await workflow.page.emulateMedia({ colorScheme: scheme });
+    await workflow.shoot(workflow.loadPanel, `${name}-${scheme}`, testInfo);
+  }
+}
+
+test('Start empty removes the demo checkpoints', async ({ workflow, page }, testInfo) => {
   await workflow.openDemo();
   await page.getByTestId('load-empty').click();
   await expect.poll(() => rows(workflow)).toEqual([]);
@@ -181,12 +189,13 @@ test('Start empty removes the demo checkpoints', async ({ workflow, page }) => {
   await expect(page.getByTestId('load-empty')).toBeDisabled();
   await expect(workflow.mergeButton).toBeDisabled();
   expect((await workflow.studio()).analysis.status).toBe('idle');
+  await shootBoth(workflow, 'open-set-empty', testInfo);
 });
 
 test('refused folders say what to do; the statistics run over the others, the merge once they are removed', async ({
   workflow,
   page,
-}) => {
+}, testInfo) => {
   await workflow.openDemo();
   await workflow.loadBaseFolder(at('refused'));
   await expect
@@ -208,6 +217,7 @@ test('refused folders say what to do; the statistics run over the others, the me
   expect(analysis.result?.totals.changed).toHaveLength(2);
   await expect(workflow.mergeButton).toBeDisabled();
   await expect(workflow.mergePanel).toContainText('malformed could not be opened: remove it');
+  await shootBoth(workflow, 'open-set-refused', testInfo);
   await page.getByTestId('model-agent-3-remove').click();
   await page.getByTestId('model-agent-2-remove').click();
   await expect(workflow.mergeButton).toBeEnabled();
@@ -258,8 +268,5 @@ test('the load step with a 24-layer set, light and dark', async ({ workflow, pag
   }
   await workflow.loadBaseFolder(at('plain'));
   await expect(page.getByTestId('set-question')).toBeVisible();
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme });
-    await workflow.shoot(page.getByTestId('load-panel'), `open-set-question-${scheme}`, testInfo);
-  }
+  await shootBoth(workflow, 'open-set-question', testInfo);
 });

@@ -141,16 +141,6 @@ function ModelTools({
           <button
             type="button"
             className="button button--small button--ghost"
-            data-testid={`${testId}-make-base`}
-            aria-label={`Make ${model.label} the base`}
-            disabled={model.status === 'loading'}
-            onClick={() => void store.makeBase(model.slot)}
-          >
-            Make base
-          </button>
-          <button
-            type="button"
-            className="button button--small button--ghost"
             data-testid={`${testId}-up`}
             aria-label={`Move ${model.label} up`}
             disabled={index === 0}
@@ -176,6 +166,16 @@ function ModelTools({
             onClick={() => void store.removeAgent(model.slot)}
           >
             Remove
+          </button>
+          <button
+            type="button"
+            className="button button--small button--ghost"
+            data-testid={`${testId}-make-base`}
+            aria-label={`Make ${model.label} the base`}
+            disabled={model.status === 'loading'}
+            onClick={() => void store.makeBase(model.slot)}
+          >
+            Make base
           </button>
         </>
       )}
