@@ -3,7 +3,7 @@
 // is read the same way; a set that says nothing asks which folder is the base and never guesses;
 // Make base swaps a card into the base's place; Start empty removes the demo; a refused folder says
 // what to do and the statistics run over the others; names given to models survive a reload.
-import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +12,7 @@ import { writeLlamaSet } from '../src/bench/llama-set.ts';
 import { nodeFolder } from '../src/io/node.ts';
 import { expect, test as base } from './fixtures.ts';
 import { test as persistentTest } from './persistent.ts';
+import { ExportFolderPage } from './export-page.ts';
 import { WorkflowPage } from './workflow-page.ts';
 
 const test = mergeTests(
@@ -248,6 +249,53 @@ test('names given to a set’s models survive a reload: picking the set again br
     ]);
   // The models the saved recipe names are the ones loaded: nothing left to pick again.
   await expect(page.getByTestId('recipe-restored')).not.toContainText('choose');
+});
+
+test('a set chosen with the folder picker is reopened after a reload with its base and the names given', async ({
+  persistent: { page, workflow },
+}) => {
+  test.setTimeout(120_000);
+  await new ExportFolderPage(page).installPicker();
+  await workflow.openDemo();
+  // The set's files copied into OPFS, where the stand-in picker hands folders out from.
+  const files: [string, string, string][] = [];
+  for (const folder of await readdir(at('set')))
+    for (const name of await readdir(at('set', folder)))
+      files.push([folder, name, (await readFile(at('set', folder, name))).toString('base64')]);
+  await page.evaluate(async (entries) => {
+    const root = await navigator.storage.getDirectory();
+    const set = await root.getDirectoryHandle('picked-set', { create: true });
+    for (const [folder, name, base64] of entries) {
+      const dir = await set.getDirectoryHandle(folder, { create: true });
+      const writable = await (await dir.getFileHandle(name, { create: true })).createWritable();
+      await writable.write(Uint8Array.from(atob(base64), (c) => c.charCodeAt(0)));
+      await writable.close();
+    }
+    (window as unknown as { __nextPickedFolder?: string }).__nextPickedFolder = 'picked-set';
+  }, files);
+  // The demo's base is loaded: its other files are behind the card's disclosure.
+  await page.getByTestId('model-base').locator('summary').click();
+  await page.getByTestId('model-base-pick-folder').click();
+  await workflow.analysisOf(['agent-0', 'agent-1', 'agent-2']);
+  expect((await rows(workflow))[0]).toEqual(['base', 'base', 'ready']);
+  await page.getByTestId('model-agent-1-rename').click();
+  await page.getByTestId('model-agent-1-rename-input').fill('coder');
+  await page.getByTestId('model-agent-1-rename-input').press('Enter');
+  await expect(page.getByTestId('model-agent-1-label')).toHaveText('coder');
+
+  await page.reload();
+  await workflow.analysisSettled();
+  await expect(page.getByTestId('recipe-restored')).toContainText('the browser kept their folders');
+  await page.getByTestId('recipe-reopen').click();
+  await expect
+    .poll(() => rows(workflow))
+    .toEqual([
+      ['base', 'base', 'ready'],
+      ['agent', 'agent-0', 'ready'],
+      ['agent', 'coder', 'ready'],
+      ['agent', 'agent-2', 'ready'],
+    ]);
+  await expect(page.getByTestId('recipe-reopen')).toHaveCount(0);
 });
 
 test('the load step with a 24-layer set, light and dark', async ({ workflow, page }, testInfo) => {
