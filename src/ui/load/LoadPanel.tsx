@@ -6,6 +6,7 @@ import { formatCount } from '../format.ts';
 import { focusHeading } from '../studio/StepBar.tsx';
 import { branchCounts, percent } from '../stats/summary.ts';
 import { CompatReportView } from './CompatReport.tsx';
+import { useSetStatus } from './folders.ts';
 import { ModelCard } from './ModelCard.tsx';
 import { Pickers } from './Pickers.tsx';
 import { SetStatus } from './SetStatus.tsx';
@@ -59,7 +60,10 @@ export function LoadPanel() {
             className="button button--secondary"
             data-testid="load-empty"
             disabled={models.length === 0}
-            onClick={() => void studioStore.getState().startEmpty()}
+            onClick={() => {
+              useSetStatus.setState({ question: null });
+              void studioStore.getState().startEmpty();
+            }}
           >
             Start empty
           </button>
@@ -67,7 +71,10 @@ export function LoadPanel() {
             type="button"
             className="button button--secondary"
             data-testid="load-demo"
-            onClick={() => void studioStore.getState().loadDemo()}
+            onClick={() => {
+              useSetStatus.setState({ question: null });
+              void studioStore.getState().loadDemo();
+            }}
           >
             Load the demo set
           </button>

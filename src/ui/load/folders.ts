@@ -94,8 +94,10 @@ export async function reopenFolders(folders: readonly KeptFolder[]): Promise<str
   const agents = opened.filter((_, i) => roles[i] === 'agent');
   if (base) void store.loadFiles('base', null, base.label, base.files);
   if (agents.length > 0) {
-    for (const model of store.studio.models.filter((m) => m.role === 'agent'))
-      await store.removeAgent(model.slot);
+    // All at once: removed one by one, each removal checked the agents left, a wait for nothing.
+    await Promise.all(
+      store.studio.models.filter((m) => m.role === 'agent').map((m) => store.removeAgent(m.slot)),
+    );
     await store.loadAgents(agents);
   }
   return refused;
