@@ -12,6 +12,7 @@ import { writeLlamaSet } from '../src/bench/llama-set.ts';
 import { nodeFolder } from '../src/io/node.ts';
 import { expect, test as base } from './fixtures.ts';
 import { test as persistentTest } from './persistent.ts';
+import { axeViolations } from './axe.ts';
 import { ExportFolderPage } from './export-page.ts';
 import { WorkflowPage } from './workflow-page.ts';
 
@@ -178,6 +179,8 @@ async function shootBoth(workflow: WorkflowPage, name: string, testInfo: TestInf
   for (const scheme of ['light', 'dark'] as const) {
     await workflow.page.emulateMedia({ colorScheme: scheme });
     await workflow.shoot(workflow.loadPanel, `${name}-${scheme}`, testInfo);
+    // The new notices, buttons and help keep to WCAG AA in both schemes.
+    expect(await axeViolations(workflow.page, '[data-testid="load-panel"]')).toEqual([]);
   }
 }
 
