@@ -185,6 +185,7 @@ async function shootBoth(workflow: WorkflowPage, name: string, testInfo: TestInf
 }
 
 test('Start empty removes the demo checkpoints', async ({ workflow, page }, testInfo) => {
+  test.setTimeout(120_000);
   await workflow.openDemo();
   await page.getByTestId('load-empty').click();
   await expect.poll(() => rows(workflow)).toEqual([]);
@@ -200,6 +201,8 @@ test('refused folders say what to do; the statistics run over the others, the me
   workflow,
   page,
 }, testInfo) => {
+  // Five models, two screenshots and two axe passes on a shared machine.
+  test.setTimeout(150_000);
   await workflow.openDemo();
   await workflow.loadBaseFolder(at('refused'));
   await expect

@@ -171,7 +171,7 @@ function ModelTools({
             type="button"
             className="button button--small button--ghost"
             data-testid={`${testId}-make-base`}
-            aria-label={`Make ${model.label} the base`}
+            aria-label={`Make base: ${model.label}`}
             disabled={model.status === 'loading'}
             onClick={() => void store.makeBase(model.slot)}
           >
