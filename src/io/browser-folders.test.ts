@@ -46,6 +46,22 @@ describe('fromFileList', () => {
     expect(names(picks[1]?.files ?? [])).toEqual(['model.safetensors']);
   });
 
+  it('keeps a set subfolder with a config but no weights, for its card to refuse by name, and names the set', () => {
+    const picks = fromFileList(
+      list([
+        inputFile('run/base/model.safetensors'),
+        inputFile('run/agent-0/config.json'),
+        inputFile('run/agent-1/adapter_config.json'),
+        inputFile('run/logs/train.txt'),
+      ]),
+    );
+    expect(picks.map((p) => [p.label, p.set])).toEqual([
+      ['agent-0', 'run'],
+      ['agent-1', 'run'],
+      ['base', 'run'],
+    ]);
+  });
+
   it('gives a folder with no weights anywhere as one empty pick, for the preflight to report', () => {
     expect(fromFileList(list([inputFile('docs/readme.md')]))).toEqual([{ label: 'docs', files: [] }]);
   });
@@ -113,5 +129,13 @@ describe('readHandle and pickFolder', () => {
       ['a', ['model.safetensors'], 'a'],
       ['b', ['config.json', 'model.safetensors'], 'b'],
     ]);
+    expect(picks.every((p) => p.set === 'agents')).toBe(true);
+  });
+
+  it('keeps a subfolder with only a config, sorted among the others', async () => {
+    const picks = await pickFolder(
+      picker(handle('set', { z: { 'model.safetensors': 'z' }, broken: { 'config.json': '{}' } })),
+    );
+    expect(picks.map((p) => p.label)).toEqual(['broken', 'z']);
   });
 });

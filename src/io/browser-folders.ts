@@ -16,6 +16,8 @@ export interface PickedModel {
   files: PickedFile[];
   /** The folder, when picked with showDirectoryPicker: kept so that a reload can reopen it. */
   handle?: FileSystemDirectoryHandle;
+  /** The folder of model folders it was found in, where it was one of a set. */
+  set?: string;
 }
 
 export type DirectoryPicker = (options?: {
@@ -31,6 +33,12 @@ const isWeights = (name: string): boolean => name.endsWith('.safetensors');
 /** Chromium's swap files of a createWritable in progress: never part of a model. */
 const isSwap = (name: string): boolean => name.endsWith('.crswap');
 const hasWeights = (files: readonly { name: string }[]): boolean => files.some((f) => isWeights(f.name));
+/**
+ * A subfolder of a set that holds weights or a model's config: one without weights is still a model
+ * meant to be there, so it is loaded and refused by name rather than silently left out.
+ */
+const isModelFolder = (files: readonly { name: string }[]): boolean =>
+  hasWeights(files) || files.some((f) => f.name === 'config.json' || f.name === 'adapter_config.json');
 
 /** Top-level files of a handle's folder, and its subfolders. */
 export async function readHandle(
@@ -46,6 +54,9 @@ export async function readHandle(
   return { files, folders };
 }
 
+const byLabel = (a: PickedModel, b: PickedModel): number =>
+  a.label < b.label ? -1 : a.label > b.label ? 1 : 0;
+
 /** A model folder, or a folder of model folders (no weights of its own): one pick per model. */
 export async function pickFolder(pick: DirectoryPicker): Promise<PickedModel[]> {
   const dir = await pick({ mode: 'read' });
@@ -57,13 +68,11 @@ export async function pickFolder(pick: DirectoryPicker): Promise<PickedModel[]> 
       label: folder.name,
       files: (await readHandle(folder)).files,
       handle: folder,
+      set: dir.name,
     })),
   );
-  return inner.filter((p) => hasWeights(p.files));
+  return inner.filter((p) => isModelFolder(p.files)).sort(byLabel);
 }
-
-const byLabel = (a: PickedModel, b: PickedModel): number =>
-  a.label < b.label ? -1 : a.label > b.label ? 1 : 0;
 
 /**
  * Files from an <input>: a folder input keeps each model folder's own files and names the model
@@ -85,7 +94,9 @@ export function fromFileList(list: FileList): PickedModel[] {
       group.push({ name: f.name, blob: f });
       groups.set(name, group);
     }
-    const inner = [...groups].map(([label, files]) => ({ label, files })).filter((p) => hasWeights(p.files));
+    const inner = [...groups]
+      .map(([label, files]) => ({ label, files, set: folder }))
+      .filter((p) => isModelFolder(p.files));
     return inner.length > 0 ? inner.sort(byLabel) : [{ label: folder, files: [] }];
   }
   const weights = all.find((f) => isWeights(f.name));
@@ -134,7 +145,8 @@ export async function fromDataTransfer(data: DataTransfer): Promise<PickedModel[
     }
     for (const folder of top.folders) {
       const inner = await readDirectoryEntry(folder);
-      if (hasWeights(inner.files)) picks.push({ label: folder.name, files: refs(inner.files) });
+      if (isModelFolder(inner.files))
+        picks.push({ label: folder.name, files: refs(inner.files), set: dir.name });
     }
   }
   return picks;

@@ -59,6 +59,17 @@ export async function keptFolders(labels: readonly string[]): Promise<KeptFolder
   return found.filter((f): f is KeptFolder => f !== undefined);
 }
 
+/** Keeps a folder kept under `from` under `to` instead (a model renamed), so a reload finds it by its new name. */
+export async function rekeepFolder(from: string, to: string): Promise<void> {
+  if (from === to || !canKeepFolders()) return;
+  const [found] = await keptFolders([from]);
+  if (!found) return;
+  await transact('readwrite', (store) => {
+    store.delete(from);
+    return [store.put({ ...found, label: to })];
+  });
+}
+
 type PermissionHandle = FileSystemDirectoryHandle & {
   requestPermission?: (descriptor: { mode: 'read' | 'readwrite' }) => Promise<PermissionState>;
 };

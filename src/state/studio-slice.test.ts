@@ -197,6 +197,116 @@ describe('studio slice: loading models', () => {
   });
 });
 
+describe('studio slice: a set of models', () => {
+  /** A base and three agents, all ready (or agent `refused` refused), with the statistics run. */
+  async function setStore(refused?: string) {
+    const fake = fakeEngine();
+    const store = studioWith(fake.engine);
+    const loads = [
+      store.getState().loadFiles('base', null, 'base', file('b'), 'set/base'),
+      store.getState().loadAgents(['a0', 'a1', 'a2'].map((label) => ({ label, files: file(label) }))),
+    ];
+    for (const m of store.getState().studio.models) {
+      if (m.label !== refused) {
+        await fake.answer(m.slot);
+        continue;
+      }
+      const index = fake.held.findIndex((h) => h.request.slot === m.slot);
+      fake.held.splice(index, 1)[0]?.reject(new Error(`${m.label} holds no .safetensors weights`));
+      await flush();
+    }
+    await Promise.all(loads);
+    return { fake, store };
+  }
+
+  it('keeps where a model was picked from, through a rename', async () => {
+    const { store } = await setStore();
+    expect(store.getState().renameModel('base', 'root')).toBe(true);
+    expect(at(store.getState().studio.models, 0, 'models')).toMatchObject({
+      label: 'root',
+      origin: 'set/base',
+    });
+  });
+
+  it('makes an agent the base: the old base takes its place and per-agent values, the worker swaps', async () => {
+    const { fake, store } = await setStore();
+    store.getState().setMethod('ties');
+    store.getState().setParams({ weights: [0.1, 0.2, 0.3] });
+    const a1 = must(
+      store.getState().studio.models.find((m) => m.label === 'a1'),
+      'agent a1',
+    );
+    await store.getState().makeBase(a1.slot);
+    const { models, params, analysisLabels } = store.getState().studio;
+    expect(models.map((m) => [m.role, m.label, m.slot])).toEqual([
+      ['base', 'a1', 'base'],
+      ['agent', 'a0', models[1]?.slot],
+      ['agent', 'base', a1.slot],
+      ['agent', 'a2', models[3]?.slot],
+    ]);
+    expect(fake.calls.find((c) => c.kind === 'swap')?.request).toEqual({ a: 'base', b: a1.slot });
+    expect(params.weights).toEqual([0.1, 0.2, 0.3]);
+    // The statistics run again over the new agents.
+    expect(analysisLabels).toEqual(['a0', 'base', 'a2']);
+    expect(fake.calls.filter((c) => c.kind === 'analyze').at(-1)?.request.base).toBe('base');
+  });
+
+  it('makes no base of a model still being read', async () => {
+    const fake = fakeEngine();
+    const store = studioWith(fake.engine);
+    void store.getState().loadFiles('base', null, 'base', file('b'));
+    void store.getState().loadAgents([{ label: 'a', files: file('a') }]);
+    const agent = must(
+      store.getState().studio.models.find((m) => m.role === 'agent'),
+      'agent',
+    );
+    await store.getState().makeBase(agent.slot);
+    expect(fake.calls.some((c) => c.kind === 'swap')).toBe(false);
+    expect(store.getState().studio.models.map((m) => m.role)).toEqual(['base', 'agent']);
+  });
+
+  it('starts empty: every model closed, nothing checked', async () => {
+    const { fake, store } = await setStore();
+    const slots = store.getState().studio.models.map((m) => m.slot);
+    await store.getState().startEmpty();
+    const { models, source, analysis, params } = store.getState().studio;
+    expect(models).toEqual([]);
+    expect(source).toBe('none');
+    expect(analysis.status).toBe('idle');
+    expect(params.weights ?? []).toHaveLength(0);
+    const closed = fake.calls.filter((c) => c.kind === 'close').map((c) => c.request.slot);
+    expect(closed.sort()).toEqual([...slots].sort());
+  });
+
+  it('runs the statistics without a refused agent, and holds the merge until it is removed', async () => {
+    const { fake, store } = await setStore('a1');
+    const { models, analysis, analysisLabels } = store.getState().studio;
+    expect(models.map((m) => m.status)).toEqual(['ready', 'ready', 'error', 'ready']);
+    expect(analysis.status).toBe('done');
+    expect(analysisLabels).toEqual(['a0', 'a2']);
+    expect(fake.calls.filter((c) => c.kind === 'analyze').at(-1)?.request.agents).toHaveLength(2);
+    const merge = await store.getState().runMerge();
+    expect(merge).toBeNull();
+    expect(store.getState().studio.merge.error?.message).toContain('a1 could not be opened: remove it');
+  });
+
+  it('runs no statistics where no agent could be opened', async () => {
+    const fake = fakeEngine();
+    const store = studioWith(fake.engine);
+    const loads = [
+      store.getState().loadFiles('base', null, 'base', file('b')),
+      store.getState().loadFiles('agent', null, 'bad', file('x')),
+    ];
+    await fake.answer('base');
+    fake.held.splice(0, 1)[0]?.reject(new Error('malformed'));
+    await Promise.all(loads);
+    await store.getState().runAnalysis();
+    expect(store.getState().studio.analysis.error?.message).toBe(
+      'No agent could be opened: choose other files for them.',
+    );
+  });
+});
+
 describe('studio slice: merges into OPFS', () => {
   async function readyStore(storage?: StorageServices) {
     const fake = fakeEngine();

@@ -153,6 +153,23 @@ export function closeSlot(slot: string): void {
   forget(slot);
 }
 
+/**
+ * Exchanges the models of two slots (Make base). An open still in flight for either is refused when
+ * it lands: it was chosen for the other place.
+ */
+export function swapSlots(a: string, b: string): void {
+  opening.delete(a);
+  opening.delete(b);
+  for (const map of [models, snapshots] as Map<string, unknown>[]) {
+    const [x, y] = [map.get(a), map.get(b)];
+    if (y === undefined) map.delete(a);
+    else map.set(a, y);
+    if (x === undefined) map.delete(b);
+    else map.set(b, x);
+  }
+  cachedAnalysis = null;
+}
+
 export function model(slot: string): Model {
   const found = models.get(slot);
   if (!found) throw new Error(`No model is loaded in slot ${slot}; load it again.`);

@@ -281,6 +281,8 @@ export type ProgressOf<K extends WorkerCall> = K extends 'eval' | 'generate' ? E
 export interface WorkerCalls {
   open: { request: { slot: string; label: string; files: FileRef[] }; result: ModelSummary };
   close: { request: { slot: string }; result: null };
+  /** Exchanges what two slots hold (an agent made the base, the base an agent). */
+  swap: { request: { a: string; b: string }; result: null };
   check: { request: { base: string; agents: string[] }; result: CheckReport };
   analyze: { request: { base: string; agents: string[]; epsilon: number }; result: AnalysisResult };
   merge: { request: MergeRequest; result: MergeSummary };

@@ -28,6 +28,7 @@ import { breakNextHashWorker, copy, merge, readBack, setOverlap, type JobContext
 import { loadWasmSha256 } from '../io/sha256.ts';
 import {
   closeSlot,
+  swapSlots,
   derivationSample,
   model,
   openSlot,
@@ -78,6 +79,10 @@ const handlers: Handlers = {
   open: ({ slot, label, files }) => openSlot(slot, label, files, (url) => ownOriginFetch(url)),
   async close({ slot }) {
     closeSlot(slot);
+    return null;
+  },
+  async swap({ a, b }) {
+    swapSlots(a, b);
     return null;
   },
   async check({ base, agents }, { signal }) {

@@ -11,10 +11,10 @@ import {
   checkRequest,
   idleTask,
   initialStudioData,
-  mergeInputs,
   type ModelActions,
   type StudioModel,
   type StudioSlice,
+  statsInputs,
 } from './types.ts';
 
 export function createModelsSlice(ctx: StudioContext): StateCreator<StudioSlice, [], [], ModelActions> {
@@ -81,7 +81,7 @@ export function createModelsSlice(ctx: StudioContext): StateCreator<StudioSlice,
         performance.measure('merge-studio:check', { start: sent });
         if (mine !== ctx.generation) return;
         patchTask('check', { status: 'done', result: report });
-        if (report.compat.ok && !('blocked' in mergeInputs(get().studio))) await get().runAnalysis();
+        if (report.compat.ok && !('blocked' in statsInputs(get().studio))) await get().runAnalysis();
       } catch (error) {
         if (mine === ctx.generation) patchTask('check', { status: 'error', error: asInfo(error) });
       }
@@ -139,13 +139,14 @@ export function createModelsSlice(ctx: StudioContext): StateCreator<StudioSlice,
         if (mine === ctx.generation) await refresh();
       },
 
-      async loadFiles(role, slot, label, files) {
+      async loadFiles(role, slot, label, files, origin) {
         ctx.generation++;
         const target = role === 'base' ? 'base' : (slot ?? `agent-${nextAgent++}`);
         const entry: StudioModel = {
           slot: target,
           role,
           label: uniqueLabel(label, target),
+          ...(origin !== undefined && { origin }),
           status: 'loading',
           report: null,
           error: null,
@@ -164,6 +165,7 @@ export function createModelsSlice(ctx: StudioContext): StateCreator<StudioSlice,
             slot: `agent-${nextAgent++}`,
             role: 'agent',
             label: uniqueLabel(pick.label),
+            ...(pick.origin !== undefined && { origin: pick.origin }),
             status: 'loading',
             report: null,
             error: null,
@@ -182,6 +184,44 @@ export function createModelsSlice(ctx: StudioContext): StateCreator<StudioSlice,
         patch({ models: get().studio.models.filter((m) => m.slot !== slot) });
         patch({ params: fitParams(get().studio.params, agentCount()) });
         await services.engine.call('close', { slot }).promise.catch(() => null);
+        await refresh();
+      },
+
+      async startEmpty() {
+        ctx.generation++;
+        analysisJob?.cancel();
+        const slots = get().studio.models.map((m) => m.slot);
+        requests.clear();
+        patch({
+          models: [],
+          source: 'none',
+          check: idleTask(),
+          analysis: idleTask(),
+          analysisLabels: [],
+          params: fitParams(get().studio.params, 0),
+        });
+        await Promise.all(
+          slots.map((slot) => services.engine.call('close', { slot }).promise.catch(() => null)),
+        );
+      },
+
+      async makeBase(slot) {
+        const models = get().studio.models;
+        const agent = models.find((m) => m.slot === slot && m.role === 'agent');
+        const base = models.find((m) => m.role === 'base');
+        if (!agent || [agent, base].some((m) => m?.status === 'loading')) return;
+        ctx.generation++;
+        requests.delete(slot);
+        requests.delete('base');
+        await services.engine.call('swap', { a: 'base', b: slot }).promise;
+        // The old base takes the agent's place in the order (and its per-agent values); no base, no agent.
+        const next = get().studio.models.flatMap((m): StudioModel[] => {
+          if (m.slot === slot) return base ? [{ ...base, slot, role: 'agent' }] : [];
+          if (m.role === 'base') return [];
+          return [m];
+        });
+        patch({ models: [{ ...agent, slot: 'base', role: 'base' }, ...next], source: 'files' });
+        patch({ params: fitParams(get().studio.params, agentCount()) });
         await refresh();
       },
 
@@ -213,7 +253,7 @@ export function createModelsSlice(ctx: StudioContext): StateCreator<StudioSlice,
       },
 
       async runAnalysis() {
-        const inputs = mergeInputs(get().studio);
+        const inputs = statsInputs(get().studio);
         if ('blocked' in inputs) {
           patchTask('analysis', { status: 'error', error: { name: 'NotReady', message: inputs.blocked } });
           return;

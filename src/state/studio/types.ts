@@ -31,6 +31,11 @@ export interface StudioModel {
   slot: string;
   role: ModelRole;
   label: string;
+  /**
+   * Where the model was picked from: its folder's name, within its set's (`set/folder`) where it came
+   * in one; the label it was given then may since have been renamed.
+   */
+  origin?: string;
   status: 'loading' | 'ready' | 'error';
   report: ModelSummary | null;
   error: WorkerErrorInfo | null;
@@ -189,10 +194,20 @@ export interface ModelActions {
   /** Replaces every model with the embedded demo set, then checks and analyses it. */
   loadDemo(): Promise<void>;
   /** Opens files as the base, as a new agent (slot null) or in place of an agent. */
-  loadFiles(role: ModelRole, slot: string | null, label: string, files: FileRef[]): Promise<void>;
+  loadFiles(
+    role: ModelRole,
+    slot: string | null,
+    label: string,
+    files: FileRef[],
+    origin?: string,
+  ): Promise<void>;
   /** Adds each picked model as its own new agent, all read at once. */
-  loadAgents(picks: { label: string; files: FileRef[] }[]): Promise<void>;
+  loadAgents(picks: { label: string; files: FileRef[]; origin?: string }[]): Promise<void>;
   removeAgent(slot: string): Promise<void>;
+  /** Removes every model, the demo's included: the studio waits for the user's own. */
+  startEmpty(): Promise<void>;
+  /** Makes an agent the base; the base there was takes the agent's place in the merge order. */
+  makeBase(slot: string): Promise<void>;
   /** Renames a model; labels stay unique, so an empty or taken name is refused (returns false). */
   renameModel(slot: string, label: string): boolean;
   /** Moves an agent up (-1) or down (+1) in the merge order. */
@@ -374,7 +389,30 @@ export function mergeInputs(
   if (!base) return { blocked: 'Load a base model.' };
   if (agents.length === 0) return { blocked: 'Load at least one agent.' };
   const failed = data.models.find((m) => m.status === 'error');
-  if (failed) return { blocked: `${failed.label} could not be opened: remove it or choose other files.` };
+  if (failed)
+    return {
+      blocked:
+        failed.role === 'base'
+          ? `The base ${failed.label} could not be opened: choose other files for it, or make an agent the base.`
+          : `${failed.label} could not be opened: remove it or choose other files (the statistics leave it out).`,
+    };
   if (data.models.some((m) => m.status === 'loading')) return { blocked: 'Models are still being read.' };
   return { base, agents };
 }
+
+/**
+ * The models the statistics read: like mergeInputs, but an agent that could not be opened is left
+ * out (its card says so) rather than holding back the others. The merge still waits for it, as the
+ * recipe's per-agent values count it.
+ */
+export function statsInputs(
+  data: StudioData,
+): { base: StudioModel; agents: StudioModel[] } | { blocked: string } {
+  const opened = { ...data, models: data.models.filter((m) => m.role === 'base' || m.status !== 'error') };
+  const inputs = mergeInputs(opened);
+  if ('blocked' in inputs && opened.models.length < data.models.length && !opened.models.some(isAgent))
+    return { blocked: 'No agent could be opened: choose other files for them.' };
+  return inputs;
+}
+
+const isAgent = (m: StudioModel): boolean => m.role === 'agent';

@@ -6,8 +6,10 @@ import { formatCount } from '../format.ts';
 import { focusHeading } from '../studio/StepBar.tsx';
 import { branchCounts, percent } from '../stats/summary.ts';
 import { CompatReportView } from './CompatReport.tsx';
+import { useSetStatus } from './folders.ts';
 import { ModelCard } from './ModelCard.tsx';
 import { Pickers } from './Pickers.tsx';
+import { SetStatus } from './SetStatus.tsx';
 
 /** The statistics' headline where the models are, so the first screen answers "how much did they change". */
 function Headline() {
@@ -52,25 +54,46 @@ export function LoadPanel() {
     <section className="panel" aria-labelledby="load-heading" data-testid="load-panel" data-source={source}>
       <div className="panel__head">
         <h2 id="load-heading">1. Models</h2>
-        <button
-          type="button"
-          className="button button--secondary"
-          data-testid="load-demo"
-          onClick={() => void studioStore.getState().loadDemo()}
-        >
-          Load the demo set
-        </button>
+        <div className="studio-actions">
+          <button
+            type="button"
+            className="button button--secondary"
+            data-testid="load-empty"
+            disabled={models.length === 0}
+            onClick={() => {
+              useSetStatus.setState({ question: null });
+              void studioStore.getState().startEmpty();
+            }}
+          >
+            Start empty
+          </button>
+          <button
+            type="button"
+            className="button button--secondary"
+            data-testid="load-demo"
+            onClick={() => {
+              useSetStatus.setState({ question: null });
+              void studioStore.getState().loadDemo();
+            }}
+          >
+            Load the demo set
+          </button>
+        </div>
       </div>
       <p className="muted studio-lede">
         A base model and the agents fine-tuned from it: only headers are read, weights stay on this machine.
       </p>
       <Headline />
+      <SetStatus />
       <div className="studio-models">
         {base ? (
           <ModelCard model={base} index={0} count={1} />
         ) : (
           <article className="card studio-model" data-testid="model-base" data-status="empty">
             <h3>Base</h3>
+            <p className="muted">
+              A model folder, or a whole set: a folder holding base/ and the agents' folders.
+            </p>
             <Pickers role="base" slot={null} testId="model-base" />
           </article>
         )}

@@ -7,6 +7,7 @@ import { studioStore, useStudio } from '../../state/store.ts';
 import type { StudioModel } from '../../state/studio-slice.ts';
 import { formatBytes, formatCount } from '../format.ts';
 import { ErrorBox } from '../studio/common.tsx';
+import { renamed } from './folders.ts';
 import { Pickers } from './Pickers.tsx';
 
 /** The share of sampled elements bit-identical to the base, with a warning when it is too low. */
@@ -86,7 +87,10 @@ function ModelTools({
           const value = new FormData(event.currentTarget).get('label');
           const ok = store.renameModel(model.slot, typeof value === 'string' ? value : '');
           setRefused(!ok);
-          if (ok) setEditing(false);
+          if (!ok) return;
+          setEditing(false);
+          const now = studioStore.getState().studio.models.find((m) => m.slot === model.slot);
+          if (now) renamed(now, model.label);
         }}
       >
         <label htmlFor={inputId} className="visually-hidden">
@@ -163,6 +167,16 @@ function ModelTools({
           >
             Remove
           </button>
+          <button
+            type="button"
+            className="button button--small button--ghost"
+            data-testid={`${testId}-make-base`}
+            aria-label={`Make base: ${model.label}`}
+            disabled={model.status === 'loading'}
+            onClick={() => void store.makeBase(model.slot)}
+          >
+            Make base
+          </button>
         </>
       )}
     </div>
@@ -190,6 +204,13 @@ export function ModelCard({ model, index, count }: { model: StudioModel; index: 
       <ModelTools model={model} testId={testId} index={index} count={count} />
       {model.status === 'loading' && <p className="muted">Reading headers…</p>}
       {model.error && <ErrorBox error={model.error} testId={`${testId}-error`} />}
+      {model.status === 'error' && (
+        <p className="studio-help" data-testid={`${testId}-excluded`}>
+          {model.role === 'agent'
+            ? 'Left out of the statistics. Choose other files for it below; to merge the other agents, remove it.'
+            : 'Choose other files for the base below, or use Make base on one of the agents.'}
+        </p>
+      )}
       {report && (
         <dl className="facts studio-facts">
           <div className="facts__row">

@@ -69,7 +69,13 @@ export function Pickers({ role, slot, testId }: { role: ModelRole; slot: string 
         onChange={(event) => load(fromFileList(event.currentTarget.files ?? new DataTransfer().files))}
       />
       <span className="muted">
-        or drop {slot === null && role === 'agent' ? 'one or more folders' : 'a folder'} or files here
+        or drop{' '}
+        {slot === null && role === 'agent'
+          ? 'one or more folders'
+          : role === 'base'
+            ? 'a folder (or a set folder)'
+            : 'a folder'}{' '}
+        or files here
       </span>
     </div>
   );
