@@ -224,7 +224,8 @@ describe('studio slice: merges into OPFS', () => {
     expect(merges).toHaveLength(2);
     expect(at(merges, 0, 'merges').storage).toEqual({ usage: 123, quota: 4567 });
     const folders = merges.map((m) => m.folder as string);
-    for (const folder of folders) expect(folder).toMatch(/^ramplus-\d{8}-\d{6}-\d+-[0-9a-f]{8}$/);
+    for (const folder of folders)
+      expect(folder).toMatch(/^ramplus-1-agent-\d{4}-\d{2}-\d{2}-\d{8}-\d{6}-\d+-[0-9a-f]{8}$/);
     expect(new Set(folders).size).toBe(2);
   });
 

@@ -7,6 +7,7 @@ import type { FloatDtype } from '../../format/dtype.ts';
 import { validateParams } from '../../methods/defaults.ts';
 import type { MethodParams } from '../../methods/types.ts';
 import { asInfo, isAbort, type StudioContext } from './context.ts';
+import { cleanName, defaultMergeName, folderPart } from './names.ts';
 import {
   idleTask,
   mergeInputs,
@@ -98,8 +99,11 @@ export function createMergeSlice(ctx: StudioContext): StateCreator<StudioSlice, 
       const storage = target ? undefined : await storageNow();
       const id = nextMerge++;
       const { params } = plan;
+      const now = services.now();
+      const name =
+        cleanName(get().studio.mergeName ?? '') || defaultMergeName(params.method, plan.agents.length, now);
       // Another tab of the studio numbers its merges from 1 too: the random part keeps names apart.
-      const folder = `${params.method}-${stamp(services.now())}-${id}-${crypto.randomUUID().slice(0, 8)}`;
+      const folder = `${folderPart(name)}-${stamp(now)}-${id}-${crypto.randomUUID().slice(0, 8)}`;
       const baseLabel = plan.base.label;
       const agentLabels = plan.agents.map((a) => a.label);
       patch({ merge: { status: 'running', progress: null, error: null, result: null } });
@@ -114,6 +118,7 @@ export function createMergeSlice(ctx: StudioContext): StateCreator<StudioSlice, 
           target,
           baseLabel,
           agentLabels,
+          name,
           storage,
         },
         (progress) => {
@@ -124,7 +129,7 @@ export function createMergeSlice(ctx: StudioContext): StateCreator<StudioSlice, 
       let record: MergeRecord;
       try {
         const result = await job.promise;
-        record = { ...result, id, params, baseLabel, agentLabels };
+        record = { ...result, id, name, params, baseLabel, agentLabels };
         if (target) pickedFolders.set(id, target);
         patch({
           merge: { ...get().studio.merge, status: 'done', result },

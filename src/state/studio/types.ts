@@ -45,6 +45,8 @@ export interface TaskState<T> {
 
 export interface MergeRecord extends MergeSummary {
   id: number;
+  /** The merge's name (the Name field, or its default): the card's title, Compare's and the zip's. */
+  name: string;
   params: MethodParams;
   baseLabel: string;
   agentLabels: string[];
@@ -117,6 +119,8 @@ export interface StudioData {
   params: MethodParams;
   /** Output dtype; null keeps each tensor's dtype. */
   outDtype: FloatDtype | null;
+  /** The next merge's name as typed; null: the default (defaultMergeName). */
+  mergeName: string | null;
   merge: TaskState<MergeSummary>;
   merges: MergeRecord[];
   arena: TaskState<ArenaRow[]>;
@@ -206,6 +210,8 @@ export interface RecipeActions {
   setMethod(method: MethodName): void;
   setParams(changes: Partial<Omit<MethodParams, 'method'>>): void;
   setOutDtype(dtype: FloatDtype | null): void;
+  /** Names the next merge; an empty name goes back to the default. */
+  setMergeName(name: string): void;
   /**
    * Takes the method, parameters and output dtype of a saved session, a link or mergekit YAML; the
    * models it names are shown so that they can be picked again (files cannot be reopened by name).
@@ -306,6 +312,7 @@ export function initialStudioData(): StudioData {
     analysisLabels: [],
     params: defaultParams('ramplus', 0),
     outDtype: null,
+    mergeName: null,
     merge: idleTask(),
     merges: [],
     arena: idleTask(),
