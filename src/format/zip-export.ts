@@ -7,8 +7,8 @@
 //   Files references them rather than copying, so the download is not bound by the ~2 GiB a browser
 //   holds in memory for one Blob (see /work/shared/notes/reliability.md §3.2–3.4).
 // Both give the same bytes for the same files.
-import { throwIfAborted } from './abort.ts';
-import { crc32, ZipWriter } from '../format/zip.ts';
+import { throwIfAborted } from '../io/abort.ts';
+import { crc32, ZipWriter } from './zip.ts';
 
 /** A file to zip: its path inside the zip and the browser File holding it (OPFS: disk-backed). */
 export interface ZipInput {
