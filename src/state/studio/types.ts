@@ -136,6 +136,8 @@ export interface StudioData {
   persistAsked: 'granted' | 'denied' | null;
   /** Per OPFS folder: why deleting it failed. */
   deleteErrors: Record<string, string>;
+  /** Last outcome of a library merge's "Save to folder…", per OPFS folder. */
+  savedFolders: Record<string, string>;
   /** The recipe last applied from a saved session, a link or mergekit YAML, with the models it names. */
   restored: { from: 'saved' | 'link' | 'yaml'; base: string | null; agents: string[] } | null;
   /** Why the last recipe offered (a link, a YAML file) could not be used. */
@@ -246,6 +248,8 @@ export interface LibraryActions {
   refreshLibrary(): Promise<void>;
   /** Removes a merge folder from OPFS (and the session's merge record for it). */
   deleteMerge(folder: string): Promise<void>;
+  /** Copies a library merge (an OPFS folder) into a folder the user picked. */
+  saveFolder(folder: string, target: FileSystemDirectoryHandle): Promise<void>;
 }
 
 /** The engine worker's settings and the memory budget (settings-slice.ts). */
@@ -322,6 +326,7 @@ export function initialStudioData(): StudioData {
     storage: null,
     persistAsked: null,
     deleteErrors: {},
+    savedFolders: {},
     restored: null,
     recipeProblem: null,
     comparison: { ...idleTask<CompareReport>(), pair: null },
