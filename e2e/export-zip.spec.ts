@@ -134,10 +134,11 @@ test('a named merge saves as one zip equal to its OPFS folder and the CLI’s me
       `${file} from the zip equals the CLI's`,
     ).toBe(true);
 
-  await page.setViewportSize({ width: 1280, height: 800 });
-  await workflow.shoot(workflow.exportPanel, 'studio-export-zip', testInfo);
-  await page.emulateMedia({ colorScheme: 'dark' });
-  await workflow.shoot(workflow.exportPanel, 'studio-export-zip-dark', testInfo);
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    await workflow.shoot(workflow.exportPanel, `studio-export-zip-${scheme}`, testInfo);
+    await workflow.shoot(workflow.mergePanel, `studio-merge-name-${scheme}`, testInfo);
+  }
   await page.emulateMedia({ colorScheme: 'light' });
 
   // After a reload the merge is a library entry: named from its card, zipped to the same bytes.
@@ -156,6 +157,10 @@ test('a named merge saves as one zip equal to its OPFS folder and the CLI’s me
     `Saved ${files.length} files to library-save`,
   );
   expect(await folders.entries('library-save')).toEqual([...files].sort());
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    await workflow.shoot(entry, `studio-export-library-zip-${scheme}`, testInfo);
+  }
   for (const file of files)
     expect(
       (await folders.file('library-save', file)).equals(await workflow.mergedFile(record.folder, file)),

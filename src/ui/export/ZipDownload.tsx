@@ -129,7 +129,7 @@ export function ZipDownload({ folder, name, testId }: { folder: string; name: st
       {state.text && (
         <span
           role={state.failed ? 'alert' : 'status'}
-          className={state.failed ? 'studio-help notice--error' : 'studio-help'}
+          className={`studio-help studio-actions__status${state.failed ? ' notice--error' : ''}`}
           data-testid={`${testId}-zip-status`}
           data-status={state.running ? 'running' : state.failed ? 'error' : 'done'}
         >
