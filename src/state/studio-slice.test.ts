@@ -225,7 +225,7 @@ describe('studio slice: merges into OPFS', () => {
     expect(at(merges, 0, 'merges').storage).toEqual({ usage: 123, quota: 4567 });
     const folders = merges.map((m) => m.folder as string);
     for (const folder of folders)
-      expect(folder).toMatch(/^ramplus-1-agent-\d{4}-\d{2}-\d{2}-\d{8}-\d{6}-\d+-[0-9a-f]{8}$/);
+      expect(folder).toMatch(/^ramplus-1-agent-\d{4}-\d{2}-\d{2}-\d+-[0-9a-f]{8}$/);
     expect(new Set(folders).size).toBe(2);
   });
 

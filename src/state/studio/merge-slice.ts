@@ -41,14 +41,6 @@ async function requestWrite(handle: FileSystemDirectoryHandle): Promise<WorkerEr
   };
 }
 
-function stamp(date: Date): string {
-  const two = (n: number): string => String(n).padStart(2, '0');
-  return (
-    `${date.getFullYear()}${two(date.getMonth() + 1)}${two(date.getDate())}-` +
-    `${two(date.getHours())}${two(date.getMinutes())}${two(date.getSeconds())}`
-  );
-}
-
 export function createMergeSlice(ctx: StudioContext): StateCreator<StudioSlice, [], [], MergeActions> {
   return (_set, get) => {
     const { services, patch, patchTask, pickedFolders } = ctx;
@@ -102,8 +94,9 @@ export function createMergeSlice(ctx: StudioContext): StateCreator<StudioSlice, 
       const now = services.now();
       const name =
         cleanName(get().studio.mergeName ?? '') || defaultMergeName(params.method, plan.agents.length, now);
-      // Another tab of the studio numbers its merges from 1 too: the random part keeps names apart.
-      const folder = `${folderPart(name)}-${stamp(now)}-${id}-${crypto.randomUUID().slice(0, 8)}`;
+      // The name's default carries the date; another tab of the studio numbers its merges from 1 too,
+      // and two merges may share a name: the random part keeps folders apart.
+      const folder = `${folderPart(name)}-${id}-${crypto.randomUUID().slice(0, 8)}`;
       const baseLabel = plan.base.label;
       const agentLabels = plan.agents.map((a) => a.label);
       patch({ merge: { status: 'running', progress: null, error: null, result: null } });
