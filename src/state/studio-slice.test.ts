@@ -229,6 +229,19 @@ describe('studio slice: merges into OPFS', () => {
     expect(new Set(folders).size).toBe(2);
   });
 
+  it('names the merge from the Name field (cleaned), its folder from the name, and an empty field means the default', async () => {
+    const { fake, store } = await readyStore();
+    store.getState().setMergeName('  My merge: v2\n');
+    await store.getState().runMerge();
+    store.getState().setMergeName('');
+    expect(store.getState().studio.mergeName).toBeNull();
+    await store.getState().runMerge();
+    const [named, unnamed] = fake.calls.filter((c) => c.kind === 'merge').map((c) => c.request);
+    expect(must(named, 'first merge').name).toBe('My merge: v2');
+    expect(must(named, 'first merge').folder).toMatch(/^My-merge-v2-1-[0-9a-f]{8}$/);
+    expect(must(unnamed, 'second merge').name).toMatch(/^ramplus-1-agent-\d{4}-\d{2}-\d{2}$/);
+  });
+
   it('sends no estimate where the browser has none, and a failing estimate is no estimate', async () => {
     const { fake, store } = await readyStore({
       estimate: () => Promise.reject(new Error('no quota')),
