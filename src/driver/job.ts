@@ -104,6 +104,8 @@ export interface MergeJob extends ModelsInput {
   /** Names of the inputs as the recipe and the model card should show them. */
   baseLabel: string;
   agentLabels: string[];
+  /** The merge's name, the model card's title (the studio's Name field); absent: "Merged model (method)". */
+  name?: string;
   /** Statistics from an earlier pass with the same ε (the studio caches them); computed when needed and absent. */
   analysis?: AnalysisResult;
   /** The recipe with the inputs' paths, for mergekit_config.yml and the card; absent: labels and `params`. */

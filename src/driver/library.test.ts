@@ -119,3 +119,19 @@ function rootOf(folder: FileSystemDirectoryHandle): FileSystemDirectoryHandle {
     },
   } as unknown as FileSystemDirectoryHandle;
 }
+
+describe('listLibrary: names', () => {
+  it('names an entry from its card’s title, unescaped; a card without a name (or none) names nothing', async () => {
+    const card = '---\nbase_model: "base"\n---\n# My \\<b\\>\\|merge\n\nMade with merge-studio.\n';
+    const [named] = await listLibrary(
+      rootOf(memoryFolder('my-merge-1-abcd', { 'README.md': card, 'model.safetensors': 'x' })),
+    );
+    expect(named).toMatchObject({ folder: 'my-merge-1-abcd', name: 'My <b>|merge', status: 'complete' });
+    const [cli] = await listLibrary(
+      rootOf(memoryFolder('old', { 'README.md': '# Merged model (ties)\n', 'model.safetensors': 'x' })),
+    );
+    expect(cli?.name).toBeNull();
+    const [none] = await listLibrary(rootOf(memoryFolder('stopped', { 'model.safetensors': 'x' })));
+    expect(none?.name).toBeNull();
+  });
+});

@@ -2,6 +2,7 @@
 // finished. The driver writes the model card (README.md) last, after the shards and their index, so a
 // folder is complete only when the card and every weight file the folder claims are there.
 import { BRANCHES_FILE } from './merge-branches.ts';
+import { cardName } from './model-card.ts';
 
 export interface LibraryFile {
   file: string;
@@ -11,6 +12,8 @@ export interface LibraryFile {
 export interface LibraryEntry {
   /** The subfolder of `merges/`. */
   folder: string;
+  /** The merge's name, from its card's title; null where the card has none (or is not there). */
+  name: string | null;
   status: 'complete' | 'incomplete';
   /** Why an incomplete folder is incomplete. */
   reason: string | null;
@@ -92,16 +95,18 @@ export async function listLibrary(root: FileSystemDirectoryHandle): Promise<Libr
     }
     files.sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
     const names = new Set(files.map((f) => f.file));
+    const card = names.has(CARD) ? await readText(dir, CARD) : null;
     const index = names.has(INDEX) ? await readText(dir, INDEX, Infinity) : null;
     const { status, reason } = folderStatus(files, names.has(INDEX) ? (index ?? '') : null);
     entries.push({
       folder: dir.name,
+      name: card === null ? null : cardName(card),
       status,
       reason,
       files,
       bytes: files.reduce((sum, f) => sum + f.bytes, 0),
       modified,
-      card: names.has(CARD) ? await readText(dir, CARD) : null,
+      card,
       recipe: names.has('mergekit_config.yml') ? await readText(dir, 'mergekit_config.yml') : null,
       branches: names.has(BRANCHES_FILE) ? await readText(dir, BRANCHES_FILE) : null,
     });

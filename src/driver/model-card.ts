@@ -133,7 +133,13 @@ export function perTensorLines(used: Map<string, MethodParams>, labels: string[]
   }
   const lines: string[] = [];
   if (groups.size > 1) {
-    lines.push('', '## Parameters per tensor', '', `Agents in order: ${labels.join(', ')}.`, '');
+    lines.push(
+      '',
+      '## Parameters per tensor',
+      '',
+      `Agents in order: ${labels.map(markdownText).join(', ')}.`,
+      '',
+    );
     // An optional parameter gets a column only where some tensor has it (the other methods' tables stay as they were).
     const columns = CARD_COLUMNS.filter(
       (k) => !specOf(k).optional || [...used.values()].some((p) => paramsRecord(p)[k] !== undefined),
@@ -145,7 +151,9 @@ export function perTensorLines(used: Map<string, MethodParams>, labels: string[]
     for (const [key, names] of groups) {
       const p = JSON.parse(key) as Record<string, number | number[] | undefined>;
       const shown =
-        names.length > 3 ? `${names.slice(0, 3).join(', ')} … (${names.length})` : names.join(', ');
+        names.length > 3
+          ? `${names.slice(0, 3).map(markdownText).join(', ')} … (${names.length})`
+          : names.map(markdownText).join(', ');
       const cell = (value: number | number[] | undefined): string =>
         Array.isArray(value) ? value.join(', ') : value === undefined ? '' : String(value);
       lines.push(`| ${columns.map((k) => cell(p[k])).join(' | ')} | ${shown} |`);
@@ -166,6 +174,49 @@ function readPrecisionNote(readDtype: ReadDtype | undefined, rounded: number): s
   return ` Inputs read at ${at}${rounded > 0 ? ` (values rounded in ${rounded} tensor${rounded === 1 ? '' : 's'})` : ''}.`;
 }
 
+/**
+ * Text as Markdown shows it literally, wherever in a line it stands: the characters that start code,
+ * emphasis, links, HTML, entities, table cells or a heading's closing run are backslash-escaped (an
+ * underscore only at a word's edge, where it can emphasise), and line breaks and other control
+ * characters become spaces, so a folder or model name cannot start a heading, split a table row or
+ * inject HTML into the card. Shard and tensor names (dots, dashes, inner underscores) stay as they are.
+ */
+export function markdownText(text: string): string {
+  return text
+    .replace(/\p{Cc}+/gu, ' ')
+    .replace(/[\\`*[\]<>|~&#]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])/g, '\\$&');
+}
+
+/** The inverse of markdownText for one line of it (names read back from a card's heading). */
+export function unescapeMarkdown(text: string): string {
+  return text.replace(/\\([\\`*[\]<>|~&#_])/g, '$1');
+}
+
+/** A code span showing `text` literally (outside tables): a fence longer than any backtick run inside. */
+export function markdownCode(text: string): string {
+  const clean = text.replace(/\p{Cc}+/gu, ' ');
+  const longest = Math.max(0, ...(clean.match(/`+/g) ?? []).map((run) => run.length));
+  const fence = '`'.repeat(longest + 1);
+  // A space each side where the text starts or ends with a backtick (CommonMark strips one each side).
+  const pad = clean.startsWith('`') || clean.endsWith('`') ? ' ' : '';
+  return `${fence}${pad}${clean}${pad}${fence}`;
+}
+
+/** A YAML double-quoted scalar (JSON strings are valid YAML), so any name is one safe value. */
+export function yamlString(text: string): string {
+  return JSON.stringify(text);
+}
+
+/** The card's title for a merge without a name (the CLI's): the library shows the folder instead. */
+const DEFAULT_TITLE = /^Merged model \(/;
+
+/** The merge's name from a card's title (its first `# ` heading), or null where it has none. */
+export function cardName(card: string): string | null {
+  const title = /^# (.*)$/m.exec(card)?.[1];
+  if (title === undefined || DEFAULT_TITLE.test(title)) return null;
+  return unescapeMarkdown(title);
+}
+
 export function modelCard(input: {
   job: MergeJob;
   inputFiles?: InputFile[];
@@ -181,27 +232,35 @@ export function modelCard(input: {
 }): string {
   const { job, lambdas, analysis, outDtype, shards } = input;
   const p = job.params;
+  const yaml = toMergekitYaml(recipeOf(job, outDtype)).trimEnd();
+  // A fence longer than any backtick run in the recipe, which holds the models' names.
+  const fence = '`'.repeat(Math.max(3, ...(yaml.match(/`+/g) ?? []).map((run) => run.length + 1)));
   const lines = [
     '---',
+    // The Hub reads base_model (its model tree) and library_name (how to load it) from here.
+    `base_model: ${yamlString(job.recipe?.base || job.baseLabel)}`,
+    'library_name: transformers',
     'tags:',
     '- merge',
     `- ${TOOL_NAME}`,
     `- ${p.method}`,
     '---',
-    `# Merged model (${p.method})`,
+    job.name ? `# ${markdownText(job.name)}` : `# Merged model (${p.method})`,
     '',
-    `Made with ${TOOL_NAME} ${TOOL_VERSION} (${job.engine.description}).`,
+    `Made with ${TOOL_NAME} ${TOOL_VERSION} (${job.engine.description})${job.name ? `, method ${p.method}` : ''}.`,
     '',
     '## Inputs',
     '',
-    `- base: \`${job.baseLabel}\``,
-    ...job.agentLabels.map((label, t) => `- agent ${t + 1}: \`${label}\` (λ = ${lambdas[t]?.toFixed(6)})`),
+    `- base: ${markdownCode(job.baseLabel)}`,
+    ...job.agentLabels.map(
+      (label, t) => `- agent ${t + 1}: ${markdownCode(label)} (λ = ${lambdas[t]?.toFixed(6)})`,
+    ),
     '',
     '## Method and parameters',
     '',
-    '```yaml',
-    toMergekitYaml(recipeOf(job, outDtype)).trimEnd(),
-    '```',
+    `${fence}yaml`,
+    yaml,
+    fence,
     '',
     `${input.merged} tensors merged, ${input.copied} copied from the base byte for byte.` +
       (outDtype ? ` Output dtype: ${dtypeToYaml(outDtype)}.` : '') +
@@ -238,15 +297,17 @@ export function modelCard(input: {
     job.agentLabels.forEach((label, t) => {
       const rho = totals.rho[t]!;
       lines.push(
-        `| ${label} | ${totals.changed[t]} | ${totals.unique[t]} | ${totals.shared[t]} | ${Number.isFinite(rho) ? rho.toFixed(4) : '∞'} |`,
+        `| ${markdownText(label)} | ${totals.changed[t]} | ${totals.unique[t]} | ${totals.shared[t]} | ${Number.isFinite(rho) ? rho.toFixed(4) : '∞'} |`,
       );
     });
   }
   if (input.inputFiles?.length) {
     lines.push('', '## Input files', '', '| model | file | bytes | sha256 |', '|---|---|---|---|');
-    for (const f of input.inputFiles) lines.push(`| ${f.model} | ${f.file} | ${f.bytes} | ${f.sha256} |`);
+    for (const f of input.inputFiles)
+      lines.push(`| ${markdownText(f.model)} | ${markdownText(f.file)} | ${f.bytes} | ${f.sha256} |`);
   }
   lines.push('', '## Files', '', '| file | bytes | sha256 |', '|---|---|---|');
-  for (const shard of shards) lines.push(`| ${shard.file} | ${shard.bytes} | ${shard.sha256} |`);
+  for (const shard of shards)
+    lines.push(`| ${markdownText(shard.file)} | ${shard.bytes} | ${shard.sha256} |`);
   return `${lines.join('\n')}\n`;
 }

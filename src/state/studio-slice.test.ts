@@ -334,8 +334,22 @@ describe('studio slice: merges into OPFS', () => {
     expect(merges).toHaveLength(2);
     expect(at(merges, 0, 'merges').storage).toEqual({ usage: 123, quota: 4567 });
     const folders = merges.map((m) => m.folder as string);
-    for (const folder of folders) expect(folder).toMatch(/^ramplus-\d{8}-\d{6}-\d+-[0-9a-f]{8}$/);
+    for (const folder of folders)
+      expect(folder).toMatch(/^ramplus-1-agent-\d{4}-\d{2}-\d{2}-\d+-[0-9a-f]{8}$/);
     expect(new Set(folders).size).toBe(2);
+  });
+
+  it('names the merge from the Name field (cleaned), its folder from the name, and an empty field means the default', async () => {
+    const { fake, store } = await readyStore();
+    store.getState().setMergeName('  My merge: v2\n');
+    await store.getState().runMerge();
+    store.getState().setMergeName('');
+    expect(store.getState().studio.mergeName).toBeNull();
+    await store.getState().runMerge();
+    const [named, unnamed] = fake.calls.filter((c) => c.kind === 'merge').map((c) => c.request);
+    expect(must(named, 'first merge').name).toBe('My merge: v2');
+    expect(must(named, 'first merge').folder).toMatch(/^My-merge-v2-1-[0-9a-f]{8}$/);
+    expect(must(unnamed, 'second merge').name).toMatch(/^ramplus-1-agent-\d{4}-\d{2}-\d{2}$/);
   });
 
   it('sends no estimate where the browser has none, and a failing estimate is no estimate', async () => {

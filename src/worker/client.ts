@@ -155,3 +155,14 @@ export async function mergedFile(folder: string, name: string): Promise<File> {
   const dir = await merges.getDirectoryHandle(folder);
   return (await dir.getFileHandle(name)).getFile();
 }
+
+/** Every file of a merge folder in OPFS, sorted by name (swap files of a write in progress left out). */
+export async function mergedFiles(folder: string): Promise<File[]> {
+  const root = await navigator.storage.getDirectory();
+  const dir = await (await root.getDirectoryHandle(MERGES_FOLDER)).getDirectoryHandle(folder);
+  const files: File[] = [];
+  for await (const handle of dir.values())
+    if (handle.kind === 'file' && !handle.name.endsWith('.crswap'))
+      files.push(await (handle as FileSystemFileHandle).getFile());
+  return files.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}

@@ -19,7 +19,15 @@ import type { MergeEngine, StageTimings } from '../engine/contract.ts';
 import { model, readTotals, recalledAnalysis, snapshot } from './models.ts';
 import type { MergeStages, ReadBackFile, WorkerCalls } from './protocol.ts';
 import { windowCacheSince } from '../engine/gpu/window-cache.ts';
-import { checkStorage, checkTarget, claimFolder, mergesRoot, writing } from './storage.ts';
+import {
+  checkStorage,
+  checkTarget,
+  claimFolder,
+  isQuotaError,
+  mergesRoot,
+  quotaFull,
+  writing,
+} from './storage.ts';
 
 /**
  * The shard hash worker (hash-worker.ts), started by the first job that hashes and kept while it
@@ -113,9 +121,9 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
   const picked = request.target;
   const base = model(request.base);
   const agents = request.agents.map(model);
+  const needed = predictOutputBytes(base, agents, request.outDtype, BROWSER_SHARD_BYTES);
   if (picked) await checkTarget(picked);
-  else if (request.storage)
-    checkStorage(request.storage, predictOutputBytes(base, agents, request.outDtype, BROWSER_SHARD_BYTES));
+  else if (request.storage) checkStorage(request.storage, needed);
   let root: FileSystemDirectoryHandle | null = null;
   let dir: FileSystemDirectoryHandle;
   if (picked) dir = picked;
@@ -153,6 +161,7 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
           out,
           baseLabel: request.baseLabel,
           agentLabels: request.agentLabels,
+          ...(request.name === undefined ? {} : { name: request.name }),
           analysis: recalledAnalysis(request.base, request.agents, request.params.epsilon),
           // Awaited after the shards and before the model card, which makes a folder complete: an
           // input changed meanwhile fails the merge and the driver removes what it wrote.
@@ -212,11 +221,24 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
     await root?.removeEntry(request.folder, { recursive: true }).catch(() => undefined);
     // A read that failed because an input changed is reported as that change, naming the model.
     if (!isAbortError(error)) await unchanged();
+    if (!picked && isQuotaError(error)) throw quotaFull(await storageEstimate(), needed, error);
     throw error;
   } finally {
     writing.delete(request.folder);
   }
 };
+
+/** navigator.storage.estimate() now, or undefined where the browser gives none. */
+async function storageEstimate(): Promise<{ usage: number; quota: number } | undefined> {
+  try {
+    const estimate = await navigator.storage.estimate();
+    return typeof estimate.quota === 'number'
+      ? { usage: estimate.usage ?? 0, quota: estimate.quota }
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 export const copy: Call<'copy'> = async ({ folder, target }, { signal }) => {
   const from = directoryHandleFolder(await (await mergesRoot()).getDirectoryHandle(folder));

@@ -102,6 +102,8 @@ export interface MergeRequest {
   target?: FileSystemDirectoryHandle;
   baseLabel: string;
   agentLabels: string[];
+  /** The merge's name: the model card's title. */
+  name?: string;
   /** The browser's storage estimate, for a merge into OPFS: refused before any work if it does not fit. */
   storage?: { usage: number; quota: number };
 }

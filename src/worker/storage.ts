@@ -47,6 +47,35 @@ export function checkStorage(storage: { usage: number; quota: number }, needed: 
   );
 }
 
+/** Whether `error`, or an error it wraps (the driver wraps write failures), is the browser's quota refusal. */
+export function isQuotaError(error: unknown): boolean {
+  for (let e = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++)
+    if (e.name === 'QuotaExceededError') return true;
+  return false;
+}
+
+/**
+ * What the page shows when a write into OPFS hits the quota mid-merge (the estimate before it was
+ * short, or another tab wrote meanwhile), in place of the platform's own text: the numbers from
+ * navigator.storage.estimate() now, and what the merge needed.
+ */
+export function quotaFull(
+  storage: { usage: number; quota: number } | undefined,
+  needed: number,
+  cause?: unknown,
+): Error {
+  const numbers = storage
+    ? `${formatBytes(storage.usage)} of ${formatBytes(storage.quota)} used, ${formatBytes(Math.max(0, storage.quota - storage.usage))} free`
+    : 'the browser gives no estimate of its use';
+  const error = refusal(
+    'QuotaFull',
+    `Browser storage quota full: the merge needs about ${formatBytes(needed)} (${numbers}), so it stopped and its files were removed. ` +
+      'Delete merges from the library, or use Merge into a folder… to write to disk.',
+  );
+  if (cause !== undefined) error.cause = cause;
+  return error;
+}
+
 type PermissionHandle = FileSystemDirectoryHandle & {
   queryPermission?: (descriptor: { mode: 'read' | 'readwrite' }) => Promise<PermissionState>;
 };

@@ -63,6 +63,17 @@ export function createLibrarySlice(ctx: StudioContext): StateCreator<StudioSlice
           });
       },
 
+      async saveFolder(folder, target) {
+        const done = (text: string): void =>
+          patch({ savedFolders: { ...get().studio.savedFolders, [folder]: text } });
+        try {
+          const names = await services.engine.call('copy', { folder, target }).promise;
+          done(`Saved ${names.length} files to ${target.name}.`);
+        } catch (error) {
+          done(`Saving failed: ${asInfo(error).message}`);
+        }
+      },
+
       async deleteMerge(folder) {
         const { [folder]: _dropped, ...others } = get().studio.deleteErrors;
         patch({ deleteErrors: others });

@@ -7,6 +7,7 @@ import type { FloatDtype } from '../../format/dtype.ts';
 import { validateParams } from '../../methods/defaults.ts';
 import type { MethodParams } from '../../methods/types.ts';
 import { asInfo, isAbort, type StudioContext } from './context.ts';
+import { cleanName, defaultMergeName, folderPart } from './names.ts';
 import {
   idleTask,
   mergeInputs,
@@ -38,14 +39,6 @@ async function requestWrite(handle: FileSystemDirectoryHandle): Promise<WorkerEr
     name: 'PermissionDenied',
     message: `Writing to the folder ${handle.name} was not allowed (${state}), so nothing was merged. Choose Merge into a folder… again and allow the browser to edit that folder.`,
   };
-}
-
-function stamp(date: Date): string {
-  const two = (n: number): string => String(n).padStart(2, '0');
-  return (
-    `${date.getFullYear()}${two(date.getMonth() + 1)}${two(date.getDate())}-` +
-    `${two(date.getHours())}${two(date.getMinutes())}${two(date.getSeconds())}`
-  );
 }
 
 export function createMergeSlice(ctx: StudioContext): StateCreator<StudioSlice, [], [], MergeActions> {
@@ -98,8 +91,12 @@ export function createMergeSlice(ctx: StudioContext): StateCreator<StudioSlice, 
       const storage = target ? undefined : await storageNow();
       const id = nextMerge++;
       const { params } = plan;
-      // Another tab of the studio numbers its merges from 1 too: the random part keeps names apart.
-      const folder = `${params.method}-${stamp(services.now())}-${id}-${crypto.randomUUID().slice(0, 8)}`;
+      const now = services.now();
+      const name =
+        cleanName(get().studio.mergeName ?? '') || defaultMergeName(params.method, plan.agents.length, now);
+      // The name's default carries the date; another tab of the studio numbers its merges from 1 too,
+      // and two merges may share a name: the random part keeps folders apart.
+      const folder = `${folderPart(name)}-${id}-${crypto.randomUUID().slice(0, 8)}`;
       const baseLabel = plan.base.label;
       const agentLabels = plan.agents.map((a) => a.label);
       patch({ merge: { status: 'running', progress: null, error: null, result: null } });
@@ -114,6 +111,7 @@ export function createMergeSlice(ctx: StudioContext): StateCreator<StudioSlice, 
           target,
           baseLabel,
           agentLabels,
+          name,
           storage,
         },
         (progress) => {
@@ -124,7 +122,7 @@ export function createMergeSlice(ctx: StudioContext): StateCreator<StudioSlice, 
       let record: MergeRecord;
       try {
         const result = await job.promise;
-        record = { ...result, id, params, baseLabel, agentLabels };
+        record = { ...result, id, name, params, baseLabel, agentLabels };
         if (target) pickedFolders.set(id, target);
         patch({
           merge: { ...get().studio.merge, status: 'done', result },

@@ -73,6 +73,10 @@ export function createRecipeSlice(ctx: StudioContext): StateCreator<StudioSlice,
         patch({ outDtype: dtype });
       },
 
+      setMergeName(name) {
+        patch({ mergeName: name === '' ? null : name });
+      },
+
       applyRecipe(recipe, from) {
         const agents = agentCount();
         patch({

@@ -50,6 +50,8 @@ export interface TaskState<T> {
 
 export interface MergeRecord extends MergeSummary {
   id: number;
+  /** The merge's name (the Name field, or its default): the card's title, Compare's and the zip's. */
+  name: string;
   params: MethodParams;
   baseLabel: string;
   agentLabels: string[];
@@ -122,6 +124,8 @@ export interface StudioData {
   params: MethodParams;
   /** Output dtype; null keeps each tensor's dtype. */
   outDtype: FloatDtype | null;
+  /** The next merge's name as typed; null: the default (defaultMergeName). */
+  mergeName: string | null;
   merge: TaskState<MergeSummary>;
   merges: MergeRecord[];
   arena: TaskState<ArenaRow[]>;
@@ -137,6 +141,8 @@ export interface StudioData {
   persistAsked: 'granted' | 'denied' | null;
   /** Per OPFS folder: why deleting it failed. */
   deleteErrors: Record<string, string>;
+  /** Last outcome of a library merge's "Save to folder…", per OPFS folder. */
+  savedFolders: Record<string, string>;
   /** The recipe last applied from a saved session, a link or mergekit YAML, with the models it names. */
   restored: { from: 'saved' | 'link' | 'yaml'; base: string | null; agents: string[] } | null;
   /** Why the last recipe offered (a link, a YAML file) could not be used. */
@@ -221,6 +227,8 @@ export interface RecipeActions {
   setMethod(method: MethodName): void;
   setParams(changes: Partial<Omit<MethodParams, 'method'>>): void;
   setOutDtype(dtype: FloatDtype | null): void;
+  /** Names the next merge; an empty name goes back to the default. */
+  setMergeName(name: string): void;
   /**
    * Takes the method, parameters and output dtype of a saved session, a link or mergekit YAML; the
    * models it names are shown so that they can be picked again (files cannot be reopened by name).
@@ -255,6 +263,8 @@ export interface LibraryActions {
   refreshLibrary(): Promise<void>;
   /** Removes a merge folder from OPFS (and the session's merge record for it). */
   deleteMerge(folder: string): Promise<void>;
+  /** Copies a library merge (an OPFS folder) into a folder the user picked. */
+  saveFolder(folder: string, target: FileSystemDirectoryHandle): Promise<void>;
 }
 
 /** The engine worker's settings and the memory budget (settings-slice.ts). */
@@ -321,6 +331,7 @@ export function initialStudioData(): StudioData {
     analysisLabels: [],
     params: defaultParams('ramplus', 0),
     outDtype: null,
+    mergeName: null,
     merge: idleTask(),
     merges: [],
     arena: idleTask(),
@@ -330,6 +341,7 @@ export function initialStudioData(): StudioData {
     storage: null,
     persistAsked: null,
     deleteErrors: {},
+    savedFolders: {},
     restored: null,
     recipeProblem: null,
     comparison: { ...idleTask<CompareReport>(), pair: null },

@@ -32,7 +32,7 @@ function candidates(data: Pick<StudioData, 'merges' | 'library'>): Candidate[] {
   const records = new Map<string, MergeRecord>(data.merges.map((m) => [mergeKey(m), m]));
   const fromRecord = (m: MergeRecord): Candidate => ({
     key: mergeKey(m),
-    label: `merge ${m.id} (${m.params.method}) · ${m.folder}`,
+    label: `${m.name} · merge ${m.id} (${m.params.method})`,
     params: m.params,
     lambdas: m.lambdas,
     branches: m.branches,
@@ -47,7 +47,7 @@ function candidates(data: Pick<StudioData, 'merges' | 'library'>): Candidate[] {
     }
     return {
       key: `opfs:${e.folder}`,
-      label: e.folder,
+      label: e.name ?? e.folder,
       params,
       lambdas: null,
       branches: parseBranches(e.branches),

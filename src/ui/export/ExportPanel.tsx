@@ -1,6 +1,7 @@
-// Step 4: every merge of the session, in OPFS or in a folder the user picked: its files with sizes
-// and shard checksums, downloads (with the size a browser can safely hand over) and "Save to folder…"
-// for OPFS, the read-back check for a picked folder, and the mergekit recipe.
+// Step 4: every merge of the session, in OPFS or in a folder the user picked: its name, files with
+// sizes and shard checksums, the whole merge as one zip, single-file downloads (with the size a
+// browser can safely hand over) and "Save to folder…" for OPFS (library merges too), the read-back
+// check for a picked folder, and the mergekit recipe.
 import { useState } from 'react';
 import { BROWSER_SHARD_BYTES } from '../../driver/shard-sizes.ts';
 import { type WrittenFile } from '../../driver/job.ts';
@@ -12,6 +13,7 @@ import { formatBytes, formatDuration } from '../format.ts';
 import { ErrorBox, idPart, ProgressBar } from '../studio/common.tsx';
 import { deferred } from '../studio/deferred.tsx';
 import { directoryPicker } from '../../io/browser-folders.ts';
+import { ZipDownload } from './ZipDownload.tsx';
 
 // The comparison of two merges (and the mergekit YAML reader it brings) is a chunk of its own: it has
 // nothing to show before two merges exist.
@@ -161,7 +163,7 @@ function MergeCard({ record, deletable = false }: { record: MergeRecord; deletab
       aria-labelledby={`${testId}-title`}
     >
       <h3 id={`${testId}-title`}>
-        Merge {record.id}: {record.params.method}{' '}
+        Merge {record.id}: <span data-testid={`${testId}-name`}>{record.name}</span> ({record.params.method}){' '}
         <span className="muted">
           {picked ? (
             <>
@@ -216,6 +218,7 @@ function MergeCard({ record, deletable = false }: { record: MergeRecord; deletab
       </div>
       {picked && <ReadBackSummary record={record} task={readBack} testId={testId} />}
       <div className="studio-actions">
+        {!picked && <ZipDownload folder={record.folder} name={record.name} testId={testId} />}
         {pick && (
           <button
             type="button"
@@ -284,11 +287,42 @@ function DownloadLimitNotice() {
   return (
     <div className="notice notice--warn" role="note" data-testid="export-download-limit">
       <p>
-        This browser cannot save to a folder, so each file is offered as its own download. Files up to {safe}{' '}
-        download safely: Chromium cannot hold one file much larger. Weights are split into shards of at most{' '}
-        {formatBytes(BROWSER_SHARD_BYTES)}, and any file over {safe} is flagged before its download.
+        This browser cannot save to a folder: Download as zip offers a whole merge as one file, built from the
+        stored files without copying them into memory, or each file downloads on its own. Files up to {safe}{' '}
+        download safely one by one: Chromium cannot hold one file much larger. Weights are split into shards
+        of at most {formatBytes(BROWSER_SHARD_BYTES)}, and any file over {safe} is flagged before its
+        download.
       </p>
     </div>
+  );
+}
+
+/** "Save to folder…" for a library merge: its files copied into a folder the user picks. */
+function SaveFolderButton({ folder, testId }: { folder: string; testId: string }) {
+  const saved = useStudio((s) => s.studio.savedFolders[folder]);
+  const pick = directoryPicker();
+  if (!pick) return null;
+  return (
+    <>
+      <button
+        type="button"
+        className="button button--secondary"
+        data-testid={`${testId}-save`}
+        onClick={() =>
+          void pick({ mode: 'readwrite' }).then(
+            (dir) => studioStore.getState().saveFolder(folder, dir),
+            () => undefined,
+          )
+        }
+      >
+        Save to folder…
+      </button>
+      {saved && (
+        <span role="status" data-testid={`${testId}-saved`}>
+          {saved}
+        </span>
+      )}
+    </>
   );
 }
 
@@ -299,7 +333,12 @@ function LibraryCard({ entry }: { entry: LibraryEntry }) {
   return (
     <article className="card card--wide" aria-labelledby={`${testId}-title`}>
       <h3 id={`${testId}-title`}>
-        <code>merges/{entry.folder}</code>{' '}
+        {entry.name !== null && (
+          <>
+            <span data-testid="merge-card-name">{entry.name}</span>{' '}
+          </>
+        )}
+        <code className={entry.name !== null ? 'muted' : undefined}>merges/{entry.folder}</code>{' '}
         <span className={`badge ${complete ? 'badge--ok' : 'badge--warn'}`}>
           {complete ? 'complete' : 'incomplete'}
         </span>
@@ -339,6 +378,8 @@ function LibraryCard({ entry }: { entry: LibraryEntry }) {
         </div>
       )}
       <div className="studio-actions">
+        {complete && <ZipDownload folder={entry.folder} name={entry.name ?? entry.folder} testId={testId} />}
+        {complete && <SaveFolderButton folder={entry.folder} testId={testId} />}
         <DeleteButton folder={entry.folder} />
       </div>
       {entry.card && (

@@ -19,6 +19,7 @@ import { ErrorBox, idPart, ProgressBar } from '../studio/common.tsx';
 import { directoryPicker } from '../../io/browser-folders.ts';
 import { budgetAdvice } from '../load/budget.ts';
 import { RecipeTools } from './RecipeTools.tsx';
+import { defaultMergeName, folderPart, MAX_NAME } from '../../state/studio/names.ts';
 import { useStudioWithoutProgress } from './picks.ts';
 import { branchCounts, expectedOutputBytes, percent } from '../stats/summary.ts';
 
@@ -315,6 +316,8 @@ export function MergePanel() {
   const methodId = 'merge-method';
   const dtypeId = useId();
   const folderHelpId = useId();
+  const nameId = useId();
+  const nameHelpId = useId();
   const labels = data.models.filter((m) => m.role === 'agent').map((m) => m.label);
   const { params, merge } = data;
   const inputs = mergeInputs(data);
@@ -326,6 +329,8 @@ export function MergePanel() {
   const pick = directoryPicker();
   const agentsText = `${labels.length} agent${labels.length === 1 ? '' : 's'}`;
   const disabled = running || blocked !== null || problems.length > 0;
+  const defaultName = defaultMergeName(params.method, labels.length, new Date());
+  const name = data.mergeName ?? defaultName;
   return (
     <section
       className="panel"
@@ -337,6 +342,24 @@ export function MergePanel() {
         <h2 id="merge-heading">3. Merge</h2>
       </div>
       <div className="studio-recipe">
+        <div className="studio-field studio-field--name">
+          <label htmlFor={nameId}>Name</label>
+          <input
+            id={nameId}
+            type="text"
+            value={data.mergeName ?? ''}
+            placeholder={defaultName}
+            maxLength={MAX_NAME}
+            spellCheck={false}
+            aria-describedby={nameHelpId}
+            data-testid="merge-name"
+            onChange={(event) => studioStore.getState().setMergeName(event.currentTarget.value)}
+          />
+          <span id={nameHelpId} className="studio-help">
+            Folder <code>{folderPart(name)}-…</code>; also the model card&apos;s title and the zip&apos;s
+            name.
+          </span>
+        </div>
         <div className="studio-field">
           <label htmlFor={methodId}>Method</label>
           <select
