@@ -60,7 +60,7 @@ function GradientValue({
           type="button"
           className="button button--ghost studio-gradient__clear"
           data-testid={`${testId}-gradient-clear`}
-          aria-label={`Replace the ${what} gradient with one value`}
+          aria-label={`Use one value for ${what}`}
           onClick={onClear}
         >
           Use one value

@@ -10,6 +10,7 @@ import { studioStore, useStudio } from '../../state/store.ts';
 import { sessionRecipe } from '../../state/studio-slice.ts';
 import { reopenFolders } from '../load/folders.ts';
 import { pickRecipeData, type RecipeData } from './picks.ts';
+import { recipeModelName } from '../../state/studio/recipe-import.ts';
 
 const FROM_TEXT = { saved: 'your last session', link: 'the link', yaml: 'the mergekit YAML' } as const;
 
@@ -63,7 +64,7 @@ function Restored({ data }: { data: RecipeData }) {
       </p>
       {restored.mapping && restored.mapping.length > 0 && (
         <table className="studio-table studio-table--compact" data-testid="recipe-mapping">
-          <caption>Recipe models and the loaded agents they became</caption>
+          <caption>Recipe models and the loaded models they became</caption>
           <thead>
             <tr>
               <th scope="col">Recipe model</th>
@@ -71,6 +72,23 @@ function Restored({ data }: { data: RecipeData }) {
             </tr>
           </thead>
           <tbody>
+            {restored.base && loaded.base && (
+              <tr data-testid="recipe-mapping-base">
+                <th scope="row">
+                  <code>{restored.base}</code>
+                </th>
+                <td>
+                  {loaded.base}{' '}
+                  <span className="muted">
+                    (
+                    {recipeModelName(restored.base) === recipeModelName(loaded.base)
+                      ? 'by name'
+                      : 'the loaded base, in its place'}
+                    )
+                  </span>
+                </td>
+              </tr>
+            )}
             {restored.mapping.map((row, i) => (
               <tr key={`${i}-${row.recipe}`} data-testid="recipe-mapping-row" data-by={row.by ?? 'none'}>
                 <th scope="row">
