@@ -88,13 +88,15 @@ test('mergekit’s ties.yml imports with its gradients and filter, exports them 
   ]);
   expect(must(noticeBox, 'notice box').y).toBeLessThan(must(methodBox, 'method box').y);
   await expect(page.getByTestId('recipe-mapping-base')).toHaveText(
-    /TheBloke\/Llama-2-13B-fp16\s*Llama-2-13B-fp16 \(by name\)/,
+    /TheBloke\/Llama-2-13B-fp16 → Llama-2-13B-fp16 \(by name\)/,
   );
   await expect(page.getByTestId('recipe-mapping-row')).toHaveText([
-    /psmathur\/orca_mini_v3_13b\s*orca_mini_v3_13b \(by name\)/,
-    /garage-bAInd\/Platypus2-13B\s*Platypus2-13B \(by name\)/,
-    /WizardLM\/WizardMath-13B-V1.0\s*WizardMath-13B-V1.0 \(by name\)/,
+    /psmathur\/orca_mini_v3_13b → orca_mini_v3_13b \(by name\)/,
+    /garage-bAInd\/Platypus2-13B → Platypus2-13B \(by name\)/,
+    /WizardLM\/WizardMath-13B-V1.0 → WizardMath-13B-V1.0 \(by name\)/,
   ]);
+  // Every model is loaded under its name: nothing to choose again.
+  await expect(notice).not.toContainText('choose those models');
   // What the studio cannot honour is listed, not dropped: int8_mask, mergekit's float16 arithmetic.
   const unhonoured = page.getByTestId('recipe-unhonoured');
   await expect(unhonoured).toContainText('int8_mask');
@@ -118,7 +120,12 @@ test('mergekit’s ties.yml imports with its gradients and filter, exports them 
   expect(await axeViolations(page, '[data-testid="merge-panel"]')).toEqual([]);
   for (const scheme of ['light', 'dark'] as const) {
     await page.emulateMedia({ colorScheme: scheme });
-    await workflow.shoot(workflow.mergePanel, `recipe-import-${scheme}`, testInfo);
+    await workflow.shoot(notice, `recipe-import-notice-${scheme}`, testInfo);
+    await workflow.shoot(
+      page.locator('[data-testid="merge-panel"] .studio-recipe'),
+      `recipe-import-params-${scheme}`,
+      testInfo,
+    );
   }
   await page.emulateMedia({ colorScheme: 'light' });
 
@@ -164,4 +171,16 @@ test('mergekit’s ties.yml imports with its gradients and filter, exports them 
   expect(got.length).toBe(want.length);
   expect(got.equals(want)).toBe(true);
   expect(browserErrors.messages).toEqual([]);
+
+  // Replacing a gradient is explicit: the number comes back, and the recipe no longer has the gradient.
+  await page.getByTestId(`param-density-${id(ORCA)}-gradient-clear`).click();
+  await expect(page.getByTestId(`param-density-${id(ORCA)}-gradient`)).toHaveCount(0);
+  await expect(page.getByTestId(`param-density-${id(ORCA)}`)).toHaveValue('1');
+  await page.getByTestId('recipe-tools').locator('details summary').click();
+  const shown = parseMergekitYaml(
+    must(await page.getByTestId('recipe-yaml').textContent(), 'yaml'),
+    'shown.yml',
+  );
+  expect(shown.settings?.models[0]).toEqual({ weight: 1, density: 1 });
+  expect(shown.settings?.models[1]).toEqual(recipe.settings?.models[1]);
 });

@@ -39,10 +39,13 @@ function Restored({ data }: { data: RecipeData }) {
   const [refused, setRefused] = useState<string[]>([]);
   if (!restored) return null;
   const loaded = sessionRecipe(data);
+  // Every recipe model went to the loaded agent of its name: nothing to pick again.
+  const mapped = restored.mapping !== undefined && restored.mapping.every((row) => row.by === 'name');
   const same =
-    restored.base === loaded.base &&
-    restored.agents.length === loaded.agents.length &&
-    restored.agents.every((a, i) => a === loaded.agents[i]);
+    mapped ||
+    (restored.base === loaded.base &&
+      restored.agents.length === loaded.agents.length &&
+      restored.agents.every((a, i) => a === loaded.agents[i]));
   const missing = named.filter((label) => !kept.some((k) => k.label === label));
   return (
     <div className="notice" role="status" data-testid="recipe-restored" data-from={restored.from}>
@@ -63,50 +66,35 @@ function Restored({ data }: { data: RecipeData }) {
         )}
       </p>
       {restored.mapping && restored.mapping.length > 0 && (
-        <table className="studio-table studio-table--compact" data-testid="recipe-mapping">
-          <caption>Recipe models and the loaded models they became</caption>
-          <thead>
-            <tr>
-              <th scope="col">Recipe model</th>
-              <th scope="col">Loaded agent</th>
-            </tr>
-          </thead>
-          <tbody>
+        <div data-testid="recipe-mapping">
+          <p>Recipe models and the loaded models they became:</p>
+          <ul className="studio-mapping">
             {restored.base && loaded.base && (
-              <tr data-testid="recipe-mapping-base">
-                <th scope="row">
-                  <code>{restored.base}</code>
-                </th>
-                <td>
-                  {loaded.base}{' '}
-                  <span className="muted">
-                    (
-                    {recipeModelName(restored.base) === recipeModelName(loaded.base)
-                      ? 'by name'
-                      : 'the loaded base, in its place'}
-                    )
-                  </span>
-                </td>
-              </tr>
+              <li data-testid="recipe-mapping-base">
+                <code>{restored.base}</code> → {loaded.base}{' '}
+                <span className="muted">
+                  (
+                  {recipeModelName(restored.base) === recipeModelName(loaded.base)
+                    ? 'by name'
+                    : 'the loaded base, in its place'}
+                  )
+                </span>
+              </li>
             )}
             {restored.mapping.map((row, i) => (
-              <tr key={`${i}-${row.recipe}`} data-testid="recipe-mapping-row" data-by={row.by ?? 'none'}>
-                <th scope="row">
-                  <code>{row.recipe}</code>
-                </th>
-                <td>
-                  {row.loaded === null ? (
-                    <span className="muted">none loaded</span>
-                  ) : (
-                    <>
-                      {row.loaded} <span className="muted">(by {row.by})</span>
-                    </>
-                  )}
-                </td>
-              </tr>
+              <li key={`${i}-${row.recipe}`} data-testid="recipe-mapping-row" data-by={row.by ?? 'none'}>
+                <code>{row.recipe}</code> →{' '}
+                {row.loaded === null ? (
+                  <span className="muted">none loaded</span>
+                ) : (
+                  <>
+                    {row.loaded} <span className="muted">(by {row.by})</span>
+                  </>
+                )}
+              </li>
             ))}
-          </tbody>
-        </table>
+          </ul>
+        </div>
       )}
       {restored.unhonoured && restored.unhonoured.length > 0 && (
         <div data-testid="recipe-unhonoured">
