@@ -42,6 +42,22 @@ test('a merge is listed as complete after a reload, with its files, and merge-de
   );
   await expect(page.getByTestId('storage-estimate')).toHaveAttribute('data-usage', /^[1-9]\d*$/);
 
+  // Compare after the reload: every λ (kept in each card), and only the parameters each method reads
+  // ('—' where one merge's method does not read it; a row for neither method's parameters).
+  const compare = page.getByTestId('compare-panel');
+  await compare.getByTestId('compare-a').selectOption(`opfs:${record.folder}`);
+  await compare.getByTestId('compare-b').selectOption(`opfs:${ties.folder}`);
+  const shown = (lambdas: number[]): string => lambdas.map((l) => Number(l.toFixed(6)).toFixed(4)).join(', ');
+  const lambdas = compare.getByTestId('compare-param-lambdas');
+  await expect(lambdas).toContainText(shown(record.lambdas));
+  await expect(lambdas).toContainText(shown(ties.lambdas));
+  await expect(lambdas).not.toContainText('—');
+  expect(record.params.method).toBe('ramplus');
+  await expect(compare.getByTestId('compare-param-r')).toContainText('—');
+  await expect(compare.getByTestId('compare-param-density')).toContainText('—');
+  for (const unused of ['gamma', 't', 'seed', 'dellaEpsilon'])
+    await expect(compare.getByTestId(`compare-param-${unused}`)).toHaveCount(0);
+
   await card.getByTestId('merge-delete').click();
   await expect(card).toHaveCount(0);
   const tiesCard = page.locator(`[data-testid="merge-card"][data-folder="${ties.folder}"]`);

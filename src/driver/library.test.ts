@@ -2,7 +2,7 @@
 // stopped before the card, stopped mid-shard, and sharded with a shard missing.
 import { describe, expect, it } from 'vitest';
 import { indexJson, planShards } from '../format/sharded.ts';
-import { folderStatus, listLibrary, type LibraryFile } from './library.ts';
+import { cardLambdas, folderStatus, listLibrary, type LibraryFile } from './library.ts';
 
 const companions: LibraryFile[] = [
   { file: 'config.json', bytes: 300 },
@@ -133,5 +133,26 @@ describe('listLibrary: names', () => {
     expect(cli?.name).toBeNull();
     const [none] = await listLibrary(rootOf(memoryFolder('stopped', { 'model.safetensors': 'x' })));
     expect(none?.name).toBeNull();
+  });
+});
+
+describe('cardLambdas', () => {
+  it('reads λ per agent back from the card’s Inputs list, in agent order', () => {
+    const card = [
+      '## Inputs',
+      '',
+      '- base: `base`',
+      '- agent 1: `key` (λ = 1.000000)',
+      '- agent 2: `door (v2)` (λ = 1.023400)',
+      '',
+    ].join('\n');
+    expect(cardLambdas(card)).toEqual([1, 1.0234]);
+  });
+
+  it('is null for a card without them or with them out of order', () => {
+    expect(cardLambdas(null)).toBeNull();
+    expect(cardLambdas('# Merged model\n')).toBeNull();
+    expect(cardLambdas('- agent 2: `a` (λ = 1.000000)\n')).toBeNull();
+    expect(cardLambdas('- agent 1: `a` (λ = undefined)\n')).toBeNull();
   });
 });

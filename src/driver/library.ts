@@ -113,3 +113,19 @@ export async function listLibrary(root: FileSystemDirectoryHandle): Promise<Libr
   }
   return entries.sort((a, b) => b.modified - a.modified || (a.folder < b.folder ? 1 : -1));
 }
+
+/**
+ * λ per agent as the model card's Inputs list gives them (`- agent 2: \`door\` (λ = 1.023400)`,
+ * model-card.ts), in agent order: a merge listed after a reload has no session record, and its card
+ * is where its λ were kept. Null where the card lists no agent with a λ.
+ */
+export function cardLambdas(card: string | null): number[] | null {
+  if (!card) return null;
+  const lambdas: number[] = [];
+  for (const match of card.matchAll(/^- agent (\d+): `.*` \(λ = ([^)]+)\)$/gmu)) {
+    const value = Number(match[2]);
+    if (Number(match[1]) !== lambdas.length + 1 || !Number.isFinite(value)) return null;
+    lambdas.push(value);
+  }
+  return lambdas.length > 0 ? lambdas : null;
+}

@@ -1,6 +1,7 @@
 // The session recipe's link and storage forms: a round trip keeps every field, and whatever a link
 // carries is checked field by field (paths, unknown methods, non-numbers, oversized lists refused).
 import { describe, expect, it } from 'vitest';
+import { at } from '../io/checked.ts';
 import {
   parseSessionRecipe,
   recipeFragment,
@@ -70,5 +71,33 @@ describe('session recipe', () => {
   it('keeps a null base and a null output dtype', () => {
     const plain = { ...recipe, base: null, outDtype: null };
     expect(parseSessionRecipe(serializeSessionRecipe(plain))).toEqual(plain);
+  });
+
+  it('keeps a recipe’s gradients, filters and read dtype, and checks each point against its range', () => {
+    const graded: SessionRecipe = {
+      ...recipe,
+      gradients: {
+        global: { lambda: [1, 0.5] },
+        models: [{ density: [1, 0.7, 0.1] }, {}, { weight: [{ filter: 'mlp', value: 0.5 }, { value: 0 }] }],
+      },
+      readDtype: 'F16',
+    };
+    expect(parseSessionRecipe(serializeSessionRecipe(graded))).toEqual(graded);
+    const broken = (change: (g: { models: Record<string, unknown>[] }) => void): string => {
+      const doc = JSON.parse(serializeSessionRecipe(graded)) as {
+        gradients: { models: Record<string, unknown>[] };
+      };
+      change(doc.gradients);
+      return JSON.stringify(doc);
+    };
+    const cases: [string, RegExp][] = [
+      [broken((g) => (at(g.models, 0).density = [1, 5])), /gradients.models\[0\].density\[1\] is outside/],
+      [broken((g) => (at(g.models, 0).density = 0.5)), /gradient or a filter list/],
+      [broken((g) => (at(g.models, 0).nonsense = [1])), /has no parameter "nonsense"/],
+      [broken((g) => (at(g.models, 2).weight = [{ filter: 3, value: 1 }])), /filter must be text/],
+      [broken((g) => (at(g.models, 0).density = [])), /1 to 1024 numbers/],
+    ];
+    for (const [text, message] of cases) expect(() => parseSessionRecipe(text)).toThrow(message);
+    expect(() => parseSessionRecipe(bad((d) => (d.readDtype = 'F64')))).toThrow(/read dtype/);
   });
 });

@@ -2,9 +2,10 @@
 // parameter, ε and the output dtype, saved in localStorage and shared as a URL fragment. It holds no
 // path and no weight; whatever is read back is checked field by field, as it may come from a link.
 import type { FloatDtype } from '../format/dtype.ts';
-import { defaultParams, isMethod, paramsRecord } from '../methods/defaults.ts';
+import { defaultParams, isMethod, paramsRecord, specForYaml } from '../methods/defaults.ts';
 import { rangeProblem, specOf, USER_PARAMS, type ParamSpec } from '../methods/params.ts';
-import type { MethodParams } from '../methods/types.ts';
+import type { Conditional, RecipeSettings, Setting } from '../methods/recipe.ts';
+import type { MethodName, MethodParams } from '../methods/types.ts';
 
 export interface SessionRecipe {
   /** The labels of the base and the agents, in merge order (names only: never paths). */
@@ -12,6 +13,10 @@ export interface SessionRecipe {
   agents: string[];
   params: MethodParams;
   outDtype: FloatDtype | null;
+  /** A recipe's gradients and filters (mergekit keys), per agent and global; the scalars are in params. */
+  gradients?: RecipeSettings;
+  /** The precision the inputs are read at (a recipe's mergekit dtype); absent: as stored. */
+  readDtype?: FloatDtype;
 }
 
 export const SESSION_STORAGE_KEY = 'merge-studio.recipe.v1';
@@ -66,6 +71,60 @@ function paramValue(spec: ParamSpec, value: unknown, what: string): unknown {
   return number;
 }
 
+/** Bounds on a gradient's points and a filter list's entries a link may carry. */
+const MAX_POINTS = 1024;
+const MAX_FILTER = 200;
+
+/** One gradient or filter list of a mergekit key, checked as the YAML reader checks it. */
+function setting(method: MethodName, key: string, value: unknown, what: string): Setting {
+  const param = specForYaml(method, key);
+  if (!param) throw new SessionRecipeError(`${what}: ${method} has no parameter ${JSON.stringify(key)}`);
+  const spec = specOf(param);
+  const point = (v: unknown, at: string): number => {
+    const n = finite(v, at);
+    const problem = rangeProblem(spec, n);
+    if (problem) throw new SessionRecipeError(`${at} ${problem}, got ${n}`);
+    return n;
+  };
+  const gradient = (v: unknown, at: string): number[] => {
+    if (!Array.isArray(v) || v.length === 0 || v.length > MAX_POINTS)
+      throw new SessionRecipeError(`${at} must be a list of 1 to ${MAX_POINTS} numbers`);
+    return v.map((p, i) => point(p, `${at}[${i}]`));
+  };
+  if (!Array.isArray(value)) throw new SessionRecipeError(`${what} must be a gradient or a filter list`);
+  if (value.every((v) => typeof v === 'number')) return gradient(value, what);
+  if (value.length > MAX_AGENTS) throw new SessionRecipeError(`${what} has more than ${MAX_AGENTS} filters`);
+  return value.map((entry: unknown, i): Conditional => {
+    const at = `${what}[${i}]`;
+    if (typeof entry !== 'object' || entry === null)
+      throw new SessionRecipeError(`${at} must be { filter, value }`);
+    const { filter, value: v } = entry as Record<string, unknown>;
+    if (filter !== undefined && (typeof filter !== 'string' || filter.length > MAX_FILTER))
+      throw new SessionRecipeError(`${at}.filter must be text of at most ${MAX_FILTER} characters`);
+    const checked = Array.isArray(v) ? gradient(v, `${at}.value`) : point(v, `${at}.value`);
+    return filter === undefined ? { value: checked } : { filter, value: checked };
+  });
+}
+
+function settings(method: MethodName, value: unknown, what: string): Record<string, Setting> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new SessionRecipeError(`${what} must be an object`);
+  return Object.fromEntries(
+    Object.entries(value).map(([key, v]) => [key, setting(method, key, v, `${what}.${key}`)]),
+  );
+}
+
+function gradients(method: MethodName, value: unknown): RecipeSettings {
+  const doc = value as { global?: unknown; models?: unknown } | null;
+  if (typeof doc !== 'object' || doc === null) throw new SessionRecipeError('gradients must be an object');
+  if (!Array.isArray(doc.models) || doc.models.length > MAX_AGENTS)
+    throw new SessionRecipeError(`gradients.models must be a list of at most ${MAX_AGENTS}`);
+  return {
+    global: settings(method, doc.global ?? {}, 'gradients.global'),
+    models: doc.models.map((m, i) => settings(method, m, `gradients.models[${i}]`)),
+  };
+}
+
 /** Checks a decoded recipe field by field; throws a SessionRecipeError naming the bad field. */
 export function checkSessionRecipe(value: unknown): SessionRecipe {
   if (typeof value !== 'object' || value === null || Array.isArray(value))
@@ -87,11 +146,16 @@ export function checkSessionRecipe(value: unknown): SessionRecipe {
     throw new SessionRecipeError(`unknown output dtype ${JSON.stringify(outDtype)}`);
   if (!Array.isArray(doc.agents) || doc.agents.length > MAX_AGENTS)
     throw new SessionRecipeError(`agents must be a list of at most ${MAX_AGENTS} names`);
+  const readDtype = doc.readDtype;
+  if (readDtype !== undefined && !DTYPES.includes(readDtype as FloatDtype))
+    throw new SessionRecipeError(`unknown read dtype ${JSON.stringify(readDtype)}`);
   return {
     base: doc.base === null || doc.base === undefined ? null : label(doc.base, 'base'),
     agents: doc.agents.map((a, i) => label(a, `agents[${i}]`)),
     params,
     outDtype: outDtype as FloatDtype | null,
+    ...(doc.gradients === undefined ? {} : { gradients: gradients(p.method, doc.gradients) }),
+    ...(readDtype === undefined ? {} : { readDtype: readDtype as FloatDtype }),
   };
 }
 

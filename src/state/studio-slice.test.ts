@@ -352,6 +352,71 @@ describe('studio slice: merges into OPFS', () => {
     expect(must(unnamed, 'second merge').name).toMatch(/^ramplus-1-agent-\d{4}-\d{2}-\d{2}$/);
   });
 
+  it('sends an imported recipe’s gradients and filters, in the loaded agents’ order, and its read dtype', async () => {
+    const fake = fakeEngine();
+    const store = studioWith(fake.engine);
+    const loading = [
+      store.getState().loadFiles('base', null, 'base', file('b')),
+      store.getState().loadFiles('agent', null, 'door', file('d')),
+      store.getState().loadFiles('agent', null, 'key', file('k')),
+    ];
+    await flush();
+    for (const held of [...fake.held]) await fake.answer(held.request.slot as string);
+    await Promise.all(loading);
+    const params = { ...defaultParams('ties', 2), weights: [1, 0.5], density: [1, 0.4] };
+    // The recipe lists key first: it goes to the agent of its name.
+    store.getState().applyRecipe(
+      {
+        base: 'org/base',
+        agents: ['org/key', 'org/door'],
+        params,
+        outDtype: 'F16',
+        readDtype: 'F16',
+        gradients: {
+          global: {},
+          models: [{ density: [1, 0.5] }, { weight: [{ filter: 'mlp', value: 2 }, { value: 0 }] }],
+        },
+      },
+      'yaml',
+      ['int8_mask: no effect.'],
+    );
+    const { restored, gradients, params: applied } = store.getState().studio;
+    expect(restored?.mapping?.map((r) => [r.recipe, r.loaded, r.by])).toEqual([
+      ['org/key', 'key', 'name'],
+      ['org/door', 'door', 'name'],
+    ]);
+    expect(restored?.unhonoured).toEqual(['int8_mask: no effect.']);
+    expect(applied.density).toEqual([0.4, 1]);
+    expect(gradients?.models).toEqual([
+      { weight: [{ filter: 'mlp', value: 2 }, { value: 0 }] },
+      { density: [1, 0.5] },
+    ]);
+    await store.getState().runMerge();
+    const request = at(
+      fake.calls.filter((c) => c.kind === 'merge'),
+      0,
+      'merges',
+    ).request;
+    expect(request.readDtype).toBe('F16');
+    expect(request.settings).toEqual({
+      global: {},
+      models: [
+        { weight: [{ filter: 'mlp', value: 2 }, { value: 0 }], density: 0.4 },
+        { weight: 1, density: [1, 0.5] },
+      ],
+    });
+    // A gradient moves with its agent, and one value replaces it only when asked.
+    await store.getState().moveAgent(at(store.getState().studio.models, 1, 'models').slot, 1);
+    expect(store.getState().studio.gradients?.models).toEqual([
+      { density: [1, 0.5] },
+      { weight: [{ filter: 'mlp', value: 2 }, { value: 0 }] },
+    ]);
+    store.getState().clearGradient('density', 0);
+    expect(store.getState().studio.gradients?.models[0]).toEqual({});
+    store.getState().clearGradient('weight', 1);
+    expect(store.getState().studio.gradients).toBeNull();
+  });
+
   it('sends no estimate where the browser has none, and a failing estimate is no estimate', async () => {
     const { fake, store } = await readyStore({
       estimate: () => Promise.reject(new Error('no quota')),

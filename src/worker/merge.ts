@@ -28,6 +28,8 @@ import {
   quotaFull,
   writing,
 } from './storage.ts';
+import type { Recipe } from '../methods/recipe.ts';
+import { recipeResolver } from '../methods/resolve.ts';
 
 /**
  * The shard hash worker (hash-worker.ts), started by the first job that hashes and kept while it
@@ -122,6 +124,17 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
   const base = model(request.base);
   const agents = request.agents.map(model);
   const needed = predictOutputBytes(base, agents, request.outDtype, BROWSER_SHARD_BYTES);
+  // A recipe's gradients and filters, resolved per tensor as `merge --config` resolves them (a filter
+  // that leaves a tensor without a required weight fails here, before any work).
+  const settingsRecipe: Recipe | undefined = request.settings && {
+    base: request.baseLabel,
+    models: request.agentLabels,
+    params: request.params,
+    settings: request.settings,
+    outDtype: request.outDtype,
+    labels: true,
+  };
+  const perTensor = settingsRecipe && recipeResolver(settingsRecipe, [...base.tensors.keys()], 'the recipe');
   if (picked) await checkTarget(picked);
   else if (request.storage) checkStorage(request.storage, needed);
   let root: FileSystemDirectoryHandle | null = null;
@@ -162,7 +175,14 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
           baseLabel: request.baseLabel,
           agentLabels: request.agentLabels,
           ...(request.name === undefined ? {} : { name: request.name }),
-          analysis: recalledAnalysis(request.base, request.agents, request.params.epsilon),
+          recipe: settingsRecipe,
+          perTensor,
+          readDtype: request.readDtype,
+          // Statistics kept from the studio's pass were read as stored: at another precision the driver counts anew.
+          analysis:
+            request.readDtype === undefined
+              ? recalledAnalysis(request.base, request.agents, request.params.epsilon)
+              : undefined,
           // Awaited after the shards and before the model card, which makes a folder complete: an
           // input changed meanwhile fails the merge and the driver removes what it wrote.
           inputFiles: async () => {

@@ -10,6 +10,7 @@ import type { EngineLimits } from '../engine/gpu/device.ts';
 import type { AnalysisResult, Progress, WrittenFile } from '../driver/job.ts';
 import type { ElementExplanation, ExplainCall, MaskViewCall, MaskViewResult } from '../driver/tensor-view.ts';
 import type { LibraryEntry } from '../driver/library.ts';
+import type { RecipeSettings } from '../methods/recipe.ts';
 import type { MergeBranches } from '../driver/merge-branches.ts';
 import type { WindowCacheReport } from '../engine/contract.ts';
 import type { ModelSummary } from '../driver/model-transfer.ts';
@@ -106,6 +107,13 @@ export interface MergeRequest {
   name?: string;
   /** The browser's storage estimate, for a merge into OPFS: refused before any work if it does not fit. */
   storage?: { usage: number; quota: number };
+  /**
+   * A recipe's per-tensor settings (gradients, filters; mergekit keys, agents in merge order), resolved
+   * per tensor by the CLI's resolver (src/methods/resolve.ts) and written into mergekit_config.yml.
+   */
+  settings?: RecipeSettings;
+  /** The read precision D (a recipe's mergekit `dtype`, as `merge --config` reads it); absent: as stored. */
+  readDtype?: FloatDtype;
 }
 
 export type { LibraryEntry };

@@ -198,7 +198,8 @@ export function createEvalSlice(ctx: StudioContext): StateCreator<StudioSlice, [
         const candidate = get().studio.evaluation.candidateMerges.find((c) => c.label === label);
         if (!candidate) return null;
         // Scored with each tensor in its own dtype: written the same way, it is the merge that was scored.
-        patch({ params: copyParams(candidate.params), outDtype: null });
+        // The candidate's scalars everywhere (no gradient) and each tensor read as stored, as it was scored.
+        patch({ params: copyParams(candidate.params), outDtype: null, gradients: null, readDtype: null });
         patchEval({ writtenCandidate: label });
         return get().runMerge();
       },

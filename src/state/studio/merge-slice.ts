@@ -6,6 +6,8 @@ import type { EngineJob } from '../../worker/client.ts';
 import type { FloatDtype } from '../../format/dtype.ts';
 import { validateParams } from '../../methods/defaults.ts';
 import type { MethodParams } from '../../methods/types.ts';
+import type { RecipeSettings } from '../../methods/recipe.ts';
+import { mergeSettings } from './recipe-import.ts';
 import { asInfo, isAbort, type StudioContext } from './context.ts';
 import { cleanName, defaultMergeName, folderPart } from './names.ts';
 import {
@@ -52,6 +54,8 @@ export function createMergeSlice(ctx: StudioContext): StateCreator<StudioSlice, 
       agents: StudioModel[];
       params: MethodParams;
       outDtype: FloatDtype | null;
+      settings: RecipeSettings | undefined;
+      readDtype: FloatDtype | null;
     }
 
     /** The merge the current recipe asks for, or null with the reason shown as the merge's error. */
@@ -80,7 +84,13 @@ export function createMergeSlice(ctx: StudioContext): StateCreator<StudioSlice, 
         });
         return null;
       }
-      return { ...inputs, params: data.params, outDtype: data.outDtype };
+      return {
+        ...inputs,
+        params: data.params,
+        outDtype: data.outDtype,
+        settings: mergeSettings(data.params, data.gradients, inputs.agents.length),
+        readDtype: data.readDtype,
+      };
     }
 
     async function startMerge(
@@ -113,6 +123,8 @@ export function createMergeSlice(ctx: StudioContext): StateCreator<StudioSlice, 
           agentLabels,
           name,
           storage,
+          ...(plan.settings ? { settings: plan.settings } : {}),
+          ...(plan.readDtype ? { readDtype: plan.readDtype } : {}),
         },
         (progress) => {
           if (mergeJob === job) patchTask('merge', { progress });

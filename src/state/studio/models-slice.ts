@@ -6,7 +6,7 @@ import type { DemoSet, EngineJob } from '../../worker/client.ts';
 import type { FileRef } from '../../worker/protocol.ts';
 import { at } from '../../io/checked.ts';
 import { asInfo, isAbort, type StudioContext } from './context.ts';
-import { fitParams, swapAgents, swapped } from './recipe-slice.ts';
+import { fitParams, swapAgents, swapGradients, swapped } from './recipe-slice.ts';
 import {
   checkRequest,
   idleTask,
@@ -247,7 +247,11 @@ export function createModelsSlice(ctx: StudioContext): StateCreator<StudioSlice,
         const moved = swapped(agents, from, to);
         ctx.generation++;
         // Every per-agent value moves with its agent.
-        patch({ models: [...base, ...moved], params: swapAgents(get().studio.params, from, to) });
+        patch({
+          models: [...base, ...moved],
+          params: swapAgents(get().studio.params, from, to),
+          gradients: swapGradients(get().studio.gradients, from, to),
+        });
         // The statistics' per-agent arrays are in the old order: run them again.
         await refresh();
       },

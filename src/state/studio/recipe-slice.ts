@@ -2,11 +2,13 @@
 // specs, src/methods/params.ts), output dtype, and recipes offered from a session, a link or YAML.
 import type { StateCreator } from 'zustand';
 import { at } from '../../io/checked.ts';
-import { defaultParams, paramsRecord } from '../../methods/defaults.ts';
+import { defaultParams, paramsRecord, yamlKeyOf } from '../../methods/defaults.ts';
 import { specOf, USER_PARAMS } from '../../methods/params.ts';
+import type { RecipeSettings, Setting } from '../../methods/recipe.ts';
 import type { MethodName, MethodParams } from '../../methods/types.ts';
 import type { StudioContext } from './context.ts';
 import type { RecipeActions, StudioSlice } from './types.ts';
+import { hasGradients, mapRecipeModels, reorderRecipe, unhonoured } from './recipe-import.ts';
 
 /** The per-agent parameters (a list each, one value per agent, in merge order). */
 const AGENT_PARAMS = USER_PARAMS.filter((key) => specOf(key).scope === 'agent');
@@ -48,6 +50,29 @@ function switchMethod(current: MethodParams, method: MethodName, agents: number)
   return next;
 }
 
+/** Gradients with agents i and j exchanged, as their agents were. */
+export function swapGradients(gradients: RecipeSettings | null, i: number, j: number): RecipeSettings | null {
+  if (!gradients) return null;
+  const models = [...gradients.models];
+  while (models.length <= Math.max(i, j)) models.push({});
+  return { global: gradients.global, models: swapped(models, i, j) };
+}
+
+/** Only the gradients of the mergekit keys `keep` allows; null where none is left. */
+function keepGradients(
+  gradients: RecipeSettings | null,
+  keep: (key: string) => boolean,
+): RecipeSettings | null {
+  if (!gradients) return null;
+  const only = (own: Record<string, Setting>): Record<string, Setting> =>
+    Object.fromEntries(Object.entries(own).filter(([key]) => keep(key)));
+  const next = { global: only(gradients.global), models: gradients.models.map(only) };
+  return hasGradients(next) ? next : null;
+}
+
+/** The mergekit keys of the parameters kept across a change of method (their gradients stay too). */
+const KEPT_KEYS = new Set(USER_PARAMS.filter((k) => specOf(k).keepOnMethodChange).map(yamlKeyOf));
+
 /** A copy of `items` with the entries at i and j (both inside it) exchanged. */
 export function swapped<T>(items: readonly T[], i: number, j: number): T[] {
   const next = [...items];
@@ -62,7 +87,10 @@ export function createRecipeSlice(ctx: StudioContext): StateCreator<StudioSlice,
     return {
       setMethod(method) {
         // ε and the per-agent weights carry over (keepOnMethodChange); the rest takes the method's defaults.
-        patch({ params: switchMethod(get().studio.params, method, agentCount()) });
+        patch({
+          params: switchMethod(get().studio.params, method, agentCount()),
+          gradients: keepGradients(get().studio.gradients, (key) => KEPT_KEYS.has(key)),
+        });
       },
 
       setParams(changes) {
@@ -77,18 +105,69 @@ export function createRecipeSlice(ctx: StudioContext): StateCreator<StudioSlice,
         patch({ mergeName: name === '' ? null : name });
       },
 
-      applyRecipe(recipe, from) {
+      applyRecipe(recipe, from, notes = []) {
+        const models = get().studio.models;
+        const loaded = models.filter((m) => m.role === 'agent').map((m) => m.label);
+        const loadedBase = models.find((m) => m.role === 'base')?.label ?? null;
         const agents = agentCount();
+        let params = recipe.params;
+        let gradients = recipe.gradients ?? null;
+        let restored: NonNullable<StudioSlice['studio']['restored']> = {
+          from,
+          base: recipe.base,
+          agents: recipe.agents,
+          unhonoured: [...notes],
+        };
+        // A recipe that names its models goes to the loaded agents by name, the rest by position.
+        if (agents > 0 && recipe.agents.length > 0) {
+          const { rows, order } = mapRecipeModels(recipe.agents, loaded);
+          const reordered = reorderRecipe(
+            params,
+            gradients ?? { global: {}, models: [] },
+            order,
+            defaultParams(params.method, agents),
+          );
+          params = reordered.params;
+          gradients = hasGradients(reordered.gradients) ? reordered.gradients : null;
+          restored = {
+            ...restored,
+            mapping: rows,
+            unhonoured: unhonoured({ notes, rows, loaded, order, recipeBase: recipe.base ?? '', loadedBase }),
+          };
+        }
         patch({
-          params: agents > 0 ? fitParams(recipe.params, agents) : recipe.params,
+          params: agents > 0 ? fitParams(params, agents) : params,
+          gradients: gradients && hasGradients(gradients) ? gradients : null,
+          readDtype: recipe.readDtype ?? null,
           outDtype: recipe.outDtype,
-          restored: { from, base: recipe.base, agents: recipe.agents },
+          restored,
           recipeProblem: null,
         });
       },
 
       setRecipeProblem(problem) {
         patch({ recipeProblem: problem });
+      },
+
+      clearGradient(key, agent) {
+        const gradients = get().studio.gradients;
+        if (!gradients) return;
+        const drop = (own: Record<string, Setting> | undefined): Record<string, Setting> => {
+          const { [key]: _dropped, ...rest } = own ?? {};
+          return rest;
+        };
+        const next =
+          agent === null
+            ? { global: drop(gradients.global), models: gradients.models }
+            : {
+                global: gradients.global,
+                models: gradients.models.map((m, t) => (t === agent ? drop(m) : m)),
+              };
+        patch({ gradients: hasGradients(next) ? next : null });
+      },
+
+      setReadDtype(dtype) {
+        patch({ readDtype: dtype });
       },
     };
   };

@@ -23,6 +23,8 @@ import type { FloatDtype } from '../../format/dtype.ts';
 import { defaultParams } from '../../methods/defaults.ts';
 import type { MethodName, MethodParams } from '../../methods/types.ts';
 import type { SessionRecipe } from '../session.ts';
+import type { RecipeSettings } from '../../methods/recipe.ts';
+import type { ModelMapping } from './recipe-import.ts';
 
 export type ModelRole = 'base' | 'agent';
 export type TaskStatus = 'idle' | 'running' | 'done' | 'cancelled' | 'error';
@@ -144,7 +146,22 @@ export interface StudioData {
   /** Last outcome of a library merge's "Save to folder…", per OPFS folder. */
   savedFolders: Record<string, string>;
   /** The recipe last applied from a saved session, a link or mergekit YAML, with the models it names. */
-  restored: { from: 'saved' | 'link' | 'yaml'; base: string | null; agents: string[] } | null;
+  restored: {
+    from: 'saved' | 'link' | 'yaml';
+    base: string | null;
+    agents: string[];
+    /** Which recipe model became which loaded agent, where agents were loaded when it was applied. */
+    mapping?: ModelMapping[];
+    /** What the studio does not do as the recipe says (recipe-import.ts unhonoured), one line each. */
+    unhonoured?: string[];
+  } | null;
+  /**
+   * A recipe's gradients and filters (lists per layer, values by tensor name), per agent in merge
+   * order and global; the scalars are in `params`. Null: every tensor takes `params`.
+   */
+  gradients: RecipeSettings | null;
+  /** The precision the inputs are read at (a recipe's mergekit `dtype`, as the CLI reads it); null: as stored. */
+  readDtype: FloatDtype | null;
   /** Why the last recipe offered (a link, a YAML file) could not be used. */
   recipeProblem: string | null;
   /** The last comparison of two merges, by merge key (see mergeKey). */
@@ -233,9 +250,16 @@ export interface RecipeActions {
    * Takes the method, parameters and output dtype of a saved session, a link or mergekit YAML; the
    * models it names are shown so that they can be picked again (files cannot be reopened by name).
    */
-  applyRecipe(recipe: SessionRecipe, from: 'saved' | 'link' | 'yaml'): void;
+  applyRecipe(recipe: SessionRecipe, from: 'saved' | 'link' | 'yaml', notes?: string[]): void;
   /** Says why a recipe offered could not be used (null clears it). */
   setRecipeProblem(problem: string | null): void;
+  /**
+   * Drops a gradient or filter: one agent's (agent t) or the global one (agent null) of a mergekit
+   * key, so the scalar in `params` applies to every tensor.
+   */
+  clearGradient(key: string, agent: number | null): void;
+  /** The precision the inputs are read at (null: as stored). */
+  setReadDtype(dtype: FloatDtype | null): void;
 }
 
 /** The merge job, its read-back and saving, and the arena (merge-slice.ts). */
@@ -343,6 +367,8 @@ export function initialStudioData(): StudioData {
     deleteErrors: {},
     savedFolders: {},
     restored: null,
+    gradients: null,
+    readDtype: null,
     recipeProblem: null,
     comparison: { ...idleTask<CompareReport>(), pair: null },
     memoryBudget: DEFAULT_MEMORY_BUDGET,
@@ -383,12 +409,16 @@ export function checkRequest(data: StudioData): { base: string; agents: string[]
 }
 
 /** The recipe of the studio as it stands: the models' labels and order, method, parameters, dtype. */
-export function sessionRecipe(data: Pick<StudioData, 'models' | 'params' | 'outDtype'>): SessionRecipe {
+export function sessionRecipe(
+  data: Pick<StudioData, 'models' | 'params' | 'outDtype' | 'gradients' | 'readDtype'>,
+): SessionRecipe {
   return {
     base: data.models.find((m) => m.role === 'base')?.label ?? null,
     agents: data.models.filter((m) => m.role === 'agent').map((m) => m.label),
     params: data.params,
     outDtype: data.outDtype,
+    ...(data.gradients ? { gradients: data.gradients } : {}),
+    ...(data.readDtype ? { readDtype: data.readDtype } : {}),
   };
 }
 

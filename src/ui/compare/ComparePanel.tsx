@@ -7,9 +7,11 @@ import { useId, useMemo, useState, type ReactNode } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 import { parseBranches, type MergeBranches } from '../../driver/merge-branches.ts';
 import type { LibraryEntry } from '../../worker/protocol.ts';
+import { cardLambdas } from '../../driver/library.ts';
+import { readsParam } from '../../methods/defaults.ts';
 import { parseMergekitYaml } from '../../methods/recipe.ts';
 import type { MethodParams } from '../../methods/types.ts';
-import { specOf, USER_PARAMS } from '../../methods/params.ts';
+import { USER_PARAMS, type ParameterKey } from '../../methods/params.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import { mergeKey, type MergeRecord, type StudioData } from '../../state/studio-slice.ts';
 import { formatCount } from '../format.ts';
@@ -49,7 +51,8 @@ function candidates(data: Pick<StudioData, 'merges' | 'library'>): Candidate[] {
       key: `opfs:${e.folder}`,
       label: e.name ?? e.folder,
       params,
-      lambdas: null,
+      // No session record after a reload: the card keeps the λ the merge used.
+      lambdas: cardLambdas(e.card),
       branches: parseBranches(e.branches),
       arenaKey: null,
     };
@@ -62,6 +65,10 @@ function candidates(data: Pick<StudioData, 'merges' | 'library'>): Candidate[] {
 
 /** The method, then every parameter a user sets (the specs' table, src/methods/params.ts). */
 const PARAM_ROWS: (keyof MethodParams)[] = ['method', ...USER_PARAMS];
+
+/** Whether a merge's method reads the parameter (PARAM_SPECS, each method's descriptor). */
+const usedBy = (params: MethodParams | null, name: keyof MethodParams): boolean =>
+  params !== null && name !== 'method' && readsParam(params.method, name as ParameterKey);
 
 const show = (value: unknown): string =>
   value === undefined ? '—' : Array.isArray(value) ? value.join(', ') : String(value);
@@ -149,18 +156,15 @@ export function ComparePanel() {
         caption="Parameters"
         head="Parameter"
         rows={[
-          // An optional parameter gets a row where either merge has it.
+          // A parameter gets a row where either merge's method reads it (each method's descriptor);
+          // the other merge shows '—' for one its method does not read.
           ...PARAM_ROWS.filter(
-            (name) =>
-              name === 'method' ||
-              !specOf(name).optional ||
-              left.params?.[name] !== undefined ||
-              right.params?.[name] !== undefined,
+            (name) => name === 'method' || usedBy(left.params, name) || usedBy(right.params, name),
           ).map((name) => ({
             key: name,
             label: name,
-            a: show(left.params?.[name]),
-            b: show(right.params?.[name]),
+            a: name === 'method' || usedBy(left.params, name) ? show(left.params?.[name]) : '—',
+            b: name === 'method' || usedBy(right.params, name) ? show(right.params?.[name]) : '—',
           })),
           {
             key: 'lambdas',

@@ -2,101 +2,14 @@
 // range, the method's defaults), added under the name the CLI's `--candidate` gives the same merge and
 // scored by the next run beside the models, none written; and what "Write this merge" started.
 import { useId, useState } from 'react';
-import { agentValue, defaultParams, paramsRecord, validateParams } from '../../methods/defaults.ts';
-import { specOf, type ParameterKey } from '../../methods/params.ts';
-import { METHOD_LIST, methodOf } from '../../methods/registry/index.ts';
+import { defaultParams, validateParams } from '../../methods/defaults.ts';
+import { METHOD_LIST } from '../../methods/registry/index.ts';
 import type { MethodName, MethodParams } from '../../methods/types.ts';
 import { candidateLabel } from '../../state/studio/candidates.ts';
 import { fitParams } from '../../state/studio/recipe-slice.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import { idPart } from '../studio/common.tsx';
-
-type Change = (key: ParameterKey, value: number | number[] | boolean | string) => void;
-
-/** One parameter's input, as its spec's kind and scope say (per agent: one number each). */
-function ParamInput({
-  name,
-  params,
-  agents,
-  onChange,
-}: {
-  name: ParameterKey;
-  params: MethodParams;
-  agents: string[];
-  onChange: Change;
-}) {
-  const id = useId();
-  const spec = specOf(name);
-  const label = spec.label ?? name;
-  const value = paramsRecord(params)[name] ?? spec.default;
-  const testId = `eval-cand-${name}`;
-  if (spec.scope === 'agent') {
-    const values = agents.map((_, t) => agentValue(params, name, t));
-    return (
-      <fieldset className="studio-field eval-cand__param" title={spec.help}>
-        <legend>{label}</legend>
-        <div className="studio-list">
-          {agents.map((agent, t) => (
-            <label key={agent} className="studio-list__item">
-              <span>{agent}</span>
-              <input
-                type="number"
-                step={spec.step ?? 'any'}
-                value={Number.isFinite(values[t] ?? NaN) ? values[t] : ''}
-                data-testid={`${testId}-${idPart(agent)}`}
-                onChange={(event) => {
-                  const next = [...values];
-                  next[t] = event.currentTarget.valueAsNumber;
-                  onChange(name, next);
-                }}
-              />
-            </label>
-          ))}
-        </div>
-      </fieldset>
-    );
-  }
-  if (spec.kind === 'boolean')
-    return (
-      <label className="studio-check eval-cand__param" title={spec.help}>
-        <input
-          type="checkbox"
-          checked={Boolean(value)}
-          data-testid={testId}
-          onChange={(event) => onChange(name, event.currentTarget.checked)}
-        />
-        {label}
-      </label>
-    );
-  return (
-    <div className="studio-field eval-cand__param" title={spec.help}>
-      <label htmlFor={id}>{label}</label>
-      {spec.kind === 'enum' ? (
-        <select
-          id={id}
-          value={String(value)}
-          data-testid={testId}
-          onChange={(event) => onChange(name, event.currentTarget.value)}
-        >
-          {(spec.values ?? []).map((v) => (
-            <option key={v} value={v}>
-              {v}
-            </option>
-          ))}
-        </select>
-      ) : (
-        <input
-          id={id}
-          type="number"
-          step={spec.step ?? 'any'}
-          value={Number.isFinite(value as number) ? (value as number) : ''}
-          data-testid={testId}
-          onChange={(event) => onChange(name, event.currentTarget.valueAsNumber)}
-        />
-      )}
-    </div>
-  );
-}
+import { ParamFields, type ParamChange } from '../merge/ParamFields.tsx';
 
 /** The form that adds a candidate merge, and the candidates the next run scores. */
 export function CandidateMerges() {
@@ -109,7 +22,7 @@ export function CandidateMerges() {
   // Sized to the agents loaded now: a list made for fewer agents is filled with the method's defaults.
   const params = fitParams(draft, agents.length);
   const problems = agents.length > 0 ? validateParams(params, agents.length) : [];
-  const change: Change = (key, value) => {
+  const change: ParamChange = (key, value) => {
     setRefused(null);
     setDraft({ ...params, [key]: value });
   };
@@ -140,9 +53,13 @@ export function CandidateMerges() {
             ))}
           </select>
         </div>
-        {methodOf(params.method).parameters.map((name) => (
-          <ParamInput key={name} name={name} params={params} agents={agents} onChange={change} />
-        ))}
+        <ParamFields
+          params={params}
+          agents={agents}
+          onChange={change}
+          testIdPrefix="eval-cand"
+          variant="compact"
+        />
       </div>
       <div className="studio-actions">
         <button

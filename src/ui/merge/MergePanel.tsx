@@ -2,9 +2,10 @@
 // elements per merge branch from the cached statistics, and the merge job in the worker (into OPFS,
 // or straight into a picked folder where the browser has a folder picker) with its progress and Cancel.
 import { useId } from 'react';
+import { ParamFields, type ParamChange } from './ParamFields.tsx';
+import { ReadPrecision, RecipeNotice } from './RecipeNotice.tsx';
 import type { FloatDtype } from '../../format/dtype.ts';
-import { agentValue, paramsRecord, validateParams } from '../../methods/defaults.ts';
-import { specOf, type ParameterKey } from '../../methods/params.ts';
+import { validateParams } from '../../methods/defaults.ts';
 import { METHOD_LIST, methodOf } from '../../methods/registry/index.ts';
 import { ramLambdas, tensorLocalLambdas } from '../../methods/stats.ts';
 import type { MethodName, MethodParams } from '../../methods/types.ts';
@@ -23,128 +24,12 @@ import { defaultMergeName, folderPart, MAX_NAME } from '../../state/studio/names
 import { useStudioWithoutProgress } from './picks.ts';
 import { branchCounts, expectedOutputBytes, percent } from '../stats/summary.ts';
 
-/** Sets one parameter in the store (the widgets below are generic over the specs). */
-function setParam(name: ParameterKey, value: number | number[] | boolean | string): void {
+/** Sets one parameter in the store. */
+const setParam: ParamChange = (name, value) =>
   studioStore.getState().setParams({ [name]: value } as Partial<Omit<MethodParams, 'method'>>);
-}
 
-function NumberField({ name, value }: { name: ParameterKey; value: number }) {
-  const id = useId();
-  const spec = specOf(name);
-  return (
-    <div className="studio-field">
-      <label htmlFor={id}>{spec.label ?? name}</label>
-      <input
-        id={id}
-        type="number"
-        step={spec.step ?? 'any'}
-        value={Number.isFinite(value) ? value : ''}
-        aria-describedby={`${id}-help`}
-        data-testid={`param-${name}`}
-        onChange={(event) => setParam(name, event.currentTarget.valueAsNumber)}
-      />
-      <p id={`${id}-help`} className="studio-help">
-        {spec.help}
-      </p>
-    </div>
-  );
-}
-
-function ListField({ name, values, labels }: { name: ParameterKey; values: number[]; labels: string[] }) {
-  const id = useId();
-  const spec = specOf(name);
-  return (
-    <fieldset className="studio-field" aria-describedby={`${id}-help`}>
-      <legend>{spec.label ?? name}</legend>
-      <div className="studio-list">
-        {labels.map((label, t) => (
-          <label key={label} className="studio-list__item">
-            <span>{label}</span>
-            <input
-              type="number"
-              step={spec.step ?? 'any'}
-              value={Number.isFinite(values[t] ?? NaN) ? values[t] : ''}
-              data-testid={`param-${name}-${idPart(label)}`}
-              onChange={(event) => {
-                const next = [...values];
-                next[t] = event.currentTarget.valueAsNumber;
-                setParam(name, next);
-              }}
-            />
-          </label>
-        ))}
-      </div>
-      <p id={`${id}-help`} className="studio-help">
-        {spec.help}
-      </p>
-    </fieldset>
-  );
-}
-
-function CheckField({ name, checked }: { name: ParameterKey; checked: boolean }) {
-  const spec = specOf(name);
-  return (
-    <div className="studio-field">
-      <label className="studio-check">
-        <input
-          type="checkbox"
-          checked={checked}
-          data-testid={`param-${name}`}
-          onChange={(event) => setParam(name, event.currentTarget.checked)}
-        />{' '}
-        {spec.label ?? name}
-      </label>
-      <p className="studio-help">{spec.help}</p>
-    </div>
-  );
-}
-
-function ChoiceField({ name, value }: { name: ParameterKey; value: string }) {
-  const id = useId();
-  const spec = specOf(name);
-  return (
-    <div className="studio-field">
-      <label htmlFor={id}>{spec.label ?? name}</label>
-      <select
-        id={id}
-        value={value}
-        aria-describedby={`${id}-help`}
-        data-testid={`param-${name}`}
-        onChange={(event) => setParam(name, event.currentTarget.value)}
-      >
-        {(spec.values ?? []).map((v) => (
-          <option key={v} value={v}>
-            {v}
-          </option>
-        ))}
-      </select>
-      <p id={`${id}-help`} className="studio-help">
-        {spec.help}
-      </p>
-    </div>
-  );
-}
-
-/** The widget of one parameter, as its spec's kind and scope say. */
-function ParamField({
-  name,
-  params,
-  labels,
-}: {
-  name: ParameterKey;
-  params: MethodParams;
-  labels: string[];
-}) {
-  const spec = specOf(name);
-  const value = paramsRecord(params)[name];
-  if (spec.scope === 'agent')
-    return (
-      <ListField name={name} values={labels.map((_, t) => agentValue(params, name, t))} labels={labels} />
-    );
-  if (spec.kind === 'boolean') return <CheckField name={name} checked={Boolean(value ?? spec.default)} />;
-  if (spec.kind === 'enum') return <ChoiceField name={name} value={String(value ?? spec.default)} />;
-  return <NumberField name={name} value={(value ?? spec.default) as number} />;
-}
+const clearGradient = (key: string, agent: number | null): void =>
+  studioStore.getState().clearGradient(key, agent);
 
 /** Whether the method combines with the RAM branches (the previews of λ and of the branch counts). */
 function ramFamily(method: MethodName): boolean {
@@ -325,7 +210,6 @@ export function MergePanel() {
   const mismatch = data.check.result !== null && !data.check.result.compat.ok;
   const blocked = 'blocked' in inputs ? inputs.blocked : mismatch ? 'The models do not match.' : null;
   const running = merge.status === 'running';
-  const shown = methodOf(params.method).parameters;
   const pick = directoryPicker();
   const agentsText = `${labels.length} agent${labels.length === 1 ? '' : 's'}`;
   const disabled = running || blocked !== null || problems.length > 0;
@@ -341,6 +225,7 @@ export function MergePanel() {
       <div className="panel__head">
         <h2 id="merge-heading">3. Merge</h2>
       </div>
+      <RecipeNotice />
       <div className="studio-recipe">
         <div className="studio-field studio-field--name">
           <label htmlFor={nameId}>Name</label>
@@ -375,9 +260,15 @@ export function MergePanel() {
             ))}
           </select>
         </div>
-        {shown.map((name) => (
-          <ParamField key={name} name={name} params={params} labels={labels} />
-        ))}
+        <ParamFields
+          params={params}
+          agents={labels}
+          onChange={setParam}
+          testIdPrefix="param"
+          gradients={data.gradients}
+          onClearGradient={clearGradient}
+        />
+        <ReadPrecision readDtype={data.readDtype} />
         <div className="studio-field">
           <label htmlFor={dtypeId}>Output dtype</label>
           <select

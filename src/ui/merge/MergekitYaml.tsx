@@ -2,16 +2,19 @@
 // library (most of what it weighs), which the page fetches after its first frame.
 import { parseMergekitYaml, toMergekitYaml } from '../../methods/recipe.ts';
 import type { SessionRecipe } from '../../state/session.ts';
+import { mergeSettings } from '../../state/studio/recipe-import.ts';
 
 export { parseMergekitYaml };
 
-/** The recipe in mergekit's config format; models are named by their labels. */
+/** The recipe in mergekit's config format, gradients and filters included; models are named by their labels. */
 export function recipeYaml(recipe: SessionRecipe): string {
+  const settings = mergeSettings(recipe.params, recipe.gradients ?? null, recipe.agents.length);
   return toMergekitYaml({
     base: recipe.base ?? 'base',
     models: recipe.agents,
     params: recipe.params,
     outDtype: recipe.outDtype ?? undefined,
+    ...(settings ? { settings } : {}),
   });
 }
 

@@ -2,88 +2,16 @@
 // names, to pick again), a link that carries it (never a path or a weight), and mergekit YAML out and in.
 import { useEffect, useId, useState } from 'react';
 import { useShallow } from 'zustand/react/shallow';
-import { keptFolders, type KeptFolder } from '../../io/handle-store.ts';
 import { recipeFragment, type SessionRecipe } from '../../state/session.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import { sessionRecipe } from '../../state/studio-slice.ts';
-import { reopenFolders } from '../load/folders.ts';
 import { deferred } from '../studio/deferred.tsx';
-import { pickRecipeData, type RecipeData } from './picks.ts';
+import { pickRecipeData } from './picks.ts';
+import { gradientsOf } from '../../state/studio/recipe-import.ts';
 
 // mergekit YAML (and the YAML library) comes in a chunk of its own, fetched after the first frame.
 const yamlModule = () => import('./MergekitYaml.tsx');
 const Yaml = deferred<{ recipe: SessionRecipe }>(() => yamlModule().then((m) => m.MergekitYaml));
-
-const FROM_TEXT = { saved: 'your last session', link: 'the link', yaml: 'the mergekit YAML' } as const;
-
-/** The kept folders (see handle-store.ts) of these labels, looked up again when the labels change. */
-function useKeptFolders(labels: string[]): KeptFolder[] {
-  const [kept, setKept] = useState<KeptFolder[]>([]);
-  const key = JSON.stringify(labels);
-  useEffect(() => {
-    let live = true;
-    keptFolders(JSON.parse(key) as string[]).then(
-      (found) => live && setKept(found),
-      () => live && setKept([]),
-    );
-    return () => {
-      live = false;
-    };
-  }, [key]);
-  return kept;
-}
-
-/** Where the recipe came from, and the models it names that are not the ones loaded now. */
-function Restored({ data }: { data: RecipeData }) {
-  const { restored } = data;
-  const named = restored ? [restored.base, ...restored.agents].filter((l): l is string => l !== null) : [];
-  const kept = useKeptFolders(named);
-  const [refused, setRefused] = useState<string[]>([]);
-  if (!restored) return null;
-  const loaded = sessionRecipe(data);
-  const same =
-    restored.base === loaded.base &&
-    restored.agents.length === loaded.agents.length &&
-    restored.agents.every((a, i) => a === loaded.agents[i]);
-  const missing = named.filter((label) => !kept.some((k) => k.label === label));
-  return (
-    <div className="notice" role="status" data-testid="recipe-restored" data-from={restored.from}>
-      <p>
-        Method, parameters and output dtype restored from {FROM_TEXT[restored.from]}.
-        {!same && named.length > 0 && (
-          <>
-            {' '}
-            It was made for {restored.base ? `base ${restored.base} and ` : ''}
-            {restored.agents.length > 0 ? `agents ${restored.agents.join(', ')}` : 'no agents'}
-            {kept.length === 0
-              ? ': the browser cannot reopen files by name, so choose those models again under Models.'
-              : missing.length > 0
-                ? `; the browser kept the folders of ${kept.map((k) => k.label).join(', ')}, choose ${missing.join(', ')} again under Models.`
-                : '; the browser kept their folders.'}
-          </>
-        )}
-      </p>
-      {!same && kept.length > 0 && (
-        <p className="studio-actions">
-          <button
-            type="button"
-            className="button button--secondary"
-            data-testid="recipe-reopen"
-            onClick={() => void reopenFolders(kept).then(setRefused)}
-          >
-            Reopen {kept.map((k) => k.label).join(', ')}
-          </button>
-          {refused.length > 0 && (
-            <span className="muted" data-testid="recipe-reopen-refused">
-              Reading {refused.join(', ')} was not allowed: choose {refused.length === 1 ? 'it' : 'them'}{' '}
-              again under Models.
-            </span>
-          )}
-        </p>
-      )}
-    </div>
-  );
-}
 
 function download(name: string, text: string): void {
   const url = URL.createObjectURL(new Blob([text], { type: 'text/yaml' }));
@@ -98,6 +26,7 @@ export function RecipeTools() {
   const data = useStudio(useShallow(pickRecipeData));
   const [link, setLink] = useState<string | null>(null);
   const [note, setNote] = useState<string | null>(null);
+  const [imported, setImported] = useState<string | null>(null);
   const linkId = useId();
   const importId = useId();
   const recipe = sessionRecipe(data);
@@ -121,22 +50,31 @@ export function RecipeTools() {
     try {
       const { parseMergekitYaml } = await yamlModule();
       const parsed = parseMergekitYaml(await file.text(), file.name);
+      const gradients = parsed.settings && gradientsOf(parsed.settings);
       store.applyRecipe(
         {
-          base: parsed.base,
+          base: parsed.base || null,
           agents: parsed.models,
           params: parsed.params,
           outDtype: parsed.outDtype ?? null,
+          ...(gradients ? { gradients } : {}),
+          ...(parsed.mathDtype ? { readDtype: parsed.mathDtype } : {}),
         },
         'yaml',
+        parsed.notes,
+      );
+      const left = studioStore.getState().studio.restored?.unhonoured?.length ?? 0;
+      setImported(
+        `${file.name} imported: its method and parameters are set at the top of this step` +
+          (left > 0 ? `, with ${left} thing${left === 1 ? '' : 's'} not done as it says.` : '.'),
       );
     } catch (error) {
+      setImported(null);
       store.setRecipeProblem(`${file.name} was not imported: ${(error as Error).message}`);
     }
   };
   return (
     <div className="studio-recipe-tools" data-testid="recipe-tools">
-      <Restored data={data} />
       {data.recipeProblem && (
         <p className="notice notice--error" role="alert" data-testid="recipe-problem">
           {data.recipeProblem}
@@ -176,6 +114,13 @@ export function RecipeTools() {
           }}
         />
         {note && <span role="status">{note}</span>}
+        <span role="status" data-testid="recipe-imported">
+          {imported && (
+            <>
+              {imported} <a href="#merge-heading">Go to the recipe</a>
+            </>
+          )}
+        </span>
       </div>
       {link && (
         <div className="studio-field">

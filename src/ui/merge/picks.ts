@@ -14,7 +14,10 @@ export const pickCompareData = (s: StudioState): CompareData => ({
   arena: s.studio.arena,
 });
 
-export type RecipeData = Pick<StudioData, 'models' | 'params' | 'outDtype' | 'restored' | 'recipeProblem'>;
+export type RecipeData = Pick<
+  StudioData,
+  'models' | 'params' | 'outDtype' | 'restored' | 'recipeProblem' | 'gradients' | 'readDtype'
+>;
 
 export const pickRecipeData = (s: StudioState): RecipeData => ({
   models: s.studio.models,
@@ -22,6 +25,8 @@ export const pickRecipeData = (s: StudioState): RecipeData => ({
   outDtype: s.studio.outDtype,
   restored: s.studio.restored,
   recipeProblem: s.studio.recipeProblem,
+  gradients: s.studio.gradients,
+  readDtype: s.studio.readDtype,
 });
 
 /** A task's state (TaskState): an object with a progress field. */
