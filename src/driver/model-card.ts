@@ -4,6 +4,7 @@
 import packageJson from '../../package.json' with { type: 'json' };
 import type { FloatDtype } from '../format/dtype.ts';
 import type { ReadDtype } from '../format/precision.ts';
+import { comparedNames, defaultReadAs, recipeReadDtype } from './read-precision.ts';
 import type { Model } from '../format/model.ts';
 import type { FolderSink } from '../io/sink.ts';
 import { dtypeToYaml, toMergekitYaml, type Recipe } from '../methods/recipe.ts';
@@ -70,9 +71,15 @@ export async function copyFile(
 
 /** The recipe as mergekit_config.yml and the card show it: the job's own, or its labels and params. */
 export function recipeOf(job: MergeJob, outDtype: FloatDtype | undefined): Recipe {
+  // The dtype the recipe writes is the read precision this merge used: read back, it sets D again.
+  const models = [job.base, ...job.agents];
+  const mathDtype = recipeReadDtype(
+    job.readDtype,
+    defaultReadAs(models, comparedNames(job.base, job.agents)),
+  );
   return job.recipe
-    ? { ...job.recipe, outDtype }
-    : { base: job.baseLabel, models: job.agentLabels, params: job.params, outDtype, labels: true };
+    ? { ...job.recipe, outDtype, mathDtype }
+    : { base: job.baseLabel, models: job.agentLabels, params: job.params, outDtype, mathDtype, labels: true };
 }
 
 /** The parameters the card's per-tensor table shows (specs with a `card` column), in table order. */

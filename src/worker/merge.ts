@@ -16,7 +16,7 @@ import { type Progress } from '../driver/job.ts';
 import { StageClock, timedFolder } from '../io/timed.ts';
 import { memoryBudget, withEngine } from './engines.ts';
 import type { MergeEngine, StageTimings } from '../engine/contract.ts';
-import { model, readTotals, recalledAnalysis, snapshot } from './models.ts';
+import { agentModels, model, readTotals, recalledAnalysis, snapshot } from './models.ts';
 import type { MergeStages, ReadBackFile, WorkerCalls } from './protocol.ts';
 import { windowCacheSince } from '../engine/gpu/window-cache.ts';
 import { checkStorage, checkTarget, claimFolder, mergesRoot, writing } from './storage.ts';
@@ -112,7 +112,7 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
   const writes = new StageClock();
   const picked = request.target;
   const base = model(request.base);
-  const agents = request.agents.map(model);
+  const agents = await agentModels(base, request.agents);
   if (picked) await checkTarget(picked);
   else if (request.storage)
     checkStorage(request.storage, predictOutputBytes(base, agents, request.outDtype, BROWSER_SHARD_BYTES));
@@ -149,11 +149,12 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
           engine,
           params: request.params,
           outDtype: request.outDtype,
+          ...(request.readDtype ? { readDtype: request.readDtype } : {}),
           shardBytes: BROWSER_SHARD_BYTES,
           out,
           baseLabel: request.baseLabel,
           agentLabels: request.agentLabels,
-          analysis: recalledAnalysis(request.base, request.agents, request.params.epsilon),
+          analysis: recalledAnalysis(request.base, request.agents, request.params.epsilon, request.readDtype),
           // Awaited after the shards and before the model card, which makes a folder complete: an
           // input changed meanwhile fails the merge and the driver removes what it wrote.
           inputFiles: async () => {

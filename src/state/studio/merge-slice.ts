@@ -4,6 +4,7 @@ import type { StateCreator } from 'zustand';
 import type { ArenaTarget, MergeSummary, ReadBackReport, WorkerErrorInfo } from '../../worker/protocol.ts';
 import type { EngineJob } from '../../worker/client.ts';
 import type { FloatDtype } from '../../format/dtype.ts';
+import type { ReadDtype } from '../../format/precision.ts';
 import { validateParams } from '../../methods/defaults.ts';
 import type { MethodParams } from '../../methods/types.ts';
 import { asInfo, isAbort, type StudioContext } from './context.ts';
@@ -59,6 +60,7 @@ export function createMergeSlice(ctx: StudioContext): StateCreator<StudioSlice, 
       agents: StudioModel[];
       params: MethodParams;
       outDtype: FloatDtype | null;
+      readDtype: ReadDtype | null;
     }
 
     /** The merge the current recipe asks for, or null with the reason shown as the merge's error. */
@@ -87,7 +89,7 @@ export function createMergeSlice(ctx: StudioContext): StateCreator<StudioSlice, 
         });
         return null;
       }
-      return { ...inputs, params: data.params, outDtype: data.outDtype };
+      return { ...inputs, params: data.params, outDtype: data.outDtype, readDtype: data.readDtype };
     }
 
     async function startMerge(
@@ -110,6 +112,7 @@ export function createMergeSlice(ctx: StudioContext): StateCreator<StudioSlice, 
           agents: plan.agents.map((a) => a.slot),
           params,
           outDtype: plan.outDtype ?? undefined,
+          ...(plan.readDtype ? { readDtype: plan.readDtype } : {}),
           folder,
           target,
           baseLabel,

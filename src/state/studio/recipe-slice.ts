@@ -73,11 +73,20 @@ export function createRecipeSlice(ctx: StudioContext): StateCreator<StudioSlice,
         patch({ outDtype: dtype });
       },
 
+      async setReadDtype(dtype) {
+        if (dtype === get().studio.readDtype) return;
+        ctx.generation++;
+        patch({ readDtype: dtype });
+        // The statistics were counted at the old precision: count them again.
+        if (get().studio.analysis.status !== 'idle') await get().runAnalysis();
+      },
+
       applyRecipe(recipe, from) {
         const agents = agentCount();
         patch({
           params: agents > 0 ? fitParams(recipe.params, agents) : recipe.params,
           outDtype: recipe.outDtype,
+          ...(recipe.readDtype !== undefined ? { readDtype: recipe.readDtype } : {}),
           restored: { from, base: recipe.base, agents: recipe.agents },
           recipeProblem: null,
         });

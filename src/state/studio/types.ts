@@ -20,6 +20,7 @@ import type {
 import type { ModelSummary } from '../../driver/model-transfer.ts';
 import { DEFAULT_MEMORY_BUDGET } from '../../worker/protocol.ts';
 import type { FloatDtype } from '../../format/dtype.ts';
+import type { ReadDtype } from '../../format/precision.ts';
 import { defaultParams } from '../../methods/defaults.ts';
 import type { MethodName, MethodParams } from '../../methods/types.ts';
 import type { SessionRecipe } from '../session.ts';
@@ -117,6 +118,11 @@ export interface StudioData {
   params: MethodParams;
   /** Output dtype; null keeps each tensor's dtype. */
   outDtype: FloatDtype | null;
+  /**
+   * The read precision D of statistics and merges (the "compare at" control, the CLI's --read-dtype);
+   * null: the default (stored for a uniform set, else the base's dtype per tensor).
+   */
+  readDtype: ReadDtype | null;
   merge: TaskState<MergeSummary>;
   merges: MergeRecord[];
   arena: TaskState<ArenaRow[]>;
@@ -206,6 +212,8 @@ export interface RecipeActions {
   setMethod(method: MethodName): void;
   setParams(changes: Partial<Omit<MethodParams, 'method'>>): void;
   setOutDtype(dtype: FloatDtype | null): void;
+  /** Sets the read precision D (null: the default) and runs the statistics again at it. */
+  setReadDtype(dtype: ReadDtype | null): Promise<void>;
   /**
    * Takes the method, parameters and output dtype of a saved session, a link or mergekit YAML; the
    * models it names are shown so that they can be picked again (files cannot be reopened by name).
@@ -306,6 +314,7 @@ export function initialStudioData(): StudioData {
     analysisLabels: [],
     params: defaultParams('ramplus', 0),
     outDtype: null,
+    readDtype: null,
     merge: idleTask(),
     merges: [],
     arena: idleTask(),
@@ -356,12 +365,15 @@ export function checkRequest(data: StudioData): { base: string; agents: string[]
 }
 
 /** The recipe of the studio as it stands: the models' labels and order, method, parameters, dtype. */
-export function sessionRecipe(data: Pick<StudioData, 'models' | 'params' | 'outDtype'>): SessionRecipe {
+export function sessionRecipe(
+  data: Pick<StudioData, 'models' | 'params' | 'outDtype'> & { readDtype?: ReadDtype | null },
+): SessionRecipe {
   return {
     base: data.models.find((m) => m.role === 'base')?.label ?? null,
     agents: data.models.filter((m) => m.role === 'agent').map((m) => m.label),
     params: data.params,
     outDtype: data.outDtype,
+    readDtype: data.readDtype ?? null,
   };
 }
 

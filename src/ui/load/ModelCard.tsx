@@ -8,6 +8,7 @@ import type { StudioModel } from '../../state/studio-slice.ts';
 import { formatBytes, formatCount } from '../format.ts';
 import { ErrorBox } from '../studio/common.tsx';
 import { Pickers } from './Pickers.tsx';
+import { LoraFacts } from './LoraFacts.tsx';
 
 /** The share of sampled elements bit-identical to the base, with a warning when it is too low. */
 function Derivation({ derivation, testId }: { derivation: DerivationReport; testId: string }) {
@@ -221,10 +222,11 @@ export function ModelCard({ model, index, count }: { model: StudioModel; index: 
           </div>
           <div className="facts__row">
             <dt>Architecture</dt>
-            <dd>{report.config?.modelType ?? 'no config.json'}</dd>
+            <dd>{report.adapter ? 'PEFT LoRA adapter' : (report.config?.modelType ?? 'no config.json')}</dd>
           </div>
         </dl>
       )}
+      {report?.adapter && <LoraFacts adapter={report.adapter} slot={model.slot} testId={testId} />}
       {report && derivation && <Derivation derivation={derivation} testId={testId} />}
       {report && report.warnings.length > 0 && (
         <ul className="studio-warnings">

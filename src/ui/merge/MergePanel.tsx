@@ -1,6 +1,7 @@
 // Step 3: the recipe (method, its parameters explained, output dtype), a live λ preview and the
 // elements per merge branch from the cached statistics, and the merge job in the worker (into OPFS,
 // or straight into a picked folder where the browser has a folder picker) with its progress and Cancel.
+import { readDtypeText } from '../stats/ReadDtypeField.tsx';
 import { useId } from 'react';
 import type { FloatDtype } from '../../format/dtype.ts';
 import { agentValue, paramsRecord, validateParams } from '../../methods/defaults.ts';
@@ -371,6 +372,12 @@ export function MergePanel() {
               </option>
             ))}
           </select>
+        </div>
+        <div className="studio-field">
+          <span className="studio-field__name">Compare at</span>
+          <span data-testid="merge-read-dtype">
+            {readDtypeText(data.readDtype, data.check.result?.precision)} (step 2)
+          </span>
         </div>
       </div>
       {problems.length > 0 && labels.length > 0 && (

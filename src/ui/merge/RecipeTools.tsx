@@ -3,16 +3,17 @@
 import { useEffect, useId, useState } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 import { keptFolders, type KeptFolder } from '../../io/handle-store.ts';
-import { recipeFragment, type SessionRecipe } from '../../state/session.ts';
+import { recipeFragment } from '../../state/session.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import { sessionRecipe } from '../../state/studio-slice.ts';
 import { reopenFolders } from '../load/folders.ts';
 import { deferred } from '../studio/deferred.tsx';
 import { pickRecipeData, type RecipeData } from './picks.ts';
+import type { YamlRecipe } from './MergekitYaml.tsx';
 
 // mergekit YAML (and the YAML library) comes in a chunk of its own, fetched after the first frame.
 const yamlModule = () => import('./MergekitYaml.tsx');
-const Yaml = deferred<{ recipe: SessionRecipe }>(() => yamlModule().then((m) => m.MergekitYaml));
+const Yaml = deferred<{ recipe: YamlRecipe }>(() => yamlModule().then((m) => m.MergekitYaml));
 
 const FROM_TEXT = { saved: 'your last session', link: 'the link', yaml: 'the mergekit YAML' } as const;
 
@@ -100,7 +101,8 @@ export function RecipeTools() {
   const [note, setNote] = useState<string | null>(null);
   const linkId = useId();
   const importId = useId();
-  const recipe = sessionRecipe(data);
+  const session = sessionRecipe(data);
+  const recipe = { ...session, defaultAs: data.defaultAs };
   useEffect(() => void Yaml.preload(), []);
   const downloadYaml = async (): Promise<void> => {
     const { recipeYaml } = await yamlModule();
@@ -108,7 +110,7 @@ export function RecipeTools() {
   };
   const copyLink = (): void => {
     const url = new URL(location.href);
-    url.hash = recipeFragment(recipe);
+    url.hash = recipeFragment(session);
     history.replaceState(null, '', url);
     setLink(url.href);
     navigator.clipboard.writeText(url.href).then(
@@ -127,6 +129,8 @@ export function RecipeTools() {
           agents: parsed.models,
           params: parsed.params,
           outDtype: parsed.outDtype ?? null,
+          // mergekit's dtype casts the inputs on load: it sets the read precision (none: the default).
+          readDtype: parsed.mathDtype ?? null,
         },
         'yaml',
       );

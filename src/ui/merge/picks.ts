@@ -4,6 +4,7 @@
 import { useRef } from 'react';
 import { useStudio, type StudioState } from '../../state/store.ts';
 import type { StudioData } from '../../state/studio-slice.ts';
+import type { FloatDtype } from '../../format/dtype.ts';
 
 export type CompareData = Pick<StudioData, 'merges' | 'library' | 'comparison' | 'arena'>;
 
@@ -14,12 +15,20 @@ export const pickCompareData = (s: StudioState): CompareData => ({
   arena: s.studio.arena,
 });
 
-export type RecipeData = Pick<StudioData, 'models' | 'params' | 'outDtype' | 'restored' | 'recipeProblem'>;
+export type RecipeData = Pick<
+  StudioData,
+  'models' | 'params' | 'outDtype' | 'readDtype' | 'restored' | 'recipeProblem'
+> & {
+  /** The one dtype that reads this set as the default read precision does (the recipe's `dtype`). */
+  defaultAs: FloatDtype | null;
+};
 
 export const pickRecipeData = (s: StudioState): RecipeData => ({
   models: s.studio.models,
   params: s.studio.params,
   outDtype: s.studio.outDtype,
+  readDtype: s.studio.readDtype,
+  defaultAs: s.studio.check.result?.precision.defaultAs ?? null,
   restored: s.studio.restored,
   recipeProblem: s.studio.recipeProblem,
 });
