@@ -4,7 +4,8 @@
 // `merge-studio analyze --json`; the merge's bytes equal the CLI's; "compare at" outlives a reload,
 // and the recipe's dtype says it.
 import { readFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { readSafetensorsHeader } from '../src/format/safetensors.ts';
 import { decodeFloats, encodeFloats } from '../src/format/dtype.ts';
@@ -13,7 +14,6 @@ import { memorySource } from '../src/io/source.ts';
 import { at } from '../src/io/checked.ts';
 import { runCli } from '../src/test/cli.ts';
 import { expect, test as base } from './fixtures.ts';
-import { tempFolders } from './temp-folders.ts';
 import { WorkflowPage } from './workflow-page.ts';
 
 const test = base.extend<{ workflow: WorkflowPage }>({
@@ -49,11 +49,24 @@ async function mixedSet(): Promise<Record<string, Map<string, Uint8Array>>> {
   for (const t of header.tensors) {
     const count = t.shape.reduce((a, b) => a * b, 1);
     const stored = bytes.subarray(header.dataStart + t.begin, header.dataStart + t.end);
-    const values = decodeFloats('BF16', encodeFloats('BF16', decodeFloats('F32', stored, count)), count);
+    // Scaled up, so that a sub-ulp step of bf16 is above ε = 1e-5 for nearly every element.
+    const values = decodeFloats(
+      'BF16',
+      encodeFloats(
+        'BF16',
+        Array.from(decodeFloats('F32', stored, count), (v) => 32 * v),
+      ),
+      count,
+    );
     base.push({ name: t.name, dtype: 'BF16', shape: t.shape, data: encodeFloats('BF16', values) });
     const moved = Array.from(values, (v) => {
-      const step = next() < 0.2 ? 0.05 : next() < 0.97 ? 1e-4 : 0;
-      return v + (next() - 0.5) * step * Math.max(Math.abs(v), 0.05);
+      const kind = next();
+      const sign = next() < 0.5 ? -1 : 1;
+      if (kind < 0.2) return v + sign * (0.01 + 0.04 * next()) * Math.max(Math.abs(v), 0.05);
+      if (kind > 0.98 || v === 0) return v;
+      // At most a fifth of bf16's ulp at v: gone once rounded to bf16, whichever side of a power of 2.
+      const ulp = 2 ** (Math.floor(Math.log2(Math.abs(v))) - 7);
+      return v + sign * (0.1 + 0.1 * next()) * ulp;
     });
     agent.push({ name: t.name, dtype: 'F32', shape: t.shape, data: encodeFloats('F32', moved) });
   }
@@ -89,13 +102,17 @@ async function mixedSet(): Promise<Record<string, Map<string, Uint8Array>>> {
   };
 }
 
-let built: Record<string, Map<string, Uint8Array>> | null = null;
-const folder = tempFolders(test, 'agents-precision', () => {
-  if (!built) throw new Error('the set is made in beforeAll');
-  return built;
-});
+let root = '';
+const folder = (name: string): string => join(root, name);
 test.beforeAll(async () => {
-  built = await mixedSet();
+  root = await mkdtemp(join(tmpdir(), 'merge-studio-agents-precision-'));
+  for (const [name, files] of Object.entries(await mixedSet())) {
+    await mkdir(folder(name));
+    for (const [file, bytes] of files) await writeFile(join(folder(name), file), bytes);
+  }
+});
+test.afterAll(async () => {
+  if (root) await rm(root, { recursive: true, force: true });
 });
 
 /** `merge-studio analyze --json` of the set, paths cut to their folder names as the studio names them. */

@@ -33,7 +33,8 @@ export function ReadDtypeField() {
   const id = useId();
   const readDtype = useStudio((s) => s.studio.readDtype);
   const facts = useStudio((s) => s.studio.check.result?.precision);
-  const labels = useStudio((s) => s.studio.models.map((m) => m.label));
+  const models = useStudio((s) => s.studio.models);
+  const labels = models.map((m) => m.label);
   const stored =
     facts && facts.mixedTensors > 0
       ? facts.modelDtypes
