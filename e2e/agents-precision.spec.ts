@@ -171,6 +171,9 @@ test('a LoRA adapter and an f32 agent beside a bf16 base: both precisions, the C
     /^agent-f32: 9\d\.\d% of elements differ at stored precision, \d+\.\d% at bf16\.$/,
   );
   await expect(lines.filter({ hasText: 'lora is a LoRA adapter' })).toHaveCount(1);
+  // The recipe's dtype reads the set as the default does.
+  await page.getByText('mergekit YAML of this recipe').click();
+  await expect(page.getByTestId('recipe-yaml')).toContainText('dtype: bfloat16');
   const studioDefault = await studioStats(workflow);
   expect(studioDefault).toHaveProperty('precision.roundedTensors');
   expect(studioDefault).toEqual(await cliStats(testInfo.outputPath('default.json')));
@@ -217,11 +220,22 @@ test('a LoRA adapter and an f32 agent beside a bf16 base: both precisions, the C
     lines.filter({ hasText: 'compare at bf16 (--read-dtype bf16) or raise --epsilon' }),
   ).toHaveCount(1);
   await expect(page.getByTestId('merge-read-dtype')).toHaveText('f32 (step 2)');
+  await expect(page.getByTestId('recipe-yaml')).toContainText('dtype: float32');
   const studioF32 = await studioStats(workflow);
   expect(studioF32).toHaveProperty('precision.changedBf16');
   expect(studioF32).toEqual(await cliStats(testInfo.outputPath('f32.json'), ['--read-dtype', 'f32']));
-  await workflow.shoot(workflow.statsPanel, 'agents-precision-stats', testInfo);
-  await workflow.shoot(workflow.loadPanel, 'agents-precision-models', testInfo);
+  // What a user sees at 1280×800, in both colour schemes: the models' cards and the statistics' head.
+  for (const colorScheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme });
+    for (const [id, name] of [
+      ['model-agent-1', 'models'],
+      ['stats-panel', 'stats'],
+    ] as const) {
+      await page.getByTestId(id).evaluate((e) => e.scrollIntoView({ block: 'start' }));
+      await page.screenshot({ path: testInfo.outputPath(`agents-precision-${name}-${colorScheme}.png`) });
+    }
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
 
   // The choice is part of the session: it outlives a reload.
   await page.reload();

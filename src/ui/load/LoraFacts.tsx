@@ -15,14 +15,13 @@ export function LoraFacts({ adapter, slot, testId }: { adapter: PeftAdapter; slo
   let trained: string | null = null;
   if (notes && notes.length > 0) trained = notes.join(' ');
   else if (adapter.baseModel && notes && base)
-    trained = `Trained on ${adapter.baseModel}: the base ${base.label} as loaded.`;
+    trained = `Trained on ${adapter.baseModel}, the base loaded as ${base.label}.`;
   else if (adapter.baseModel) trained = `Trained on ${adapter.baseModel}.`;
   return (
     <div className="studio-lora" data-testid={`${testId}-lora`}>
       <p>
         <strong>LoRA adapter</strong>
-        {facts.length > 0 ? ` (${facts.join('; ')})` : ''}: its τ = s·B·A is made tensor by tensor over the
-        base as the statistics and the merge read it.
+        {facts.length > 0 ? ` (${facts.join('; ')})` : ''}: τ = s·B·A, made over the base as it is read.
       </p>
       {trained && (
         <p className="muted" data-testid={`${testId}-lora-base`}>

@@ -33,7 +33,6 @@ export function StatsPanel() {
     >
       <div className="panel__head">
         <h2 id="stats-heading">2. Where the agents changed the base</h2>
-        <ReadDtypeField />
         {analysis.status === 'running' ? (
           <button
             type="button"
@@ -54,6 +53,7 @@ export function StatsPanel() {
           </button>
         )}
       </div>
+      <ReadDtypeField />
       {analysis.status === 'running' && (
         <ProgressBar progress={analysis.progress} testId="stats-progress" label="Statistics progress" />
       )}
