@@ -236,7 +236,7 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
     recipe.outDtype = dtype;
   }
   // mergekit's `dtype` casts the inputs on load: a recipe's sets the read precision, the flag wins.
-  const readDtype = readDtypeFlag(values) ?? recipe.mathDtype;
+  const readDtype = readDtypeFlag(values) ?? recipe.mathDtype ?? undefined;
   // A linear recipe without a base (mergekit's form) takes its layout, config and tokenizer from the first model.
   const inputs = await loadInputs(recipe.base || recipe.models[0], recipe.models);
   const problems = validateParams(recipe.params, inputs.agents.length);

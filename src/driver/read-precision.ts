@@ -122,13 +122,14 @@ export function defaultReadAs(models: readonly Model[], names: readonly string[]
 /**
  * The `dtype` a recipe writes for read precision `asked` (mergekit's dtype, which a recipe read back
  * takes as D): `stored` reads as F32 does (every stored value widens to it exactly); the default as
- * `defaultAs` (defaultReadAs), undefined where no one dtype says it.
+ * `defaultAs` (defaultReadAs), null where no one dtype says it (the recipe then has none, which reads
+ * back as the default).
  */
 export function recipeReadDtype(
   asked: ReadDtype | undefined,
   defaultAs: FloatDtype | null,
-): FloatDtype | undefined {
-  if (asked === undefined) return defaultAs ?? undefined;
+): FloatDtype | null {
+  if (asked === undefined) return defaultAs;
   return asked === 'stored' ? 'F32' : asked;
 }
 

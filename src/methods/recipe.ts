@@ -48,9 +48,9 @@ export interface Recipe {
   /**
    * mergekit's `dtype`, which casts the inputs on load: merge-studio's read precision D (SPEC.md
    * "Inputs stored in other precisions"); it computes in f32 whatever D is. Written as float32 where
-   * undefined.
+   * undefined; null leaves it out: the default D, the base's dtype per tensor, which no one dtype says.
    */
-  mathDtype?: FloatDtype;
+  mathDtype?: FloatDtype | null;
   /** Output dtype; undefined keeps each tensor's dtype from the base. */
   outDtype?: FloatDtype;
   /** One line each: what was accepted without effect, or what differs from mergekit. */
@@ -123,12 +123,14 @@ export function toMergekitYaml(recipe: Recipe): string {
       return [name, toYaml ? toYaml(value) : (settings?.global[name] ?? value)];
     }),
   );
-  doc.dtype = dtypeToYaml(recipe.mathDtype ?? 'F32');
+  if (recipe.mathDtype !== null) doc.dtype = dtypeToYaml(recipe.mathDtype ?? 'F32');
   if (recipe.outDtype) doc.out_dtype = dtypeToYaml(recipe.outDtype);
   const notes = [
     recipe.mathDtype && recipe.mathDtype !== 'F32'
       ? `Written by merge-studio, which read the inputs at ${doc.dtype} (dtype) and computes in float32 (GPU) or float64 (CPU).`
-      : 'Written by merge-studio, which computes in float32 (GPU) or float64 (CPU): dtype float32.',
+      : recipe.mathDtype === null
+        ? 'Written by merge-studio, which read each input tensor at the base’s dtype (no one dtype says it, so none is written) and computes in float32 (GPU) or float64 (CPU).'
+        : 'Written by merge-studio, which computes in float32 (GPU) or float64 (CPU): dtype float32.',
   ];
   if (recipe.labels)
     notes.push(

@@ -12,13 +12,17 @@ export type YamlRecipe = SessionRecipe & { defaultAs?: FloatDtype | null };
 
 /** The recipe in mergekit's config format; models are named by their labels, `dtype` says the read precision. */
 export function recipeYaml(recipe: YamlRecipe): string {
-  const mathDtype = recipeReadDtype(recipe.readDtype ?? undefined, recipe.defaultAs ?? 'F32');
+  // Before the check has said what the set stores, the default is taken for a uniform set's.
+  const mathDtype = recipeReadDtype(
+    recipe.readDtype ?? undefined,
+    recipe.defaultAs === undefined ? 'F32' : recipe.defaultAs,
+  );
   return toMergekitYaml({
     base: recipe.base ?? 'base',
     models: recipe.agents,
     params: recipe.params,
     outDtype: recipe.outDtype ?? undefined,
-    ...(mathDtype ? { mathDtype } : {}),
+    mathDtype,
   });
 }
 

@@ -19,8 +19,11 @@ export type RecipeData = Pick<
   StudioData,
   'models' | 'params' | 'outDtype' | 'readDtype' | 'restored' | 'recipeProblem'
 > & {
-  /** The one dtype that reads this set as the default read precision does (the recipe's `dtype`). */
-  defaultAs: FloatDtype | null;
+  /**
+   * The one dtype that reads this set as the default read precision does (the recipe's `dtype`): null
+   * where none does, undefined until the check has said.
+   */
+  defaultAs: FloatDtype | null | undefined;
 };
 
 export const pickRecipeData = (s: StudioState): RecipeData => ({
@@ -28,7 +31,7 @@ export const pickRecipeData = (s: StudioState): RecipeData => ({
   params: s.studio.params,
   outDtype: s.studio.outDtype,
   readDtype: s.studio.readDtype,
-  defaultAs: s.studio.check.result?.precision.defaultAs ?? null,
+  defaultAs: s.studio.check.result?.precision.defaultAs,
   restored: s.studio.restored,
   recipeProblem: s.studio.recipeProblem,
 });
