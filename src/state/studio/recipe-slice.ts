@@ -86,10 +86,11 @@ export function createRecipeSlice(ctx: StudioContext): StateCreator<StudioSlice,
         patch({
           params: agents > 0 ? fitParams(recipe.params, agents) : recipe.params,
           outDtype: recipe.outDtype,
-          ...(recipe.readDtype !== undefined ? { readDtype: recipe.readDtype } : {}),
           restored: { from, base: recipe.base, agents: recipe.agents },
           recipeProblem: null,
         });
+        // A recipe's read precision counts the statistics again where they were counted at another.
+        if (recipe.readDtype !== undefined) void get().setReadDtype(recipe.readDtype);
       },
 
       setRecipeProblem(problem) {
