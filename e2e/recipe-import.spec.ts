@@ -103,7 +103,9 @@ test('mergekit’s ties.yml imports with its gradients and filter, exports them 
   await expect(unhonoured).toContainText('dtype float16');
 
   await expect(page.getByTestId('method-select')).toHaveValue('ties');
-  await expect(page.getByTestId('read-dtype')).toHaveAttribute('data-dtype', 'F16');
+  // The recipe's dtype is the read precision, as merge --config reads it (step 2's "compare at").
+  await expect(page.getByTestId('read-dtype')).toHaveValue('F16');
+  await expect(page.getByTestId('merge-read-dtype')).toContainText('f16');
   await expect(page.getByTestId('out-dtype')).toHaveValue('F16');
   const id = (label: string): string => label.replace(/[^A-Za-z0-9_-]/g, '_');
   const orcaDensity = page.getByTestId(`param-density-${id(ORCA)}-gradient`);

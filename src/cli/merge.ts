@@ -23,7 +23,7 @@ import {
   UsageError,
   type Values,
 } from './args.ts';
-import { adapterLines, comparePrecisions } from '../driver/precision-stats.ts';
+import { precisionSummary } from '../driver/precision-stats.ts';
 import { adapterCoefficients, writeAdapterMerge } from '../driver/adapter-out.ts';
 import { loadAgent, Products, resolveModelRef } from './agents.ts';
 import { readDtypeOf, sameReads } from '../driver/read-precision.ts';
@@ -176,16 +176,8 @@ export async function analyze(values: Values): Promise<void> {
     const analysis = await analyzeModels({ ...job, onProgress: (p) => progress.update(p) });
     progress.done();
     const labels = inputs.given.map((p) => basename(resolve(p)));
-    const precision = await comparePrecisions(job, analysis, labels);
-    precision.lines.push(...adapterLines(inputs.agents, analysis, labels));
-    for (const line of precision.lines) process.stderr.write(`${line}\n`);
-    // The precision block says what reading at D did. A set read as stored with nothing to say keeps
-    // the JSON as it was, which is also what the studio's export writes (e2e/atlas.spec.ts).
-    const informative =
-      precision.readDtype !== 'default' ||
-      precision.roundedTensors > 0 ||
-      precision.changedBf16 !== undefined ||
-      precision.lines.length > 0;
+    const precision = await precisionSummary(job, analysis, labels);
+    for (const line of precision?.lines ?? []) process.stderr.write(`${line}\n`);
     const json = statsJson(
       analysis,
       inputs.given,
@@ -193,7 +185,7 @@ export async function analyze(values: Values): Promise<void> {
       alpha,
       undefined,
       await statsFiles([inputs.base, ...inputs.agents]),
-      informative ? precision : undefined,
+      precision,
     );
     await writeFile(values.json, `${JSON.stringify(json, null, 2)}\n`);
     process.stderr.write(`Wrote ${values.json}\n`);
@@ -242,7 +234,7 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
     recipe.outDtype = dtype;
   }
   // mergekit's `dtype` casts the inputs on load: a recipe's sets the read precision, the flag wins.
-  const readDtype = readDtypeFlag(values) ?? recipe.mathDtype;
+  const readDtype = readDtypeFlag(values) ?? recipe.mathDtype ?? undefined;
   // A linear recipe without a base (mergekit's form) takes its layout, config and tokenizer from the first model.
   const inputs = await loadInputs(recipe.base || recipe.models[0], recipe.models);
   const problems = validateParams(recipe.params, inputs.agents.length);

@@ -92,6 +92,20 @@ describe('merge-studio and read precisions', () => {
     );
   });
 
+  it('writes the read precision as its recipe’s dtype, which reads back as the same merge', async () => {
+    for (const [out, flags, dtype] of [
+      ['written-default', [], 'dtype: bfloat16'],
+      ['written-stored', ['--read-dtype', 'stored', '--dtype', 'f32'], 'dtype: float32'],
+    ] as const) {
+      const first = await merge(out, 'base', ['agent0', 'agent1'], ...flags);
+      const recipe = join(dir, out, 'mergekit_config.yml');
+      expect(await readFile(recipe, 'utf8')).toContain(`\n${dtype}\n`);
+      const run = await runCli(['merge', '--cpu', '--config', recipe, '--out', join(dir, `${out}-again`)]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(await weights(`${out}-again`)).toEqual(first);
+    }
+  });
+
   it('analyze --json has each agent’s changed count at stored precision and at D', async () => {
     const json = join(dir, 'stats.json');
     const run = await runCli([

@@ -3,12 +3,17 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { decodeFloats, encodeFloats } from '../format/dtype.ts';
 import { openModel } from '../format/model.ts';
 import { nodeModelFiles } from '../io/node.ts';
 import { floatTensor, memoryModel, rawTensor, rng } from '../test/fixtures.ts';
 import type { ByteSource } from '../io/source.ts';
 import type { Model } from '../format/model.ts';
 import { DERIVATION_WARN_SHARE, derivationVerdict, samplePlan, sampleDerivation } from './derivation.ts';
+
+/** Values rounded to bf16 and back. */
+const encodeAndDecode = (v: number[]): Float64Array =>
+  decodeFloats('BF16', encodeFloats('BF16', v), v.length);
 
 const values = (n: number, seed: number): number[] => {
   const next = rng(seed);
@@ -121,7 +126,7 @@ describe('sampleDerivation', () => {
     expect(derivationVerdict(unrelated)).toBe('unrelated');
   });
 
-  it('skips tensors whose dtype or shape differ and reports an empty sample as share 0', async () => {
+  it('skips tensors whose shape differs and reports an empty sample as share 0', async () => {
     const base = await memoryModel('base', [floatTensor('w', 'F32', [4, 4], values(16, 3))]);
     const reshaped = await memoryModel('agent', [floatTensor('w', 'F32', [2, 8], values(16, 3))]);
     expect(await sampleDerivation(base, reshaped)).toEqual({
@@ -132,8 +137,18 @@ describe('sampleDerivation', () => {
       cosine: null,
       relativeDistance: null,
     });
-    const retyped = await memoryModel('agent', [floatTensor('w', 'BF16', [4, 4], values(16, 3))]);
-    expect((await sampleDerivation(base, retyped)).tensors).toBe(0);
+  });
+
+  it('compares an agent stored in another float dtype at the base’s dtype (the default read precision)', async () => {
+    const stored = values(64, 7);
+    const base = await memoryModel('base', [floatTensor('w', 'BF16', [8, 8], stored)]);
+    const bf16 = new Float64Array(encodeAndDecode(stored));
+    // Saved in f32 as verl saves them: every element moved less than half a bf16 ulp, one in four by more.
+    const wide = Array.from(bf16, (v, i) => (i % 4 === 0 ? v + 0.25 : v + Math.abs(v) * 2 ** -10));
+    const agent = await memoryModel('agent', [floatTensor('w', 'F32', [8, 8], wide)]);
+    const sample = await sampleDerivation(base, agent);
+    expect(sample).toMatchObject({ tensors: 1, sampled: 64, identical: 48 });
+    expect(sample.cosine).toBeGreaterThan(0.9);
   });
 
   it('stops when cancelled', async () => {

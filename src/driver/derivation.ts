@@ -3,6 +3,7 @@
 // of them that is bit-identical, and their cosine and relative distance. Sparse fine-tunes leave many
 // elements exactly as they were; dense float32 fine-tunes change nearly all, but stay close.
 import { decodeFloats, dtypeBits, isMergeableDtype, type FloatDtype } from '../format/dtype.ts';
+import { recodeFloats } from '../format/precision.ts';
 import type { Model, ModelTensor } from '../format/model.ts';
 import { numel } from '../format/safetensors.ts';
 
@@ -29,7 +30,7 @@ export interface SampleRun {
 }
 
 export interface DerivationSample {
-  /** Float tensors present in both models with the same dtype and shape, that were sampled from. */
+  /** Float tensors present in both models with the same shape, that were sampled from. */
   tensors: number;
   sampled: number;
   identical: number;
@@ -86,14 +87,17 @@ export function samplePlan(
   return plan;
 }
 
-/** The float tensors both models hold with one dtype and shape, in the base's name order. */
+/**
+ * The float tensors both models hold with one shape, in the base's name order: BF16, F16 and F32 alike,
+ * as the statistics compare them (an agent saved in f32 over a bf16 base is compared at the base's).
+ */
 export function comparableTensors(base: Model, agent: Model): ModelTensor[] {
   return [...base.tensors.values()].filter((t) => {
     const other = agent.tensors.get(t.name);
     return (
       other !== undefined &&
       isMergeableDtype(t.dtype) &&
-      other.dtype === t.dtype &&
+      isMergeableDtype(other.dtype) &&
       other.shape.length === t.shape.length &&
       other.shape.every((d, i) => d === t.shape[i])
     );
@@ -133,18 +137,25 @@ export async function sampleDerivation(
     const baseTensor = byName.get(run.tensor)!;
     const agentTensor = agent.tensors.get(run.tensor)!;
     const width = dtypeBits(baseTensor.dtype) / 8;
-    const [x, y] = await Promise.all([
+    const dtype = baseTensor.dtype as FloatDtype;
+    const stored = agentTensor.dtype as FloatDtype;
+    const [x, own] = await Promise.all([
       readRun(base, baseTensor, run, width),
-      readRun(agent, agentTensor, run, width),
+      readRun(agent, agentTensor, run, dtypeBits(stored) / 8),
     ]);
+    // Bit-identical at the base's dtype, the default read precision; the cosine from the agent's own values.
+    let y = own;
+    if (stored !== dtype) {
+      y = new Uint8Array(run.count * width);
+      recodeFloats(stored, dtype, own, y, run.count);
+    }
     for (let e = 0; e < run.count; e++) {
       let same = true;
       for (let b = e * width; b < (e + 1) * width; b++) if (x[b] !== y[b]) same = false;
       if (same) identical++;
     }
-    const dtype = baseTensor.dtype as FloatDtype;
     const a = decodeFloats(dtype, x, run.count);
-    const c = decodeFloats(dtype, y, run.count);
+    const c = decodeFloats(stored, own, run.count);
     for (let e = 0; e < run.count; e++) {
       const u = a[e]!;
       const v = c[e]!;

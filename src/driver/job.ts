@@ -75,12 +75,34 @@ export interface ModelsInput {
   readDtype?: ReadDtype;
 }
 
+/** What reading at the read precision D did to the statistics (precision-stats.ts). */
+export interface PrecisionSummary {
+  /** The read precision asked; 'default' where none was (stored, or the base's dtype where models differ). */
+  readDtype: ReadDtype | 'default';
+  /** Merged tensors whose values D rounds in some model. */
+  roundedTensors: number;
+  /** Elements of the merged tensors. */
+  numel: number;
+  /** Per agent: changed elements at D (the statistics'), and at stored precision. */
+  changedAtRead: number[];
+  changedStored: number[];
+  /** Per agent, changed elements at bf16: only for a set stored all in f32 where one agent's τ is dense. */
+  changedBf16?: number[];
+  /** One line per agent where the rounding removed changes, or the hint: what to do about a dense τ. */
+  lines: string[];
+}
+
 export interface AnalysisResult {
   epsilon: number;
   tensors: TensorStats[];
   totals: ModelStats;
   /** The weights files the statistics came from, where the host identified them (statsFiles). */
   files?: StatsFile[];
+  /**
+   * What reading at the read precision did (precision-stats.ts), where it did something: the studio's
+   * statistics show its lines and its JSON export writes it as `analyze --json` does.
+   */
+  precision?: PrecisionSummary;
 }
 
 /**

@@ -4,6 +4,7 @@
 import packageJson from '../../package.json' with { type: 'json' };
 import type { FloatDtype } from '../format/dtype.ts';
 import type { ReadDtype } from '../format/precision.ts';
+import { comparedNames, defaultReadAs, recipeReadDtype } from './read-precision.ts';
 import type { Model } from '../format/model.ts';
 import type { ModelFile } from '../io/source.ts';
 import type { FolderSink } from '../io/sink.ts';
@@ -112,9 +113,15 @@ export async function copyCompanion(
 
 /** The recipe as mergekit_config.yml and the card show it: the job's own, or its labels and params. */
 export function recipeOf(job: MergeJob, outDtype: FloatDtype | undefined): Recipe {
+  // The dtype the recipe writes is the read precision this merge used: read back, it sets D again.
+  const models = [job.base, ...job.agents];
+  const mathDtype = recipeReadDtype(
+    job.readDtype,
+    defaultReadAs(models, comparedNames(job.base, job.agents)),
+  );
   return job.recipe
-    ? { ...job.recipe, outDtype }
-    : { base: job.baseLabel, models: job.agentLabels, params: job.params, outDtype, labels: true };
+    ? { ...job.recipe, outDtype, mathDtype }
+    : { base: job.baseLabel, models: job.agentLabels, params: job.params, outDtype, mathDtype, labels: true };
 }
 
 /** The parameters the card's per-tensor table shows (specs with a `card` column), in table order. */

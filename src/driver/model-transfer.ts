@@ -5,6 +5,7 @@
 import { DTYPES, type Dtype } from '../format/dtype.ts';
 import { modelFacts, type InspectReport } from '../format/inspect.ts';
 import type { Model } from '../format/model.ts';
+import type { PeftAdapter } from '../format/peft.ts';
 
 /** Every tensor of a model, in the model's (name) order, one column per field. */
 export interface TensorColumns {
@@ -27,6 +28,8 @@ export type TensorRecord = InspectReport['tensors'][number];
 /** What the page keeps of an opened model: the inspect report, its tensors in columns. */
 export interface ModelSummary extends Omit<InspectReport, 'tensors'> {
   tensors: TensorColumns;
+  /** A LoRA adapter opened as an agent: what it is (its tensors are the adapter's own). */
+  adapter?: PeftAdapter;
 }
 
 const DTYPE_INDEX = new Map<Dtype, number>(DTYPES.map((dtype, i) => [dtype, i]));

@@ -4,10 +4,9 @@
 // precisions": at stored precision an f32 agent's τ is dense, and RAM quietly becomes an average).
 
 import type { FloatDtype } from '../format/dtype.ts';
-import type { ReadDtype } from '../format/precision.ts';
 import { analyzeModels, mergeableTensors } from './driver.ts';
 import { checkCompatibility } from '../format/compat.ts';
-import type { AnalysisResult, ModelsInput } from './job.ts';
+import type { AnalysisResult, ModelsInput, PrecisionSummary } from './job.ts';
 import { roundedTensors, tensorDtypes } from './read-precision.ts';
 import { isMaterialised } from './adapter-model.ts';
 import type { Model } from '../format/model.ts';
@@ -15,21 +14,7 @@ import type { Model } from '../format/model.ts';
 /** An agent's changed share at or above this, in a set stored all in f32, earns the hint. */
 export const DENSE_SHARE = 0.9;
 
-export interface PrecisionSummary {
-  /** The read precision asked; 'default' where none was (stored, or the base's dtype where models differ). */
-  readDtype: ReadDtype | 'default';
-  /** Merged tensors whose values D rounds in some model. */
-  roundedTensors: number;
-  /** Elements of the merged tensors. */
-  numel: number;
-  /** Per agent: changed elements at D (the statistics'), and at stored precision. */
-  changedAtRead: number[];
-  changedStored: number[];
-  /** Per agent, changed elements at bf16: only for a set stored all in f32 where one agent's τ is dense. */
-  changedBf16?: number[];
-  /** One line per agent where the rounding removed changes, or the hint: what to do about a dense τ. */
-  lines: string[];
-}
+export type { PrecisionSummary };
 
 const percent = (n: number, of: number): string => `${of > 0 ? ((100 * n) / of).toFixed(1) : '0.0'}%`;
 
@@ -91,6 +76,34 @@ export async function comparePrecisions(
     );
   }
   return summary;
+}
+
+/**
+ * Whether the summary says something: a read precision asked, tensors rounded, the bf16 counts or a
+ * line. A set read as stored with nothing to say keeps its statistics JSON without the block, as
+ * `analyze --json` and the studio's export both write it.
+ */
+export function informative(summary: PrecisionSummary): boolean {
+  return (
+    summary.readDtype !== 'default' ||
+    summary.roundedTensors > 0 ||
+    summary.changedBf16 !== undefined ||
+    summary.lines.length > 0
+  );
+}
+
+/**
+ * The precision summary of `analyze`: the counts at both precisions and the LoRA agents' lines, or
+ * undefined where it says nothing (informative).
+ */
+export async function precisionSummary(
+  input: ModelsInput & { epsilon: number },
+  analysis: AnalysisResult,
+  labels: readonly string[],
+): Promise<PrecisionSummary | undefined> {
+  const summary = await comparePrecisions(input, analysis, labels);
+  summary.lines.push(...adapterLines(input.agents, analysis, labels));
+  return informative(summary) ? summary : undefined;
 }
 
 /**

@@ -4,7 +4,14 @@
 import { describe, expect, it } from 'vitest';
 import { recodeFloats } from '../format/precision.ts';
 import { rng } from '../test/fixtures.ts';
-import { readAt } from './read-precision.ts';
+import { MIXED_SHAPES, mixedSet } from '../test/mixed-precision.ts';
+import {
+  comparedNames,
+  defaultReadAs,
+  readAt,
+  readPrecisionFacts,
+  recipeReadDtype,
+} from './read-precision.ts';
 
 const N = (1 << 20) * 2 + 5;
 
@@ -47,5 +54,37 @@ describe('readAt', () => {
     const out = new Uint8Array(N * 4);
     expect(await readAt('F32', 'F32', N, out, fetchFrom(bytes))).toBe(0);
     expect(same(out, bytes)).toBe(true);
+  });
+});
+
+describe('the read precision a recipe writes', () => {
+  it('says the default with one dtype where one reads the set so, else with none', async () => {
+    // Agents wider than a base stored in bf16 and f16: the default reads each tensor at the base's.
+    const mixed = await mixedSet(5, [true, false]);
+    const models = [mixed.base, ...mixed.agents];
+    const names = comparedNames(mixed.base, mixed.agents);
+    expect(names).toEqual(MIXED_SHAPES.map(([name]) => name).sort());
+    expect(defaultReadAs(models, names)).toBeNull();
+    expect(readPrecisionFacts(mixed.base, mixed.agents, names)).toEqual({
+      mixedTensors: 4,
+      modelDtypes: [['BF16', 'F16'], ['F32'], ['BF16', 'F16']],
+      defaultAs: null,
+    });
+    // Only the bf16 tensors: bf16 reads them as the default does.
+    const bf16 = names.filter((n) => MIXED_SHAPES.find(([name]) => name === n)?.[1] === 'BF16');
+    expect(defaultReadAs(models, bf16)).toBe('BF16');
+    // Stored alike: f32 widens exactly, so it reads every model as stored.
+    const uniform = [mixed.base, ...mixed.rounded];
+    expect(defaultReadAs(uniform, names)).toBe('F32');
+    expect(readPrecisionFacts(mixed.base, mixed.rounded, names).mixedTensors).toBe(0);
+  });
+
+  it('writes an asked precision as itself and stored as f32, which reads every stored value exactly', () => {
+    expect(recipeReadDtype('BF16', null)).toBe('BF16');
+    expect(recipeReadDtype('F16', 'F32')).toBe('F16');
+    expect(recipeReadDtype('stored', 'BF16')).toBe('F32');
+    expect(recipeReadDtype('F32', null)).toBe('F32');
+    expect(recipeReadDtype(undefined, 'BF16')).toBe('BF16');
+    expect(recipeReadDtype(undefined, null)).toBeNull();
   });
 });

@@ -3,7 +3,8 @@
 // get the same rounded values and every kernel keeps one input dtype per tensor. Where a model stores
 // the tensor in D already its bytes go to the engine as they are: a uniform set reads as before.
 
-import { dtypeBits, type FloatDtype } from '../format/dtype.ts';
+import { checkCompatibility } from '../format/compat.ts';
+import { dtypeBits, isMergeableDtype, type FloatDtype } from '../format/dtype.ts';
 import type { Model } from '../format/model.ts';
 import { readRounds, recodeFloats, tensorReadDtype, type ReadDtype } from '../format/precision.ts';
 import { must } from '../io/checked.ts';
@@ -110,4 +111,63 @@ export function sameReads(
 /** A read precision as a stats JSON writes it ('default' for none), back to the value. */
 export function readDtypeOf(text: string): ReadDtype | undefined {
   return text === 'BF16' || text === 'F16' || text === 'F32' || text === 'stored' ? text : undefined;
+}
+
+/** The one float dtype that reads every named tensor as the default read precision does, or null. */
+export function defaultReadAs(models: readonly Model[], names: readonly string[]): FloatDtype | null {
+  const found = (['F32', 'BF16', 'F16'] as const).find((d) => sameReads(models, names, undefined, d));
+  return found ?? null;
+}
+
+/**
+ * The `dtype` a recipe writes for read precision `asked` (mergekit's dtype, which a recipe read back
+ * takes as D): `stored` reads as F32 does (every stored value widens to it exactly); the default as
+ * `defaultAs` (defaultReadAs), null where no one dtype says it (the recipe then has none, which reads
+ * back as the default).
+ */
+export function recipeReadDtype(
+  asked: ReadDtype | undefined,
+  defaultAs: FloatDtype | null,
+): FloatDtype | null {
+  if (asked === undefined) return defaultAs;
+  return asked === 'stored' ? 'F32' : asked;
+}
+
+/** What the studio's "compare at" control says of a set (CheckReport.precision). */
+export interface ReadPrecisionFacts {
+  /** Merged tensors the models store in more than one dtype (0: a uniform set, read as stored). */
+  mixedTensors: number;
+  /** Per model, base first: the dtypes its merged tensors are stored in. */
+  modelDtypes: FloatDtype[][];
+  /** The recipe's dtype for the default read precision (defaultReadAs). */
+  defaultAs: FloatDtype | null;
+}
+
+/** The facts of a set's stored dtypes over the tensors a merge would merge. */
+export function readPrecisionFacts(
+  base: Model,
+  agents: readonly Model[],
+  names: readonly string[],
+): ReadPrecisionFacts {
+  const models = [base, ...agents];
+  const modelDtypes = models.map(() => new Set<FloatDtype>());
+  let mixedTensors = 0;
+  for (const name of names) {
+    const { stored } = tensorDtypes(models, name, undefined);
+    stored.forEach((d, m) => modelDtypes[m]?.add(d));
+    if (stored.some((d) => d !== stored[0])) mixedTensors += 1;
+  }
+  return {
+    mixedTensors,
+    modelDtypes: modelDtypes.map((set) => [...set].sort()),
+    defaultAs: defaultReadAs(models, names),
+  };
+}
+
+/** The names of the tensors a merge of these models merges (driver.ts mergeableTensors, without the driver). */
+export function comparedNames(base: Model, agents: readonly Model[]): string[] {
+  return checkCompatibility(base, [...agents]).common.filter((name) => {
+    const dtype = base.tensors.get(name)?.dtype;
+    return dtype !== undefined && isMergeableDtype(dtype);
+  });
 }

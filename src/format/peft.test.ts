@@ -55,6 +55,13 @@ describe.skipIf(root === undefined)('PEFT adapters from shared/checkpoints', () 
       'Load roberta-base as the base',
     ])
       expect(message).toContain(part);
+    // A LoRA adapter is an agent over its base, never the base itself.
+    expect(adapterMessage(must(adapter, 'adapter'), 'lora-r8', 'base')).toContain(
+      'so it cannot be the base. Load roberta-base as the base and the adapter as an agent',
+    );
+    expect(
+      adapterMessage(must(adapter, 'adapter'), 'lora-r8', 'agent', 'two weights files are not one model'),
+    ).toContain('adapter_model.safetensors, and two weights files are not one model.');
   });
 
   it('reads a trl LoRA adapter of gpt2, and its rank from lora_A alone without the config', async () => {

@@ -73,8 +73,17 @@ export function detectAdapter(
   };
 }
 
-/** One message: what the folder is and what to load instead. */
-export function adapterMessage(adapter: PeftAdapter, label: string): string {
+/**
+ * One message: what the folder is and what to load instead. A LoRA adapter is an agent (over the
+ * base), never a base; other adapter types are refused as agents too. `cause`: why a LoRA agent's
+ * files could not be opened.
+ */
+export function adapterMessage(
+  adapter: PeftAdapter,
+  label: string,
+  role: 'base' | 'agent' = 'agent',
+  cause?: string,
+): string {
   const facts = [
     adapter.rank !== null ? `rank ${adapter.rank}` : null,
     adapter.alpha !== null ? `alpha ${adapter.alpha}` : null,
@@ -82,13 +91,21 @@ export function adapterMessage(adapter: PeftAdapter, label: string): string {
     adapter.baseModel ? `base model ${adapter.baseModel}` : null,
   ].filter((f): f is string => f !== null);
   const base = adapter.baseModel ?? 'the model it was trained on';
+  const what = `${label} is a PEFT ${adapter.type} adapter${facts.length > 0 ? ` (${facts.join('; ')})` : ''}, recognised by ${adapter.evidence}`;
+  if (adapter.type === 'LORA' && role === 'base')
+    return (
+      `${what}: it holds only the adapter's small update tensors, so it cannot be the base. Load ${base} ` +
+      'as the base and the adapter as an agent: its τ is s·B·A over that base.'
+    );
+  if (adapter.type === 'LORA')
+    return (
+      `${what}: a LoRA adapter merges as an agent from one adapter_config.json beside one ` +
+      `adapter_model.safetensors${cause ? `, and ${cause}` : ''}. Load ${base} as the base and the ` +
+      "adapter's folder as an agent."
+    );
   return (
-    `${label} is a PEFT ${adapter.type} adapter${facts.length > 0 ? ` (${facts.join('; ')})` : ''}, ` +
-    `recognised by ${adapter.evidence}: it holds only the adapter's small update tensors, not a full ` +
-    `checkpoint, so it cannot be merged here as an agent. Load ${base} as the base, and as each agent ` +
-    `that base with the adapter merged in (PEFT: merge_and_unload(), then save_pretrained()).` +
-    (adapter.type === 'LORA'
-      ? ' The command line merges a LoRA adapter as an agent as it is: merge-studio merge --model ADAPTER_FOLDER.'
-      : '')
+    `${what}: it holds only the adapter's small update tensors, not a full ` +
+    `checkpoint, and only LoRA adapters merge as agents. Load ${base} as the base, and as each agent ` +
+    `that base with the adapter merged in (PEFT: merge_and_unload(), then save_pretrained()).`
   );
 }

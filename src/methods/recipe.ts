@@ -45,8 +45,12 @@ export interface Recipe {
   /** Every parameter, defaults filled in; where `settings` vary per tensor, the resolver decides. */
   params: MethodParams;
   settings?: RecipeSettings;
-  /** mergekit's `dtype`: the precision mergekit computes in. merge-studio computes in f32. */
-  mathDtype?: FloatDtype;
+  /**
+   * mergekit's `dtype`, which casts the inputs on load: merge-studio's read precision D (SPEC.md
+   * "Inputs stored in other precisions"); it computes in f32 whatever D is. Written as float32 where
+   * undefined; null leaves it out: the default D, the base's dtype per tensor, which no one dtype says.
+   */
+  mathDtype?: FloatDtype | null;
   /** Output dtype; undefined keeps each tensor's dtype from the base. */
   outDtype?: FloatDtype;
   /** One line each: what was accepted without effect, or what differs from mergekit. */
@@ -119,9 +123,15 @@ export function toMergekitYaml(recipe: Recipe): string {
       return [name, toYaml ? toYaml(value) : (settings?.global[name] ?? value)];
     }),
   );
-  doc.dtype = 'float32';
+  if (recipe.mathDtype !== null) doc.dtype = dtypeToYaml(recipe.mathDtype ?? 'F32');
   if (recipe.outDtype) doc.out_dtype = dtypeToYaml(recipe.outDtype);
-  const notes = ['Written by merge-studio, which computes in float32 (GPU) or float64 (CPU): dtype float32.'];
+  const notes = [
+    recipe.mathDtype && recipe.mathDtype !== 'F32'
+      ? `Written by merge-studio, which read the inputs at ${doc.dtype} (dtype) and computes in float32 (GPU) or float64 (CPU).`
+      : recipe.mathDtype === null
+        ? 'Written by merge-studio, which read each input tensor at the base’s dtype (no one dtype says it, so none is written) and computes in float32 (GPU) or float64 (CPU).'
+        : 'Written by merge-studio, which computes in float32 (GPU) or float64 (CPU): dtype float32.',
+  ];
   if (recipe.labels)
     notes.push(
       'The model names are the studio’s labels (file or folder names): replace each with its local path ' +

@@ -58,6 +58,7 @@ describe('session recipe', () => {
       [bad((d) => (d.agents = ['C:\\weights\\a'])), /not a path/],
       [bad((d) => ((d.params as Record<string, unknown>).method = 'nuslerp')), /unknown method/],
       [bad((d) => (d.outDtype = 'F64')), /unknown output dtype/],
+      [bad((d) => (d.readDtype = 'F64')), /unknown read precision "F64"/],
       [bad((d) => ((d.params as Record<string, unknown>).lambda = 'big')), /params.lambda/],
       [bad((d) => ((d.params as Record<string, unknown>).weights = [1, null])), /params.weights\[1\]/],
       [bad((d) => ((d.params as Record<string, unknown>).seed = 2 ** 32)), /params.seed/],
@@ -66,6 +67,15 @@ describe('session recipe', () => {
       [bad((d) => (d.agents = ['x'.repeat(201)])), /1 to 200 characters/],
     ];
     for (const [text, message] of cases) expect(() => parseSessionRecipe(text)).toThrow(message);
+  });
+
+  it('keeps the read precision ("compare at"), and leaves it out where an older session has none', () => {
+    for (const readDtype of ['BF16', 'F16', 'F32', 'stored', null] as const)
+      expect(parseSessionRecipe(serializeSessionRecipe({ ...recipe, readDtype }))).toEqual({
+        ...recipe,
+        readDtype,
+      });
+    expect(parseSessionRecipe(serializeSessionRecipe(recipe))).not.toHaveProperty('readDtype');
   });
 
   it('keeps a null base and a null output dtype', () => {
@@ -98,6 +108,6 @@ describe('session recipe', () => {
       [broken((g) => (at(g.models, 0).density = [])), /1 to 1024 numbers/],
     ];
     for (const [text, message] of cases) expect(() => parseSessionRecipe(text)).toThrow(message);
-    expect(() => parseSessionRecipe(bad((d) => (d.readDtype = 'F64')))).toThrow(/read dtype/);
+    expect(() => parseSessionRecipe(bad((d) => (d.readDtype = 'F64')))).toThrow(/unknown read precision/);
   });
 });

@@ -1,7 +1,8 @@
 // The session's recipe as plain data that outlives the page: model labels and order, method, every
-// parameter, ε and the output dtype, saved in localStorage and shared as a URL fragment. It holds no
+// parameter, ε, the read precision and the output dtype, saved in localStorage and shared as a URL fragment. It holds no
 // path and no weight; whatever is read back is checked field by field, as it may come from a link.
 import type { FloatDtype } from '../format/dtype.ts';
+import type { ReadDtype } from '../format/precision.ts';
 import { defaultParams, isMethod, paramsRecord, specForYaml } from '../methods/defaults.ts';
 import { rangeProblem, specOf, USER_PARAMS, type ParamSpec } from '../methods/params.ts';
 import type { Conditional, RecipeSettings, Setting } from '../methods/recipe.ts';
@@ -15,8 +16,8 @@ export interface SessionRecipe {
   outDtype: FloatDtype | null;
   /** A recipe's gradients and filters (mergekit keys), per agent and global; the scalars are in params. */
   gradients?: RecipeSettings;
-  /** The precision the inputs are read at (a recipe's mergekit dtype); absent: as stored. */
-  readDtype?: FloatDtype;
+  /** The read precision D ("compare at"); null: the default (absent in sessions saved before it). */
+  readDtype?: ReadDtype | null;
 }
 
 export const SESSION_STORAGE_KEY = 'merge-studio.recipe.v1';
@@ -144,18 +145,19 @@ export function checkSessionRecipe(value: unknown): SessionRecipe {
   const outDtype = doc.outDtype ?? null;
   if (outDtype !== null && !DTYPES.includes(outDtype as FloatDtype))
     throw new SessionRecipeError(`unknown output dtype ${JSON.stringify(outDtype)}`);
+  const readDtype = doc.readDtype ?? null;
+  if (readDtype !== null && readDtype !== 'stored' && !DTYPES.includes(readDtype as FloatDtype))
+    throw new SessionRecipeError(`unknown read precision ${JSON.stringify(readDtype)}`);
   if (!Array.isArray(doc.agents) || doc.agents.length > MAX_AGENTS)
     throw new SessionRecipeError(`agents must be a list of at most ${MAX_AGENTS} names`);
-  const readDtype = doc.readDtype;
-  if (readDtype !== undefined && !DTYPES.includes(readDtype as FloatDtype))
-    throw new SessionRecipeError(`unknown read dtype ${JSON.stringify(readDtype)}`);
   return {
     base: doc.base === null || doc.base === undefined ? null : label(doc.base, 'base'),
     agents: doc.agents.map((a, i) => label(a, `agents[${i}]`)),
     params,
     outDtype: outDtype as FloatDtype | null,
     ...(doc.gradients === undefined ? {} : { gradients: gradients(p.method, doc.gradients) }),
-    ...(readDtype === undefined ? {} : { readDtype: readDtype as FloatDtype }),
+    // Absent in sessions saved before read precisions: the studio's stays as it is.
+    ...(doc.readDtype !== undefined ? { readDtype: readDtype as ReadDtype | null } : {}),
   };
 }
 

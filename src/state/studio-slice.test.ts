@@ -417,6 +417,33 @@ describe('studio slice: merges into OPFS', () => {
     expect(store.getState().studio.gradients).toBeNull();
   });
 
+  it('sends the read precision ("compare at") with the statistics and the merge, counting again when it changes', async () => {
+    const { fake, store } = await readyStore();
+    const analyses = () => fake.calls.filter((c) => c.kind === 'analyze').map((c) => c.request);
+    expect(analyses()).toHaveLength(1);
+    expect(at(analyses(), 0, 'analyses')).not.toHaveProperty('readDtype');
+    expect(at(analyses(), 0, 'analyses').labels).toEqual(['coder']);
+    await store.getState().setReadDtype('BF16');
+    expect(analyses()).toHaveLength(2);
+    expect(at(analyses(), 1, 'analyses').readDtype).toBe('BF16');
+    // The same choice again counts nothing again.
+    await store.getState().setReadDtype('BF16');
+    expect(analyses()).toHaveLength(2);
+    await store.getState().runMerge();
+    expect(fake.calls.find((c) => c.kind === 'merge')?.request.readDtype).toBe('BF16');
+    // A recipe (a saved session, a link, YAML) brings its own, and the statistics follow it.
+    store
+      .getState()
+      .applyRecipe(
+        { base: null, agents: [], params: store.getState().studio.params, outDtype: null, readDtype: null },
+        'yaml',
+      );
+    await flush();
+    expect(store.getState().studio.readDtype).toBeNull();
+    expect(analyses()).toHaveLength(3);
+    expect(at(analyses(), 2, 'analyses')).not.toHaveProperty('readDtype');
+  });
+
   it('sends no estimate where the browser has none, and a failing estimate is no estimate', async () => {
     const { fake, store } = await readyStore({
       estimate: () => Promise.reject(new Error('no quota')),

@@ -3,6 +3,7 @@
 import type { CompatReport } from '../format/compat.ts';
 import type { Model } from '../format/model.ts';
 import type { MergeEngine } from '../engine/contract.ts';
+import { lowRankF32, type LowRankProduct } from '../methods/lora.ts';
 import { createCpuEngine } from '../engine/cpu-engine.ts';
 import {
   describeAdapter,
@@ -117,8 +118,27 @@ export async function withEngine<T>(
         memoryBudget: engineBudget(),
       });
     },
-    run,
+    async (engine, warm) => {
+      active.add(engine);
+      try {
+        return await run(engine, warm);
+      } finally {
+        active.delete(engine);
+      }
+    },
   );
+}
+
+/** Engines of the jobs running now: their low-rank product serves LoRA agents' reads meanwhile. */
+const active = new Set<MergeEngine>();
+
+/**
+ * The low-rank product LoRA agents compute τ with (driver/adapter-model.ts): a running job's engine's
+ * (the GPU kernel), else the CPU's, as the CLI's agents take its engine's once made.
+ */
+export function currentProduct(): LowRankProduct {
+  for (const engine of active) if (engine.product) return engine.product;
+  return lowRankF32;
 }
 
 /** Lets the kept engine go now: its buffers are freed (benchmarks measure idle memory without it). */

@@ -19,7 +19,7 @@ import { throwIfAborted } from '../io/abort.ts';
 import { validateParams } from '../methods/defaults.ts';
 import { acquireDevice, memoryBudget, withEngine } from './engines.ts';
 import { refusal } from './errors.ts';
-import { model, openTarget, recalledAnalysis } from './models.ts';
+import { agentModels, model, openTarget, recalledAnalysis } from './models.ts';
 import type {
   EvalCandidates,
   EvalJobProgress,
@@ -201,10 +201,10 @@ async function candidateModels(
   signal: AbortSignal,
 ): Promise<EvalModel[]> {
   const base = model(candidates.base);
-  const agents = candidates.agents.map(model);
+  const agents = await agentModels(base, candidates.agents);
   const analyses = new Map<number, Promise<AnalysisResult>>();
   for (const { params } of candidates.recipes) {
-    const known = recalledAnalysis(candidates.base, candidates.agents, params.epsilon);
+    const known = recalledAnalysis(candidates.base, candidates.agents, params.epsilon, undefined);
     if (known) analyses.set(params.epsilon, Promise.resolve(known));
   }
   const out: EvalModel[] = [];

@@ -16,7 +16,7 @@ import { type Progress } from '../driver/job.ts';
 import { StageClock, timedFolder } from '../io/timed.ts';
 import { memoryBudget, withEngine } from './engines.ts';
 import type { MergeEngine, StageTimings } from '../engine/contract.ts';
-import { model, readTotals, recalledAnalysis, snapshot } from './models.ts';
+import { agentModels, model, readTotals, recalledAnalysis, snapshot } from './models.ts';
 import type { MergeStages, ReadBackFile, WorkerCalls } from './protocol.ts';
 import { windowCacheSince } from '../engine/gpu/window-cache.ts';
 import {
@@ -122,7 +122,7 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
   const writes = new StageClock();
   const picked = request.target;
   const base = model(request.base);
-  const agents = request.agents.map(model);
+  const agents = await agentModels(base, request.agents);
   const needed = predictOutputBytes(base, agents, request.outDtype, BROWSER_SHARD_BYTES);
   // A recipe's gradients and filters, resolved per tensor as `merge --config` resolves them (a filter
   // that leaves a tensor without a required weight fails here, before any work).
@@ -170,6 +170,7 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
           engine,
           params: request.params,
           outDtype: request.outDtype,
+          ...(request.readDtype ? { readDtype: request.readDtype } : {}),
           shardBytes: BROWSER_SHARD_BYTES,
           out,
           baseLabel: request.baseLabel,
@@ -177,12 +178,7 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
           ...(request.name === undefined ? {} : { name: request.name }),
           recipe: settingsRecipe,
           perTensor,
-          readDtype: request.readDtype,
-          // Statistics kept from the studio's pass were read as stored: at another precision the driver counts anew.
-          analysis:
-            request.readDtype === undefined
-              ? recalledAnalysis(request.base, request.agents, request.params.epsilon)
-              : undefined,
+          analysis: recalledAnalysis(request.base, request.agents, request.params.epsilon, request.readDtype),
           // Awaited after the shards and before the model card, which makes a folder complete: an
           // input changed meanwhile fails the merge and the driver removes what it wrote.
           inputFiles: async () => {

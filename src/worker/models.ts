@@ -1,20 +1,29 @@
-// The models the engine worker holds, by slot: opening them from Blobs or the app's own URLs (PEFT
-// adapters refused with one message), the files' snapshots checked again before a merge is kept,
-// and the statistics of the last analysis, which serve later merges of the same models.
+// The models the engine worker holds, by slot: opening them from Blobs or the app's own URLs, a PEFT
+// LoRA adapter as an agent over the base slot's model (other adapter types, and an adapter as the
+// base, refused with one message), the files' snapshots checked again before a merge is kept, and
+// the statistics of the last analysis, which serve later merges of the same models.
 import { StageClock, timedSource } from '../io/timed.ts';
 import { summarizeModel, type ModelSummary } from '../driver/model-transfer.ts';
 import { openModel, type Model } from '../format/model.ts';
-import { ADAPTER_CONFIG, adapterMessage, detectAdapter } from '../format/peft.ts';
+import { ADAPTER_CONFIG, adapterMessage, detectAdapter, type PeftAdapter } from '../format/peft.ts';
+import { openAdapterAgent } from '../driver/adapter-model.ts';
+import { currentProduct } from './engines.ts';
 import { blobSource, directoryHandleFiles, fileSnapshot, type FileSnapshot } from '../io/browser.ts';
 import { SafetensorsError } from '../io/errors.ts';
 import type { ModelFile } from '../io/source.ts';
+import { must } from '../io/checked.ts';
 import { sampleDerivation, type DerivationSample } from '../driver/derivation.ts';
 import type { AnalysisResult } from '../driver/job.ts';
+import type { ReadDtype } from '../format/precision.ts';
 import { refusal } from './errors.ts';
 import type { ArenaTarget, FileRef } from './protocol.ts';
 import { mergesRoot } from './storage.ts';
 
 const models = new Map<string, Model>();
+/** Slots that hold a LoRA adapter: its files and what it is; its agent Model is made over a base. */
+const adapters = new Map<string, { label: string; files: ModelFile[]; info: PeftAdapter }>();
+/** Per adapter slot: its agent over the base it was last made over (a new base makes it again). */
+const adapterAgents = new Map<string, { base: Model; agent: Promise<Model> }>();
 // The newest open per slot: an older open that finishes later must not replace the newer model.
 const opening = new Map<string, number>();
 let nextOpen = 1;
@@ -91,29 +100,102 @@ function adapterRefusal(message: string, file: string): Error {
   return Object.assign(error, { file });
 }
 
-/** Opens a model, unless its files are a PEFT adapter (by adapter_config.json or tensor names). */
-async function openAdapterAware(label: string, files: ModelFile[]): Promise<Model> {
+/** The adapter_config.json of a model's files, as text, or null. */
+async function adapterConfig(files: ModelFile[]): Promise<{ text: string } | null> {
   const configFile = files.find((f) => f.name === ADAPTER_CONFIG);
-  const config = configFile
-    ? {
-        text: new TextDecoder().decode(
-          await configFile.source.read(0, Math.min(configFile.source.size, 1 << 20)),
-        ),
-      }
-    : null;
+  if (!configFile) return null;
+  return {
+    text: new TextDecoder().decode(
+      await configFile.source.read(0, Math.min(configFile.source.size, 1 << 20)),
+    ),
+  };
+}
+
+/** What was opened into a slot: a model, or a LoRA adapter (its weights, and what it is). */
+type Opened = { model: Model; adapter?: undefined } | { model: Model; adapter: PeftAdapter };
+
+/**
+ * Opens a model; a PEFT LoRA adapter (by adapter_config.json or tensor names) picked as an agent
+ * opens as its weights and what it is, every other adapter is refused with what to load instead.
+ */
+async function openAdapterAware(label: string, files: ModelFile[], role: 'base' | 'agent'): Promise<Opened> {
+  const config = await adapterConfig(files);
   let opened: Model;
   try {
-    opened = await openModel(label, files);
+    opened = await openModel(
+      label,
+      files.filter((f) => f.name !== ADAPTER_CONFIG),
+    );
   } catch (error) {
     // An adapter folder often holds several checkpoints' weights: the config alone says what it is.
     const adapter = config ? detectAdapter(config, []) : null;
-    if (adapter) throw adapterRefusal(adapterMessage(adapter, label), ADAPTER_CONFIG);
+    if (adapter)
+      throw adapterRefusal(adapterMessage(adapter, label, role, (error as Error).message), ADAPTER_CONFIG);
     throw error;
   }
   const weights = opened.shards[0]?.file;
   const adapter = detectAdapter(config, [...opened.tensors.values()], weights);
-  if (adapter) throw adapterRefusal(adapterMessage(adapter, label), adapter.evidence);
-  return opened;
+  if (!adapter) return { model: opened };
+  // The agent is made from the config (driver/adapter-model.ts): LoRA weights alone are refused.
+  if (adapter.type !== 'LORA' || role === 'base' || !config)
+    throw adapterRefusal(
+      adapterMessage(adapter, label, role, config ? undefined : `no ${ADAPTER_CONFIG} is among its files`),
+      adapter.evidence,
+    );
+  return { model: opened, adapter };
+}
+
+type AdapterSlot = { label: string; files: ModelFile[]; info: PeftAdapter };
+
+/** A LoRA adapter's agent over `base` (its reads materialise s·B·A), or its refusal where it does not fit. */
+function makeAdapterAgent(adapter: AdapterSlot, base: Model): Promise<Model> {
+  return openAdapterAgent(adapter.label, adapter.files, base, { product: currentProduct }).catch(
+    (error: unknown) => {
+      throw adapterRefusal(
+        `${adapter.label} is a PEFT LoRA adapter (${adapterFacts(adapter.info)}) that does not fit the base ` +
+          `${base.name}: ${(error as Error).message}. Load ${adapter.info.baseModel ?? 'the model it was trained on'} ` +
+          'as the base.',
+        ADAPTER_CONFIG,
+      );
+    },
+  );
+}
+
+/** The agent a LoRA adapter slot is over `base`, made once per base. */
+function adapterAgent(slot: string, base: Model): Promise<Model> {
+  const found = adapterAgents.get(slot);
+  if (found?.base === base) return found.agent;
+  const adapter = adapters.get(slot);
+  if (!adapter) throw new Error(`Slot ${slot} holds no adapter.`);
+  const agent = makeAdapterAgent(adapter, base);
+  agent.catch(() => {
+    if (adapterAgents.get(slot)?.agent === agent) adapterAgents.delete(slot);
+  });
+  adapterAgents.set(slot, { base, agent });
+  return agent;
+}
+
+function adapterFacts(adapter: PeftAdapter): string {
+  return [
+    adapter.rank !== null ? `rank ${adapter.rank}` : null,
+    adapter.alpha !== null ? `alpha ${adapter.alpha}` : null,
+    adapter.targets.length > 0 ? `targets ${adapter.targets.join(', ')}` : null,
+  ]
+    .filter((f): f is string => f !== null)
+    .join('; ');
+}
+
+/** The agents of these slots over `base`: a LoRA adapter slot's agent made over it, any other as opened. */
+export function agentModels(base: Model, slots: readonly string[]): Promise<Model[]> {
+  return Promise.all(slots.map((slot) => (adapters.has(slot) ? adapterAgent(slot, base) : model(slot))));
+}
+
+/** Per LoRA adapter slot among `slots`: its notes over `base` (a base_model_name_or_path that differs). */
+export async function adapterNotes(base: Model, slots: readonly string[]): Promise<Record<string, string[]>> {
+  const notes: Record<string, string[]> = {};
+  for (const slot of slots)
+    if (adapters.has(slot)) notes[slot] = [...(await adapterAgent(slot, base)).warnings];
+  return notes;
 }
 
 /** Opens a model into a slot, replacing what it held; an open overtaken by a newer one is refused. */
@@ -127,23 +209,33 @@ export async function openSlot(
   opening.set(slot, mine);
   forget(slot);
   const blobs = await modelFiles(files, fetchOwn);
-  const opened = await openAdapterAware(
-    label,
-    blobs.map(({ name, blob }) => ({ name, source: timedSource(blobSource(blob, name), reads, testGate) })),
-  );
+  const opens = blobs.map(({ name, blob }) => ({
+    name,
+    source: timedSource(blobSource(blob, name), reads, testGate),
+  }));
+  const opened = await openAdapterAware(label, opens, slot === 'base' ? 'base' : 'agent');
+  const adapter = opened.adapter && { label, files: opens, info: opened.adapter };
+  // Over a base already loaded it must fit now: refused on its own card rather than at the check.
+  const base = models.get('base');
+  const agent = adapter && base ? makeAdapterAgent(adapter, base) : undefined;
+  if (agent) await agent;
   if (opening.get(slot) !== mine)
     throw refusal('AbortError', `${label} was replaced by a newer choice for the same place.`);
-  models.set(slot, opened);
+  models.set(slot, opened.model);
+  if (adapter) adapters.set(slot, adapter);
+  if (agent && base) adapterAgents.set(slot, { base, agent });
   snapshots.set(
     slot,
     blobs.map(({ name, blob }) => fileSnapshot(name, blob)),
   );
-  return summarizeModel(opened);
+  return { ...summarizeModel(opened.model), ...(opened.adapter ? { adapter: opened.adapter } : {}) };
 }
 
 /** Drops a slot's model; the cached analysis may have been of it, so it goes too. */
 function forget(slot: string): void {
   models.delete(slot);
+  adapters.delete(slot);
+  adapterAgents.delete(slot);
   snapshots.delete(slot);
   cachedAnalysis = null;
 }
@@ -181,26 +273,35 @@ export function snapshot(slot: string): FileSnapshot[] {
   return snapshots.get(slot) ?? [];
 }
 
-function analysisKey(base: string, agents: string[], epsilon: number): string {
-  return JSON.stringify([base, agents, epsilon]);
+function analysisKey(
+  base: string,
+  agents: string[],
+  epsilon: number,
+  readDtype: ReadDtype | undefined,
+): string {
+  return JSON.stringify([base, agents, epsilon, readDtype ?? 'default']);
 }
 
 export function rememberAnalysis(
   base: string,
   agents: string[],
   epsilon: number,
+  readDtype: ReadDtype | undefined,
   result: AnalysisResult,
 ): void {
-  cachedAnalysis = { key: analysisKey(base, agents, epsilon), result };
+  cachedAnalysis = { key: analysisKey(base, agents, epsilon, readDtype), result };
 }
 
-/** The last analysis, if it was of these models at this ε. */
+/** The last analysis, if it was of these models at this ε and read precision. */
 export function recalledAnalysis(
   base: string,
   agents: string[],
   epsilon: number,
+  readDtype: ReadDtype | undefined,
 ): AnalysisResult | undefined {
-  return cachedAnalysis?.key === analysisKey(base, agents, epsilon) ? cachedAnalysis.result : undefined;
+  return cachedAnalysis?.key === analysisKey(base, agents, epsilon, readDtype)
+    ? cachedAnalysis.result
+    : undefined;
 }
 
 /** The agent's lineage sample against the base, taken once per pair of opened models. */
@@ -218,7 +319,10 @@ export async function derivationSample(
 
 /** A loaded model, a merge in OPFS, or a merge in a picked folder. */
 export async function openTarget(target: ArenaTarget): Promise<Model> {
-  if ('slot' in target) return model(target.slot);
+  if ('slot' in target)
+    return adapters.has(target.slot)
+      ? must((await agentModels(model('base'), [target.slot]))[0], target.slot)
+      : model(target.slot);
   if ('handle' in target) return openModel(target.handle.name, await directoryHandleFiles(target.handle));
   const dir = await (await mergesRoot()).getDirectoryHandle(target.folder);
   return openModel(target.folder, await directoryHandleFiles(dir));

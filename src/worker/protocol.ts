@@ -4,6 +4,8 @@
 import type { Sha256Backend } from '../io/sha256.ts';
 import type { CompatColumns, CompatReport } from '../format/compat.ts';
 import type { FloatDtype } from '../format/dtype.ts';
+import type { ReadDtype } from '../format/precision.ts';
+import type { ReadPrecisionFacts } from '../driver/read-precision.ts';
 import type { MethodParams } from '../methods/types.ts';
 import type { DerivationSample } from '../driver/derivation.ts';
 import type { EngineLimits } from '../engine/gpu/device.ts';
@@ -90,6 +92,21 @@ export interface CheckReport {
   memory: MemoryEstimate;
   /** In the order of the request's agents. */
   derivation: DerivationReport[];
+  /** Per LoRA adapter agent's slot: its notes over this base (a base_model_name_or_path that differs). */
+  adapterNotes: Record<string, string[]>;
+  /** The set's stored dtypes, for the "compare at" control and the recipe's dtype. */
+  precision: ReadPrecisionFacts;
+}
+
+/** The statistics pass's request: the models by slot, ε, the read precision and the agents' labels. */
+export interface AnalyzeRequest {
+  base: string;
+  agents: string[];
+  epsilon: number;
+  /** Absent: the default read precision. */
+  readDtype?: ReadDtype;
+  /** The agents' names in the precision lines (as `analyze` names them by their folders). */
+  labels?: string[];
 }
 
 export interface MergeRequest {
@@ -97,6 +114,8 @@ export interface MergeRequest {
   agents: string[];
   params: MethodParams;
   outDtype?: FloatDtype;
+  /** The read precision D (the studio's "compare at"); absent: the default, as the CLI's --read-dtype. */
+  readDtype?: ReadDtype;
   /** Name of the new subfolder of OPFS `merges/` the merge is written to, when there is no target. */
   folder: string;
   /** A folder the user picked: the merge streams straight into it, which must be empty. */
@@ -112,8 +131,6 @@ export interface MergeRequest {
    * per tensor by the CLI's resolver (src/methods/resolve.ts) and written into mergekit_config.yml.
    */
   settings?: RecipeSettings;
-  /** The read precision D (a recipe's mergekit `dtype`, as `merge --config` reads it); absent: as stored. */
-  readDtype?: FloatDtype;
 }
 
 export type { LibraryEntry };
@@ -294,7 +311,7 @@ export interface WorkerCalls {
   /** Exchanges what two slots hold (an agent made the base, the base an agent). */
   swap: { request: { a: string; b: string }; result: null };
   check: { request: { base: string; agents: string[] }; result: CheckReport };
-  analyze: { request: { base: string; agents: string[]; epsilon: number }; result: AnalysisResult };
+  analyze: { request: AnalyzeRequest; result: AnalysisResult };
   merge: { request: MergeRequest; result: MergeSummary };
   copy: { request: { folder: string; target: FileSystemDirectoryHandle }; result: string[] };
   readBack: { request: { target: FileSystemDirectoryHandle; files: WrittenFile[] }; result: ReadBackReport };

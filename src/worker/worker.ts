@@ -13,6 +13,9 @@ import { explainElement, InspectHost } from '../driver/tensor-view.ts';
 import { listLibrary } from '../driver/library.ts';
 import { runSelfTest } from './self-test.ts';
 import { statsFiles } from '../driver/stats-json.ts';
+import { precisionSummary } from '../driver/precision-stats.ts';
+import { comparedNames, readPrecisionFacts } from '../driver/read-precision.ts';
+import { must } from '../io/checked.ts';
 import { compareModels } from './compare.ts';
 import { evaluateModels, generateSideBySide } from './eval.ts';
 import {
@@ -27,6 +30,8 @@ import { errorInfo, refusal } from './errors.ts';
 import { breakNextHashWorker, copy, merge, readBack, setOverlap, type JobContext } from './merge.ts';
 import { loadWasmSha256 } from '../io/sha256.ts';
 import {
+  adapterNotes,
+  agentModels,
   closeSlot,
   swapSlots,
   derivationSample,
@@ -87,13 +92,14 @@ const handlers: Handlers = {
   },
   async check({ base, agents }, { signal }) {
     const baseModel = model(base);
-    const compat = compatColumns(baseModel, agents.map(model));
+    const agentList = await agentModels(baseModel, agents);
+    const compat = compatColumns(baseModel, agentList);
     const engine = await engineInfo();
     // A sample that cannot be read (a truncated file) is reported for that agent alone.
     const derivation = await Promise.all(
-      agents.map(async (slot): Promise<DerivationReport> => {
+      agents.map(async (slot, t): Promise<DerivationReport> => {
         try {
-          return { slot, sample: await derivationSample(baseModel, model(slot), signal) };
+          return { slot, sample: await derivationSample(baseModel, must(agentList[t], slot), signal) };
         } catch (error) {
           return { slot, error: errorInfo(error) };
         }
@@ -104,22 +110,28 @@ const handlers: Handlers = {
       engine,
       memory: estimateMemory(baseModel, compat, agents.length, engine.limits),
       derivation,
+      adapterNotes: await adapterNotes(baseModel, agents),
+      precision: readPrecisionFacts(baseModel, agentList, comparedNames(baseModel, agentList)),
     };
   },
-  async analyze({ base, agents, epsilon }, { signal, progress }) {
+  async analyze({ base, agents, epsilon, readDtype, labels }, { signal, progress }) {
     return withEngine(agents.length, async (engine) => {
-      const result = await analyzeModels({
-        base: model(base),
-        agents: agents.map(model),
+      const baseModel = model(base);
+      const job = {
+        base: baseModel,
+        agents: await agentModels(baseModel, agents),
         engine,
         epsilon,
         signal,
-        onProgress: progress,
-      });
+        ...(readDtype ? { readDtype } : {}),
+      };
+      const result = await analyzeModels({ ...job, onProgress: progress });
+      // What reading at D did, as `analyze` says it: its lines and its JSON block.
+      const precision = await precisionSummary(job, result, labels ?? agents);
       // The files' identities let an exported JSON serve `merge --stats-in` as analyze's does.
-      const files = await statsFiles([model(base), ...agents.map(model)]);
-      rememberAnalysis(base, agents, epsilon, result);
-      return { ...result, files };
+      const files = await statsFiles([job.base, ...job.agents]);
+      rememberAnalysis(base, agents, epsilon, readDtype, result);
+      return { ...result, files, ...(precision ? { precision } : {}) };
     });
   },
   merge,
@@ -171,19 +183,28 @@ const handlers: Handlers = {
     const found = await acquireDevice();
     if ('error' in found)
       throw refusal('NoWebGPU', `The tensor view draws on WebGPU, which this worker lacks: ${found.error}.`);
-    return inspectHost.maskView(found.device, model(call.base), call.agents.map(model), call, signal);
+    const baseModel = model(call.base);
+    return inspectHost.maskView(
+      found.device,
+      baseModel,
+      await agentModels(baseModel, call.agents),
+      call,
+      signal,
+    );
   },
   async explain({ base, agents, params, outDtype, tensor, index }, { signal }) {
+    const baseModel = model(base);
+    const agentList = await agentModels(baseModel, agents);
     return withEngine(agents.length, (engine) =>
       explainElement({
-        base: model(base),
-        agents: agents.map(model),
+        base: baseModel,
+        agents: agentList,
         engine,
         params,
         outDtype,
         tensor,
         index,
-        analysis: recalledAnalysis(base, agents, params.epsilon),
+        analysis: recalledAnalysis(base, agents, params.epsilon, undefined),
         signal,
       }),
     );

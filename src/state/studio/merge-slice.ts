@@ -4,6 +4,7 @@ import type { StateCreator } from 'zustand';
 import type { ArenaTarget, MergeSummary, ReadBackReport, WorkerErrorInfo } from '../../worker/protocol.ts';
 import type { EngineJob } from '../../worker/client.ts';
 import type { FloatDtype } from '../../format/dtype.ts';
+import type { ReadDtype } from '../../format/precision.ts';
 import { validateParams } from '../../methods/defaults.ts';
 import type { MethodParams } from '../../methods/types.ts';
 import type { RecipeSettings } from '../../methods/recipe.ts';
@@ -55,7 +56,7 @@ export function createMergeSlice(ctx: StudioContext): StateCreator<StudioSlice, 
       params: MethodParams;
       outDtype: FloatDtype | null;
       settings: RecipeSettings | undefined;
-      readDtype: FloatDtype | null;
+      readDtype: ReadDtype | null;
     }
 
     /** The merge the current recipe asks for, or null with the reason shown as the merge's error. */
@@ -117,6 +118,7 @@ export function createMergeSlice(ctx: StudioContext): StateCreator<StudioSlice, 
           agents: plan.agents.map((a) => a.slot),
           params,
           outDtype: plan.outDtype ?? undefined,
+          ...(plan.readDtype ? { readDtype: plan.readDtype } : {}),
           folder,
           target,
           baseLabel,
@@ -124,7 +126,6 @@ export function createMergeSlice(ctx: StudioContext): StateCreator<StudioSlice, 
           name,
           storage,
           ...(plan.settings ? { settings: plan.settings } : {}),
-          ...(plan.readDtype ? { readDtype: plan.readDtype } : {}),
         },
         (progress) => {
           if (mergeJob === job) patchTask('merge', { progress });

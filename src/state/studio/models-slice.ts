@@ -106,6 +106,7 @@ export function createModelsSlice(ctx: StudioContext): StateCreator<StudioSlice,
           // The recipe stays: a restored or chosen method applies to the demo too.
           params: get().studio.params,
           outDtype: get().studio.outDtype,
+          readDtype: get().studio.readDtype,
           memoryBudget: get().studio.memoryBudget,
           source: 'demo',
         });
@@ -264,14 +265,21 @@ export function createModelsSlice(ctx: StudioContext): StateCreator<StudioSlice,
         }
         const mine = ctx.generation;
         analysisJob?.cancel();
-        const epsilon = get().studio.params.epsilon;
+        const { epsilon } = get().studio.params;
+        const readDtype = get().studio.readDtype;
         patch({
           analysis: { status: 'running', progress: null, error: null, result: null },
           analysisLabels: inputs.agents.map((a) => a.label),
         });
         const job = services.engine.call(
           'analyze',
-          { base: inputs.base.slot, agents: inputs.agents.map((a) => a.slot), epsilon },
+          {
+            base: inputs.base.slot,
+            agents: inputs.agents.map((a) => a.slot),
+            epsilon,
+            labels: inputs.agents.map((a) => a.label),
+            ...(readDtype ? { readDtype } : {}),
+          },
           (progress) => {
             if (mine === ctx.generation && analysisJob === job) patchTask('analysis', { progress });
           },

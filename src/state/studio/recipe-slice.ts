@@ -105,6 +105,14 @@ export function createRecipeSlice(ctx: StudioContext): StateCreator<StudioSlice,
         patch({ mergeName: name === '' ? null : name });
       },
 
+      async setReadDtype(dtype) {
+        if (dtype === get().studio.readDtype) return;
+        ctx.generation++;
+        patch({ readDtype: dtype });
+        // The statistics were counted at the old precision: count them again.
+        if (get().studio.analysis.status !== 'idle') await get().runAnalysis();
+      },
+
       applyRecipe(recipe, from, notes = []) {
         const models = get().studio.models;
         const loaded = models.filter((m) => m.role === 'agent').map((m) => m.label);
@@ -138,11 +146,12 @@ export function createRecipeSlice(ctx: StudioContext): StateCreator<StudioSlice,
         patch({
           params: agents > 0 ? fitParams(params, agents) : params,
           gradients: gradients && hasGradients(gradients) ? gradients : null,
-          readDtype: recipe.readDtype ?? null,
           outDtype: recipe.outDtype,
           restored,
           recipeProblem: null,
         });
+        // A recipe's read precision counts the statistics again where they were counted at another.
+        if (recipe.readDtype !== undefined) void get().setReadDtype(recipe.readDtype);
       },
 
       setRecipeProblem(problem) {
@@ -164,10 +173,6 @@ export function createRecipeSlice(ctx: StudioContext): StateCreator<StudioSlice,
                 models: gradients.models.map((m, t) => (t === agent ? drop(m) : m)),
               };
         patch({ gradients: hasGradients(next) ? next : null });
-      },
-
-      setReadDtype(dtype) {
-        patch({ readDtype: dtype });
       },
     };
   };

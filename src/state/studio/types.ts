@@ -20,6 +20,7 @@ import type {
 import type { ModelSummary } from '../../driver/model-transfer.ts';
 import { DEFAULT_MEMORY_BUDGET } from '../../worker/protocol.ts';
 import type { FloatDtype } from '../../format/dtype.ts';
+import type { ReadDtype } from '../../format/precision.ts';
 import { defaultParams } from '../../methods/defaults.ts';
 import type { MethodName, MethodParams } from '../../methods/types.ts';
 import type { SessionRecipe } from '../session.ts';
@@ -128,6 +129,11 @@ export interface StudioData {
   outDtype: FloatDtype | null;
   /** The next merge's name as typed; null: the default (defaultMergeName). */
   mergeName: string | null;
+  /**
+   * The read precision D of statistics and merges (the "compare at" control, the CLI's --read-dtype);
+   * null: the default (stored for a uniform set, else the base's dtype per tensor).
+   */
+  readDtype: ReadDtype | null;
   merge: TaskState<MergeSummary>;
   merges: MergeRecord[];
   arena: TaskState<ArenaRow[]>;
@@ -160,8 +166,6 @@ export interface StudioData {
    * order and global; the scalars are in `params`. Null: every tensor takes `params`.
    */
   gradients: RecipeSettings | null;
-  /** The precision the inputs are read at (a recipe's mergekit `dtype`, as the CLI reads it); null: as stored. */
-  readDtype: FloatDtype | null;
   /** Why the last recipe offered (a link, a YAML file) could not be used. */
   recipeProblem: string | null;
   /** The last comparison of two merges, by merge key (see mergeKey). */
@@ -246,6 +250,8 @@ export interface RecipeActions {
   setOutDtype(dtype: FloatDtype | null): void;
   /** Names the next merge; an empty name goes back to the default. */
   setMergeName(name: string): void;
+  /** Sets the read precision D (null: the default) and runs the statistics again at it. */
+  setReadDtype(dtype: ReadDtype | null): Promise<void>;
   /**
    * Takes the method, parameters and output dtype of a saved session, a link or mergekit YAML; the
    * models it names are shown so that they can be picked again (files cannot be reopened by name).
@@ -356,6 +362,7 @@ export function initialStudioData(): StudioData {
     params: defaultParams('ramplus', 0),
     outDtype: null,
     mergeName: null,
+    readDtype: null,
     merge: idleTask(),
     merges: [],
     arena: idleTask(),
@@ -368,7 +375,6 @@ export function initialStudioData(): StudioData {
     savedFolders: {},
     restored: null,
     gradients: null,
-    readDtype: null,
     recipeProblem: null,
     comparison: { ...idleTask<CompareReport>(), pair: null },
     memoryBudget: DEFAULT_MEMORY_BUDGET,
@@ -410,7 +416,7 @@ export function checkRequest(data: StudioData): { base: string; agents: string[]
 
 /** The recipe of the studio as it stands: the models' labels and order, method, parameters, dtype. */
 export function sessionRecipe(
-  data: Pick<StudioData, 'models' | 'params' | 'outDtype' | 'gradients' | 'readDtype'>,
+  data: Pick<StudioData, 'models' | 'params' | 'outDtype' | 'gradients'> & { readDtype?: ReadDtype | null },
 ): SessionRecipe {
   return {
     base: data.models.find((m) => m.role === 'base')?.label ?? null,
@@ -418,7 +424,7 @@ export function sessionRecipe(
     params: data.params,
     outDtype: data.outDtype,
     ...(data.gradients ? { gradients: data.gradients } : {}),
-    ...(data.readDtype ? { readDtype: data.readDtype } : {}),
+    readDtype: data.readDtype ?? null,
   };
 }
 

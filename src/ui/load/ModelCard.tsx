@@ -9,6 +9,7 @@ import { formatBytes, formatCount } from '../format.ts';
 import { ErrorBox } from '../studio/common.tsx';
 import { renamed } from './folders.ts';
 import { Pickers } from './Pickers.tsx';
+import { LoraFacts } from './LoraFacts.tsx';
 
 /** The share of sampled elements bit-identical to the base, with a warning when it is too low. */
 function Derivation({ derivation, testId }: { derivation: DerivationReport; testId: string }) {
@@ -17,7 +18,7 @@ function Derivation({ derivation, testId }: { derivation: DerivationReport; test
   if (sample.sampled === 0)
     return (
       <p className="muted" data-testid={`${testId}-derivation`} data-sampled="0">
-        No float tensor matches the base in dtype and shape, so nothing could be compared.
+        No float tensor matches the base in shape, so nothing could be compared.
       </p>
     );
   const verdict = derivationVerdict(sample);
@@ -242,10 +243,11 @@ export function ModelCard({ model, index, count }: { model: StudioModel; index: 
           </div>
           <div className="facts__row">
             <dt>Architecture</dt>
-            <dd>{report.config?.modelType ?? 'no config.json'}</dd>
+            <dd>{report.adapter ? 'PEFT LoRA adapter' : (report.config?.modelType ?? 'no config.json')}</dd>
           </div>
         </dl>
       )}
+      {report?.adapter && <LoraFacts adapter={report.adapter} slot={model.slot} testId={testId} />}
       {report && derivation && <Derivation derivation={derivation} testId={testId} />}
       {report && report.warnings.length > 0 && (
         <ul className="studio-warnings">

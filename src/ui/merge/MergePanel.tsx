@@ -1,9 +1,10 @@
 // Step 3: the recipe (method, its parameters explained, output dtype), a live λ preview and the
 // elements per merge branch from the cached statistics, and the merge job in the worker (into OPFS,
 // or straight into a picked folder where the browser has a folder picker) with its progress and Cancel.
+import { readDtypeText } from '../stats/ReadDtypeField.tsx';
 import { useId } from 'react';
 import { ParamFields, type ParamChange } from './ParamFields.tsx';
-import { ReadPrecision, RecipeNotice } from './RecipeNotice.tsx';
+import { RecipeNotice } from './RecipeNotice.tsx';
 import type { FloatDtype } from '../../format/dtype.ts';
 import { validateParams } from '../../methods/defaults.ts';
 import { METHOD_LIST, methodOf } from '../../methods/registry/index.ts';
@@ -268,7 +269,6 @@ export function MergePanel() {
           gradients={data.gradients}
           onClearGradient={clearGradient}
         />
-        <ReadPrecision readDtype={data.readDtype} />
         <div className="studio-field">
           <label htmlFor={dtypeId}>Output dtype</label>
           <select
@@ -285,6 +285,12 @@ export function MergePanel() {
               </option>
             ))}
           </select>
+        </div>
+        <div className="studio-field">
+          <span className="studio-field__name">Compare at</span>
+          <span data-testid="merge-read-dtype">
+            {readDtypeText(data.readDtype, data.check.result?.precision)} (step 2)
+          </span>
         </div>
       </div>
       {problems.length > 0 && labels.length > 0 && (

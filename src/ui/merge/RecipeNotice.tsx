@@ -1,12 +1,11 @@
 // Where a restored or imported recipe came from, shown at the top of the Merge step where its method
 // and parameters are (not below the previews): which recipe model became which loaded agent, what the
-// studio does not do as the recipe says, and the models to pick again. Also the read precision a
-// recipe's mergekit `dtype` sets, beside the parameters.
+// studio does not do as the recipe says, and the models to pick again. (A recipe's mergekit `dtype` sets
+// the read precision, shown in step 2 and beside the parameters.)
 import { useEffect, useState } from 'react';
 import { useShallow } from 'zustand/react/shallow';
-import type { FloatDtype } from '../../format/dtype.ts';
 import { keptFolders, type KeptFolder } from '../../io/handle-store.ts';
-import { studioStore, useStudio } from '../../state/store.ts';
+import { useStudio } from '../../state/store.ts';
 import { sessionRecipe } from '../../state/studio-slice.ts';
 import { reopenFolders } from '../load/folders.ts';
 import { pickRecipeData, type RecipeData } from './picks.ts';
@@ -124,32 +123,6 @@ function Restored({ data }: { data: RecipeData }) {
           )}
         </p>
       )}
-    </div>
-  );
-}
-
-const DTYPE_TEXT: Record<FloatDtype, string> = { BF16: 'bfloat16', F16: 'float16', F32: 'float32' };
-
-/** The recipe's read precision, with the way back to reading each tensor as stored. */
-export function ReadPrecision({ readDtype }: { readDtype: FloatDtype | null }) {
-  if (!readDtype) return null;
-  return (
-    <div className="studio-field" data-testid="read-dtype" data-dtype={readDtype}>
-      <span className="studio-field__label">Read precision</span>
-      <span>
-        Inputs read at <strong>{DTYPE_TEXT[readDtype]}</strong>{' '}
-        <button
-          type="button"
-          className="button button--ghost"
-          data-testid="read-dtype-clear"
-          onClick={() => studioStore.getState().setReadDtype(null)}
-        >
-          Read as stored
-        </button>
-      </span>
-      <p className="studio-help">
-        The recipe&apos;s dtype: mergekit casts its inputs to it on load, and so does merge --config.
-      </p>
     </div>
   );
 }

@@ -2,16 +2,17 @@
 // names, to pick again), a link that carries it (never a path or a weight), and mergekit YAML out and in.
 import { useEffect, useId, useState } from 'react';
 import { useShallow } from 'zustand/react/shallow';
-import { recipeFragment, type SessionRecipe } from '../../state/session.ts';
+import { recipeFragment } from '../../state/session.ts';
 import { studioStore, useStudio } from '../../state/store.ts';
 import { sessionRecipe } from '../../state/studio-slice.ts';
 import { deferred } from '../studio/deferred.tsx';
 import { pickRecipeData } from './picks.ts';
+import type { YamlRecipe } from './MergekitYaml.tsx';
 import { gradientsOf } from '../../state/studio/recipe-import.ts';
 
 // mergekit YAML (and the YAML library) comes in a chunk of its own, fetched after the first frame.
 const yamlModule = () => import('./MergekitYaml.tsx');
-const Yaml = deferred<{ recipe: SessionRecipe }>(() => yamlModule().then((m) => m.MergekitYaml));
+const Yaml = deferred<{ recipe: YamlRecipe }>(() => yamlModule().then((m) => m.MergekitYaml));
 
 function download(name: string, text: string): void {
   const url = URL.createObjectURL(new Blob([text], { type: 'text/yaml' }));
@@ -29,7 +30,8 @@ export function RecipeTools() {
   const [imported, setImported] = useState<string | null>(null);
   const linkId = useId();
   const importId = useId();
-  const recipe = sessionRecipe(data);
+  const session = sessionRecipe(data);
+  const recipe = { ...session, defaultAs: data.defaultAs };
   useEffect(() => void Yaml.preload(), []);
   const downloadYaml = async (): Promise<void> => {
     const { recipeYaml } = await yamlModule();
@@ -37,7 +39,7 @@ export function RecipeTools() {
   };
   const copyLink = (): void => {
     const url = new URL(location.href);
-    url.hash = recipeFragment(recipe);
+    url.hash = recipeFragment(session);
     history.replaceState(null, '', url);
     setLink(url.href);
     navigator.clipboard.writeText(url.href).then(
@@ -58,7 +60,8 @@ export function RecipeTools() {
           params: parsed.params,
           outDtype: parsed.outDtype ?? null,
           ...(gradients ? { gradients } : {}),
-          ...(parsed.mathDtype ? { readDtype: parsed.mathDtype } : {}),
+          // mergekit's dtype casts the inputs on load: it sets the read precision (none: the default).
+          readDtype: parsed.mathDtype ?? null,
         },
         'yaml',
         parsed.notes,

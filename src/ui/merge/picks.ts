@@ -4,6 +4,7 @@
 import { useRef } from 'react';
 import { useStudio, type StudioState } from '../../state/store.ts';
 import type { StudioData } from '../../state/studio-slice.ts';
+import type { FloatDtype } from '../../format/dtype.ts';
 
 export type CompareData = Pick<StudioData, 'merges' | 'library' | 'comparison' | 'arena'>;
 
@@ -16,17 +17,24 @@ export const pickCompareData = (s: StudioState): CompareData => ({
 
 export type RecipeData = Pick<
   StudioData,
-  'models' | 'params' | 'outDtype' | 'restored' | 'recipeProblem' | 'gradients' | 'readDtype'
->;
+  'models' | 'params' | 'outDtype' | 'readDtype' | 'restored' | 'recipeProblem' | 'gradients'
+> & {
+  /**
+   * The one dtype that reads this set as the default read precision does (the recipe's `dtype`): null
+   * where none does, undefined until the check has said.
+   */
+  defaultAs: FloatDtype | null | undefined;
+};
 
 export const pickRecipeData = (s: StudioState): RecipeData => ({
   models: s.studio.models,
   params: s.studio.params,
   outDtype: s.studio.outDtype,
+  readDtype: s.studio.readDtype,
+  defaultAs: s.studio.check.result?.precision.defaultAs,
   restored: s.studio.restored,
   recipeProblem: s.studio.recipeProblem,
   gradients: s.studio.gradients,
-  readDtype: s.studio.readDtype,
 });
 
 /** A task's state (TaskState): an object with a progress field. */

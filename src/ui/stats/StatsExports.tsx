@@ -19,7 +19,15 @@ export function StatsExports({
   const base = models.find((m) => m.role === 'base')?.label ?? 'base';
   const saveJson = (): void => {
     // The CLI names each agent by the path it was given; the studio has the label it loaded it as.
-    const json = statsJson(analysis, labels, params.r, params.alpha, undefined, analysis.files);
+    const json = statsJson(
+      analysis,
+      labels,
+      params.r,
+      params.alpha,
+      undefined,
+      analysis.files,
+      analysis.precision,
+    );
     downloadBlob(
       new Blob([`${JSON.stringify(json, null, 2)}\n`], { type: 'application/json' }),
       'statistics.json',

@@ -7,6 +7,7 @@ import { ErrorBox, ProgressBar } from '../studio/common.tsx';
 import { ChunkPlaceholder, deferred } from '../studio/deferred.tsx';
 import './analysis.css';
 import { StatsExports } from './StatsExports.tsx';
+import { ReadDtypeField, readDtypeText } from './ReadDtypeField.tsx';
 import { TotalsTable } from './TotalsTable.tsx';
 import type { AnalysisProps } from './types.ts';
 
@@ -15,6 +16,8 @@ const Views = deferred<AnalysisProps>(() => import('./AnalysisViews.tsx').then((
 export function StatsPanel() {
   const analysis = useStudio((s) => s.studio.analysis);
   const labels = useStudio((s) => s.studio.analysisLabels);
+  const readDtype = useStudio((s) => s.studio.readDtype);
+  const facts = useStudio((s) => s.studio.check.result?.precision);
   const result = analysis.result;
   const panel = useRef<HTMLElement>(null);
   // The demo's statistics are on their way from the first frame: have the views ready when they land.
@@ -50,6 +53,7 @@ export function StatsPanel() {
           </button>
         )}
       </div>
+      <ReadDtypeField />
       {analysis.status === 'running' && (
         <ProgressBar progress={analysis.progress} testId="stats-progress" label="Statistics progress" />
       )}
@@ -63,9 +67,19 @@ export function StatsPanel() {
       {result && (
         <>
           <p className="muted">
-            An element counts as changed by an agent when |θ_agent − θ_base| &gt; ε = {result.epsilon}. Counts
-            are exact integers; percentages are computed from them.
+            An element counts as changed by an agent when |θ_agent − θ_base| &gt; ε = {result.epsilon}, the
+            models read at {readDtypeText(readDtype, facts)}. Counts are exact integers; percentages are
+            computed from them.
           </p>
+          {result.precision && result.precision.lines.length > 0 && (
+            <ul className="notice stats-precision" data-testid="stats-precision">
+              {result.precision.lines.map((line) => (
+                <li key={line} data-testid="stats-precision-line">
+                  {line}
+                </li>
+              ))}
+            </ul>
+          )}
           <StatsExports analysis={result} panel={panel} />
           <section data-report="" aria-label="Totals">
             <TotalsTable totals={result.totals} labels={labels} />
