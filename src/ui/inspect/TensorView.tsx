@@ -8,6 +8,7 @@ import {
   blockCounts,
   headAxis,
   headCounts,
+  maskCanvasSize,
   summarizeMask,
   type MaskGeometry,
   type MaskSummary,
@@ -262,6 +263,12 @@ export function TensorView() {
   const single = g !== null && g.blockRows === 1 && g.blockCols === 1;
   const whole = g !== null && g.rows === g.tensorRows && g.cols === g.tensorCols;
   const summary = result && g ? summarizeMask(result.grid, g, result.agents) : null;
+  // The box has the aspect the engine drew at (maskCanvasSize), its longer side the column's width.
+  const drawn = g ? maskCanvasSize(g, MASK_CANVAS_SIZE.width) : MASK_CANVAS_SIZE;
+  const canvasStyle = {
+    aspectRatio: `${drawn.width} / ${drawn.height}`,
+    width: drawn.width >= drawn.height ? '100%' : `${(100 * drawn.width) / drawn.height}%`,
+  };
   const onKey = (event: KeyboardEvent<HTMLDivElement>): void => {
     if (!g) return;
     const moves: Record<string, [number, number]> = {
@@ -329,6 +336,7 @@ export function TensorView() {
         <canvas
           ref={canvasRef}
           className="inspect-canvas"
+          style={canvasStyle}
           data-testid="tensor-mask"
           width={MASK_CANVAS_SIZE.width}
           height={MASK_CANVAS_SIZE.height}
