@@ -87,8 +87,11 @@ export function maskGeometry(
   };
 }
 
-/** The most a tensor view's sides differ: a vector of 4,096 is a 32 : 1 strip, not a line of hairs. */
-export const MASK_MAX_ASPECT = 32;
+/**
+ * The most a tensor view's sides differ (an embedding of 512 × 64 is drawn true): past it the short
+ * side is stretched, so a vector is a strip whose elements a pointer can still pick, not a hairline.
+ */
+export const MASK_MAX_ASPECT = 8;
 
 /**
  * The tensor view's canvas in pixels for a view: the view's aspect (columns : rows, in elements),
