@@ -377,10 +377,10 @@ export function TensorView() {
               data-gx={picked.gx}
               aria-hidden="true"
               style={{
-                left: `${(100 * picked.gx) / g.gridCols}%`,
-                top: `${(100 * picked.gy) / g.gridRows}%`,
-                width: `${100 / g.gridCols}%`,
-                height: `${100 / g.gridRows}%`,
+                left: `${(100 * (picked.gx + 0.5)) / g.gridCols}%`,
+                top: `${(100 * (picked.gy + 0.5)) / g.gridRows}%`,
+                width: `max(6px, ${100 / g.gridCols}%)`,
+                height: `max(6px, ${100 / g.gridRows}%)`,
               }}
             />
           )}
