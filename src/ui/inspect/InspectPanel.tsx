@@ -38,7 +38,6 @@ function ElementField({ shape, index }: { shape: readonly number[] | null; index
         id={id}
         data-testid="inspector-index"
         type="text"
-        inputMode="numeric"
         spellCheck={false}
         autoComplete="off"
         placeholder={numel !== undefined ? `0 to ${numel - 1}, or [row, col]` : 'e.g. 12 or [0, 12]'}
