@@ -11,6 +11,7 @@ import { writeLlamaSet } from '../src/bench/llama-set.ts';
 import { nodeFolder } from '../src/io/node.ts';
 import { must } from '../src/io/checked.ts';
 import { expect, test } from './fixtures.ts';
+import { axeViolations } from './axe.ts';
 import { InspectPage, type InspectorJson } from './inspect-page.ts';
 import { WorkflowPage } from './workflow-page.ts';
 import { copyFile, mkdir } from 'node:fs/promises';
@@ -201,7 +202,8 @@ test('the atlas readout is beside the pointer, the hovered cell marked; a click 
   viewport,
 }, testInfo) => {
   await page.setViewportSize(must(viewport, 'the configured viewport'));
-  test.setTimeout(150_000);
+  // Fourteen screenshots and many pointer moves on a shared machine.
+  test.setTimeout(240_000);
   const readout = page.getByTestId('atlas-readout');
   for (const [agent, row, module] of [
     [0, 'layers.3', 'q'],
@@ -335,6 +337,7 @@ test('the tensor view keeps a tensor’s aspect and takes an element as [row, co
   await expect(element).toHaveAttribute('data-index', String(64 * 256 - 1));
   await expect(inspect.run).toBeEnabled();
   await page.getByTestId('inspect-panel').scrollIntoViewIfNeeded();
+  expect(await axeViolations(page, '[data-testid="inspect-panel"]')).toEqual([]);
   await shoot('feedback-tensor-view-1280', testInfo, page.getByTestId('inspect-panel'));
 });
 
@@ -366,6 +369,7 @@ test('a TIES merge keeps progress, Cancel and "cancelled" in the 1280×800 windo
       });
   await expect(page.getByTestId('step-merge')).toHaveAttribute('data-state', 'working');
   await shoot('feedback-merge-running-1280', testInfo);
+  expect(await axeViolations(page, '[data-testid="merge-panel"]')).toEqual([]);
   await expect(cancel).toBeFocused();
 
   // Enter on the focused Cancel stops it; the message is in view and the focus is back on Merge.
