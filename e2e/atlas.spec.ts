@@ -139,6 +139,9 @@ test('every atlas cell equals the CPU reference summed over its tensors; the JSO
   const q7 = atlas.atlas.locator(
     '[data-testid="atlas-cell"][data-agent="1"][data-row="layers.7"][data-module="q"]',
   );
+  // The readout beside the pointer names the cell (e2e/feedback.spec.ts checks where it is).
+  await q7.hover();
+  await expect(page.getByTestId('atlas-readout')).toContainText('layers.7 · q · agent-1');
   await q7.click();
   const expected = JSON.parse((await q7.getAttribute('data-tensors')) ?? '[]') as string[];
   expect([...expected].sort()).toEqual([
@@ -151,7 +154,6 @@ test('every atlas cell equals the CPU reference summed over its tensors; the JSO
       await page.getByTestId('tensor-row').evaluateAll((r) => r.map((e) => e.getAttribute('data-name')))
     ).sort(),
   ).toEqual([...expected].sort());
-  await expect(page.getByTestId('atlas-readout')).toContainText('layers.7');
 
   // (c) The statistics JSON equals the CLI's on the same folders. The CLI names each model by the
   // path it was given, the studio by its folder's name: `path` is compared as the folder name.

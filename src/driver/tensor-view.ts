@@ -27,7 +27,13 @@ import {
   type MaskDraw,
 } from '../engine/gpu/kernels/mask.ts';
 import { encodeParams, PARAMS_BYTES } from '../engine/gpu/layout.ts';
-import { maskGeometry, maskLayout, type MaskGeometry, type MaskView } from '../methods/mask-geometry.ts';
+import {
+  maskCanvasSize,
+  maskGeometry,
+  maskLayout,
+  type MaskGeometry,
+  type MaskView,
+} from '../methods/mask-geometry.ts';
 import {
   pad4,
   splitDispatch,
@@ -492,7 +498,10 @@ export class InspectHost {
       // OffscreenCanvas lost the device on headless Chromium's SwiftShader, a 2D one works everywhere.
       this.context ??= this.canvas.getContext('2d');
       if (!this.context) throw new Error('The tensor view canvas offers no 2D context.');
-      const { width, height } = this.canvas;
+      // The canvas takes the view's aspect, so a 64 × 256 tensor is drawn four times wider than tall.
+      const { width, height } = maskCanvasSize(result.geometry, Math.max(call.maxRows, call.maxCols));
+      if (this.canvas.width !== width) this.canvas.width = width;
+      if (this.canvas.height !== height) this.canvas.height = height;
       const pixels = await this.renderer.drawPixels(width, height, call.palette);
       this.context.putImageData(
         new ImageData(new Uint8ClampedArray(pixels.buffer as ArrayBuffer), width, height),

@@ -5,10 +5,14 @@ import { seededRandom } from './rng.ts';
 import {
   blockCounts,
   blockNumel,
+  elementPosition,
   headAxis,
   headCounts,
+  MASK_MAX_ASPECT,
+  maskCanvasSize,
   maskGeometry,
   maskLayout,
+  parseElement,
   summarizeMask,
   tensorMatrix,
 } from './mask-geometry.ts';
@@ -145,5 +149,70 @@ describe('headCounts', () => {
     expect(headCounts(summary(g, [1, 1, 1], [0, 0, 0]), g, 2, 'rows')).toBeNull();
     const part = maskGeometry([8, 3], { row0: 2, col0: 0, rows: 4, cols: 3 }, 8, 8);
     expect(headCounts(summary(part, [1, 1, 1, 1], [0, 0, 0]), part, 4, 'rows')).toBeNull();
+  });
+});
+
+describe('maskCanvasSize', () => {
+  const view = (rows: number, cols: number) => ({ row0: 0, col0: 0, rows, cols });
+  it('keeps the view’s aspect with its longer side at the size asked', () => {
+    expect(maskCanvasSize(view(64, 256), 512)).toEqual({ width: 512, height: 128 });
+    expect(maskCanvasSize(view(256, 64), 512)).toEqual({ width: 128, height: 512 });
+    expect(maskCanvasSize(view(100, 100), 512)).toEqual({ width: 512, height: 512 });
+    expect(maskCanvasSize(view(3, 7), 512)).toEqual({ width: 512, height: Math.round((512 * 3) / 7) });
+  });
+  it('limits a vector to a strip of the largest aspect', () => {
+    expect(maskCanvasSize(view(1, 4096), 512)).toEqual({ width: 512, height: 512 / MASK_MAX_ASPECT });
+    expect(maskCanvasSize(view(4096, 1), 512)).toEqual({ width: 512 / MASK_MAX_ASPECT, height: 512 });
+  });
+});
+
+describe('parseElement', () => {
+  const shape = [64, 256];
+  it('takes a flat index, [row, col] and row, col to the same element', () => {
+    expect(parseElement('1234', shape)).toEqual({ index: 1234 });
+    expect(parseElement('[4, 210]', shape)).toEqual({ index: 4 * 256 + 210 });
+    expect(parseElement('4, 210', shape)).toEqual({ index: 4 * 256 + 210 });
+    expect(parseElement(' [4,210] ', shape)).toEqual({ index: 4 * 256 + 210 });
+    expect(parseElement('4 210', shape)).toEqual({ index: 4 * 256 + 210 });
+  });
+  it('round-trips every position of random shapes through elementPosition', () => {
+    const random = seededRandom(7);
+    for (let k = 0; k < 200; k++) {
+      const rows = 1 + Math.floor(random() * 50);
+      const cols = 1 + Math.floor(random() * 50);
+      const index = Math.floor(random() * rows * cols);
+      const [r, c] = elementPosition(index, [rows, cols]);
+      expect(parseElement(`[${r}, ${c}]`, [rows, cols])).toEqual({ index });
+    }
+  });
+  it('reads a position in a tensor’s own dimensions, or as row and column of its matrix', () => {
+    // [2, 3, 4]: rows are the first two dimensions (6), columns the last (4).
+    expect(parseElement('[1, 2, 3]', [2, 3, 4])).toEqual({ index: 1 * 12 + 2 * 4 + 3 });
+    expect(parseElement('[5, 3]', [2, 3, 4])).toEqual({ index: 5 * 4 + 3 });
+  });
+  it('says why a text names no element', () => {
+    expect(parseElement('', shape)).toHaveProperty(
+      'error',
+      'Type a flat index, or a position such as [row, col].',
+    );
+    expect(parseElement('16384', shape)).toHaveProperty(
+      'error',
+      'Index 16384 is past the last element, 16383.',
+    );
+    expect(parseElement('[64, 0]', shape)).toHaveProperty(
+      'error',
+      'Position 64 on axis 0 is past its size, 64.',
+    );
+    expect(parseElement('[0, 256]', shape)).toHaveProperty(
+      'error',
+      'Position 256 on axis 1 is past its size, 256.',
+    );
+    expect(parseElement('[1, 2, 3]', shape)).toHaveProperty(
+      'error',
+      'A position of 3 numbers fits neither the shape [64, 256] nor [row, col].',
+    );
+    expect(parseElement('-1', shape)).toHaveProperty('error');
+    expect(parseElement('[1.5, 2]', shape)).toHaveProperty('error');
+    expect(parseElement('abc', shape)).toHaveProperty('error');
   });
 });

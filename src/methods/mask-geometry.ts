@@ -87,6 +87,23 @@ export function maskGeometry(
   };
 }
 
+/**
+ * The most a tensor view's sides differ (an embedding of 512 × 64 is drawn true): past it the short
+ * side is stretched, so a vector is a strip whose elements a pointer can still pick, not a hairline.
+ */
+export const MASK_MAX_ASPECT = 8;
+
+/**
+ * The tensor view's canvas in pixels for a view: the view's aspect (columns : rows, in elements),
+ * limited to MASK_MAX_ASPECT, with its longer side `longest` pixels.
+ */
+export function maskCanvasSize(view: MaskView, longest: number): { width: number; height: number } {
+  const aspect = Math.min(MASK_MAX_ASPECT, Math.max(1 / MASK_MAX_ASPECT, view.cols / view.rows));
+  return aspect >= 1
+    ? { width: longest, height: Math.max(1, Math.round(longest / aspect)) }
+    : { width: Math.max(1, Math.round(longest * aspect)), height: longest };
+}
+
 /** Elements in block (gy, gx) of the grid. */
 export function blockNumel(g: MaskGeometry, gy: number, gx: number): number {
   return Math.min(g.blockRows, g.rows - gy * g.blockRows) * Math.min(g.blockCols, g.cols - gx * g.blockCols);
@@ -209,4 +226,43 @@ export function headCounts(
       values.slice(h * per, (h + 1) * per).reduce((a, b) => a + b, 0),
     ),
   );
+}
+
+/**
+ * Reads an element as a person types it: a flat index (`1234`), or a position, bracketed or not
+ * (`[3, 17]`, `3, 17`), either in the tensor's own dimensions or as row and column of the tensor
+ * seen as a matrix (tensorMatrix). Returns the flat index, or why the text names no element.
+ */
+export function parseElement(text: string, shape: readonly number[]): { index: number } | { error: string } {
+  const trimmed = text.trim();
+  const inner = /^\[(.*)\]$/.exec(trimmed)?.[1] ?? trimmed;
+  const parts = inner.split(/\s*,\s*|\s+/).filter((p) => p !== '');
+  if (parts.length === 0) return { error: 'Type a flat index, or a position such as [row, col].' };
+  if (!parts.every((p) => /^\d+$/.test(p)))
+    return { error: `“${trimmed}” is not a flat index nor a position such as [row, col] of whole numbers.` };
+  const at = parts.map(Number);
+  const total = numel(shape);
+  if (at.length === 1) {
+    const index = at[0]!;
+    return index < total ? { index } : { error: `Index ${index} is past the last element, ${total - 1}.` };
+  }
+  const { rows, cols } = tensorMatrix(shape);
+  const dims = at.length === shape.length ? shape : at.length === 2 ? [rows, cols] : null;
+  if (!dims)
+    return {
+      error: `A position of ${at.length} numbers fits neither the shape [${shape.join(', ')}] nor [row, col].`,
+    };
+  let index = 0;
+  for (const [d, size] of dims.entries()) {
+    const i = at[d]!;
+    if (i >= size) return { error: `Position ${i} on axis ${d} is past its size, ${size}.` };
+    index = index * size + i;
+  }
+  return { index };
+}
+
+/** A flat index as [row, col] of the tensor seen as a matrix (tensorMatrix). */
+export function elementPosition(index: number, shape: readonly number[]): [number, number] {
+  const { cols } = tensorMatrix(shape);
+  return [Math.floor(index / cols), index % cols];
 }

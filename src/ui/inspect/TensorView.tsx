@@ -8,6 +8,7 @@ import {
   blockCounts,
   headAxis,
   headCounts,
+  maskCanvasSize,
   summarizeMask,
   type MaskGeometry,
   type MaskSummary,
@@ -174,6 +175,15 @@ function Heads({
   );
 }
 
+/** The block of the view holding the element at a flat index, or null outside the view. */
+function blockOf<T>(g: MaskGeometry, index: number, of: T): { gy: number; gx: number; of: T } | null {
+  if (!Number.isInteger(index) || index < 0 || index >= g.tensorRows * g.tensorCols) return null;
+  const row = Math.floor(index / g.tensorCols) - g.row0;
+  const col = (index % g.tensorCols) - g.col0;
+  if (row < 0 || col < 0 || row >= g.rows || col >= g.cols) return null;
+  return { gy: Math.floor(row / g.blockRows), gx: Math.floor(col / g.blockCols), of };
+}
+
 function describeBlock(g: MaskGeometry, gy: number, gx: number): string {
   const r0 = g.row0 + gy * g.blockRows;
   const c0 = g.col0 + gx * g.blockCols;
@@ -223,10 +233,14 @@ export function TensorView() {
   // Blocks are remembered with the grid they belong to, so a new view forgets them.
   type Block = { gy: number; gx: number; of: MaskViewResult | null };
   const [hovered, setHover] = useState<Block | null>(null);
-  const [chosen, setPicked] = useState<Block | null>(null);
+  const [chosen, setChosen] = useState<Block | null>(null);
+  const index = useStudio((s) => s.inspect.index);
   const hover = hovered?.of === result ? hovered : null;
-  const picked = chosen?.of === result ? chosen : null;
   const g = result?.geometry ?? null;
+  // The inspector's element (a click here, or typed as an index or [row, col]) is outlined in the view.
+  const picked = result && g && result.tensor === tensor ? blockOf(g, index, result) : null;
+  // Zoom centres on the block last clicked in this view, else on the view's centre.
+  const clicked = chosen?.of === result ? chosen : null;
 
   useEffect(() => {
     const canvas = canvasRef.current;
@@ -251,17 +265,20 @@ export function TensorView() {
   };
   const pick = (block: Block): void => {
     if (!g) return;
-    setPicked(block);
+    setChosen(block);
     const row = g.row0 + block.gy * g.blockRows;
     const col = g.col0 + block.gx * g.blockCols;
     studioStore.getState().setInspectTarget({ index: row * g.tensorCols + col });
   };
   const go = (view: MaskView | null): void => void studioStore.getState().setMaskView(view);
   const shown = hover ?? picked;
-  const focus = picked ?? (g ? { gy: Math.floor(g.gridRows / 2), gx: Math.floor(g.gridCols / 2) } : null);
+  const focus = clicked ?? (g ? { gy: Math.floor(g.gridRows / 2), gx: Math.floor(g.gridCols / 2) } : null);
   const single = g !== null && g.blockRows === 1 && g.blockCols === 1;
   const whole = g !== null && g.rows === g.tensorRows && g.cols === g.tensorCols;
   const summary = result && g ? summarizeMask(result.grid, g, result.agents) : null;
+  // The box has the aspect the engine drew at (maskCanvasSize), its longer side the column's width.
+  const drawn = g ? maskCanvasSize(g, MASK_CANVAS_SIZE.width) : MASK_CANVAS_SIZE;
+  const boxWidth = drawn.width >= drawn.height ? '100%' : `${(100 * drawn.width) / drawn.height}%`;
   const onKey = (event: KeyboardEvent<HTMLDivElement>): void => {
     if (!g) return;
     const moves: Record<string, [number, number]> = {
@@ -326,29 +343,48 @@ export function TensorView() {
         ))}
       </div>
       <div className="inspect-view__body">
-        <canvas
-          ref={canvasRef}
-          className="inspect-canvas"
-          data-testid="tensor-mask"
-          width={MASK_CANVAS_SIZE.width}
-          height={MASK_CANVAS_SIZE.height}
-          role="img"
-          aria-label={
-            tensor
-              ? `Mask of ${tensor}: which agents changed each element`
-              : 'Tensor view: no tensor chosen yet'
-          }
-          onMouseMove={(e) => setHover(blockAt(e))}
-          onMouseLeave={() => setHover(null)}
-          onClick={(e) => {
-            const block = blockAt(e);
-            if (block) pick(block);
-          }}
-          onDoubleClick={(e) => {
-            const block = blockAt(e);
-            if (block && g && !single) go(zoomed(g, block.gy, block.gx, 4));
-          }}
-        />
+        <div className="inspect-canvas-box" style={{ width: boxWidth }}>
+          <canvas
+            ref={canvasRef}
+            className="inspect-canvas"
+            style={{ aspectRatio: `${drawn.width} / ${drawn.height}` }}
+            data-testid="tensor-mask"
+            width={MASK_CANVAS_SIZE.width}
+            height={MASK_CANVAS_SIZE.height}
+            role="img"
+            aria-label={
+              tensor
+                ? `Mask of ${tensor}: which agents changed each element`
+                : 'Tensor view: no tensor chosen yet'
+            }
+            onMouseMove={(e) => setHover(blockAt(e))}
+            onMouseLeave={() => setHover(null)}
+            onClick={(e) => {
+              const block = blockAt(e);
+              if (block) pick(block);
+            }}
+            onDoubleClick={(e) => {
+              const block = blockAt(e);
+              if (block && g && !single) go(zoomed(g, block.gy, block.gx, 4));
+            }}
+          />
+          {picked && g && (
+            // The picked element's block, outlined over the image (at least a few pixels, to be seen).
+            <span
+              className="inspect-pick"
+              data-testid="tensor-mask-pick"
+              data-gy={picked.gy}
+              data-gx={picked.gx}
+              aria-hidden="true"
+              style={{
+                left: `${(100 * (picked.gx + 0.5)) / g.gridCols}%`,
+                top: `${(100 * (picked.gy + 0.5)) / g.gridRows}%`,
+                width: `max(6px, ${100 / g.gridCols}%)`,
+                height: `max(6px, ${100 / g.gridRows}%)`,
+              }}
+            />
+          )}
+        </div>
         <div className="inspect-view__facts">
           <ul
             className="inspect-legend"

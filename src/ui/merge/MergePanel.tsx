@@ -10,16 +10,14 @@ import { validateParams } from '../../methods/defaults.ts';
 import { METHOD_LIST, methodOf } from '../../methods/registry/index.ts';
 import { ramLambdas, tensorLocalLambdas } from '../../methods/stats.ts';
 import type { MethodName, MethodParams } from '../../methods/types.ts';
-import { studioStore, useStudio } from '../../state/store.ts';
+import { studioStore } from '../../state/store.ts';
 import { mergeInputs, storageLooksPrivate, type StudioData } from '../../state/studio-slice.ts';
 import { derivationVerdict } from '../../driver/derivation.ts';
 import { tensorRecords } from '../../driver/model-transfer.ts';
-import type { MergeSummary } from '../../worker/protocol.ts';
-import { describeWindowCache } from '../../driver/job.ts';
-import { formatBytes, formatCount, formatDuration } from '../format.ts';
-import { ErrorBox, idPart, ProgressBar } from '../studio/common.tsx';
+import { formatBytes, formatCount } from '../format.ts';
+import { idPart } from '../studio/common.tsx';
 import { directoryPicker } from '../../io/browser-folders.ts';
-import { budgetAdvice } from '../load/budget.ts';
+import { MergeRun } from './MergeRun.tsx';
 import { RecipeTools } from './RecipeTools.tsx';
 import { defaultMergeName, folderPart, MAX_NAME } from '../../state/studio/names.ts';
 import { useStudioWithoutProgress } from './picks.ts';
@@ -156,43 +154,12 @@ function PrivateStorageNote({ data, canPick }: { data: StudioData; canPick: bool
   );
 }
 
-/** What the merge just wrote and where, said where the Merge button is. */
-function MergeDone({ summary }: { summary: MergeSummary }) {
-  const bytes = summary.files.reduce((sum, f) => sum + f.bytes, 0);
-  const cache = summary.stages.windowCache;
-  const kept =
-    cache &&
-    describeWindowCache(
-      cache,
-      cache.memoryBudget,
-      formatBytes,
-      (b) => `${budgetAdvice(b)}, set under Engine and memory,`,
-    );
-  const where =
-    summary.location === 'opfs'
-      ? `this browser's storage, merges/${summary.folder}`
-      : `the folder ${summary.folder}`;
-  return (
-    <p className="notice notice--ok" role="status" data-testid="merge-done">
-      Wrote {summary.files.length} files ({formatBytes(bytes)}) to {where} in{' '}
-      {formatDuration(summary.elapsedMs)}. <a href="#export-heading">See it under Export</a>.
-      {kept && <span data-testid="merge-kept"> {kept}</span>}
-    </p>
-  );
-}
-
 const DTYPES: { value: FloatDtype | ''; text: string }[] = [
   { value: '', text: 'Same as the inputs' },
   { value: 'BF16', text: 'bfloat16' },
   { value: 'F16', text: 'float16' },
   { value: 'F32', text: 'float32' },
 ];
-
-/** The running merge's progress bar, rendered on each progress report apart from the panel. */
-function MergeProgress() {
-  const progress = useStudio((s) => s.studio.merge.progress);
-  return <ProgressBar progress={progress} testId="merge-progress" label="Merge progress" />;
-}
 
 export function MergePanel() {
   // Without the merge's progress, which MergeProgress reads: the recipe, previews and their per-tensor
@@ -302,54 +269,20 @@ export function MergePanel() {
       )}
       <LineageWarning data={data} />
       <PrivateStorageNote data={data} canPick={Boolean(pick)} />
-      <div className="studio-actions">
-        <button
-          type="button"
-          className="button"
-          data-testid="merge-run"
-          disabled={disabled}
-          onClick={() => void studioStore.getState().runMerge()}
-        >
-          Merge {agentsText}
-        </button>
-        {pick && (
-          <button
-            type="button"
-            className="button button--secondary"
-            data-testid="merge-run-folder"
-            aria-describedby={folderHelpId}
-            disabled={disabled}
-            onClick={() => void studioStore.getState().mergeIntoFolder(() => pick({ mode: 'readwrite' }))}
-          >
-            Merge into a folder…
-          </button>
-        )}
-        {running && (
-          <button
-            type="button"
-            className="button button--secondary"
-            data-testid="merge-cancel"
-            onClick={() => studioStore.getState().cancelMerge()}
-          >
-            Cancel
-          </button>
-        )}
-        {blocked && <span className="muted">{blocked}</span>}
-      </div>
+      <MergeRun
+        merge={merge}
+        disabled={disabled}
+        blocked={blocked}
+        agentsText={agentsText}
+        pick={pick ?? null}
+        folderHelpId={folderHelpId}
+      />
       {pick && (
         <p id={folderHelpId} className="studio-help">
           Merge into a folder… writes the model straight into an empty folder you pick (or create), so a large
           merge needs its disk space and time once; Merge writes to this browser&apos;s private storage first.
         </p>
       )}
-      {running && <MergeProgress />}
-      {merge.status === 'done' && merge.result && <MergeDone summary={merge.result} />}
-      {merge.status === 'cancelled' && (
-        <p data-testid="merge-cancelled" role="status">
-          The merge was cancelled; nothing was left in the output folder.
-        </p>
-      )}
-      {merge.error && <ErrorBox error={merge.error} testId="merge-error" />}
       {/* Previews and the recipe's other forms come after the button, so it is a few Tabs from the method. */}
       <LambdaPreview data={data} labels={data.analysisLabels} />
       <BranchPreview data={data} />

@@ -1,5 +1,5 @@
 // The statistics views under the totals, sharing the tensor table's filter for drill-downs.
-import { useMemo, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import { atlasOf, filterTensors, NO_FILTER, type TensorFilter } from './summary.ts';
 import { AtlasView } from './Atlas.tsx';
 import { LayerViews } from './LayerViews.tsx';
@@ -13,10 +13,24 @@ export function AnalysisViews({ analysis, labels }: AnalysisProps) {
   const [filter, setFilter] = useState<TensorFilter>(NO_FILTER);
   const shown = useMemo(() => filterTensors(analysis.tensors, filter), [analysis, filter]);
   const atlas = useMemo(() => atlasOf(analysis.tensors, labels.length), [analysis, labels.length]);
+  // An atlas cell's click lists its tensors far below the atlas: the page goes there once they are drawn.
+  const [reveal, setReveal] = useState(0);
+  const tensorsRef = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (reveal > 0) tensorsRef.current?.scrollIntoView({ block: 'start' });
+  }, [reveal]);
   return (
     <>
       <section data-report="" aria-label="Atlas">
-        <AtlasView atlas={atlas} labels={labels} filter={filter} onFilter={setFilter} />
+        <AtlasView
+          atlas={atlas}
+          labels={labels}
+          filter={filter}
+          onFilter={(next) => {
+            setFilter(next);
+            if (next.names !== null) setReveal((n) => n + 1);
+          }}
+        />
       </section>
       <section data-report="" aria-label="Per layer">
         <LayerViews analysis={analysis} labels={labels} filter={filter} onFilter={setFilter} />
@@ -27,8 +41,10 @@ export function AnalysisViews({ analysis, labels }: AnalysisProps) {
       <section data-report="" aria-label="Overlap">
         <OverlapViews analysis={analysis} labels={labels} />
       </section>
-      <TensorFilters tensors={analysis.tensors} shown={shown.length} filter={filter} onFilter={setFilter} />
-      <TensorTable tensors={shown} labels={labels} />
+      <div ref={tensorsRef} className="studio-tensors" data-testid="tensor-list">
+        <TensorFilters tensors={analysis.tensors} shown={shown.length} filter={filter} onFilter={setFilter} />
+        <TensorTable tensors={shown} labels={labels} />
+      </div>
     </>
   );
 }

@@ -1,7 +1,8 @@
 // The overlap atlas: a layer × module heatmap per agent (small multiples, or one agent at a time for
 // many agents) of % changed, % unique, % shared with a chosen agent, or the sign-conflict rate. Hover
-// shows the cell's exact integers; a click lists the cell's tensors in the tensor table.
-import { useId, useMemo, useRef, useState } from 'react';
+// marks the cell (and the same cell in the other agents' grids) and shows its exact integers beside the
+// pointer; a click lists the cell's tensors in the tensor table.
+import { useEffect, useId, useLayoutEffect, useMemo, useRef, useState, type MouseEvent } from 'react';
 import { formatCount } from '../format.ts';
 import { agentColor, OFF_SCALE_COLOR, rampColor } from '../studio/colors.ts';
 import {
@@ -83,6 +84,28 @@ function cellTitle(cell: AtlasCell, agent: number, label: string): string {
   return `${cell.row} · ${cell.module} · ${label}: changed ${formatCount(s.changed[agent] ?? 0)} of ${formatCount(s.numel)}, unique ${formatCount(s.unique[agent] ?? 0)}, sign conflicts ${formatCount(s.signConflicts)} (${cell.tensors.length} tensor${cell.tensors.length === 1 ? '' : 's'})`;
 }
 
+/** The cell under the pointer: its key (row and module), the agent whose grid it is in, its counts. */
+interface Hovered {
+  key: string;
+  agent: number;
+  text: string;
+}
+
+/** Pixels between the pointer and the readout's nearest corner, each way. */
+const READOUT_GAP = 14;
+
+/**
+ * Puts the readout beside the pointer: below right of it, or on the other side where the window's
+ * edge is near, so it never covers the cell it describes nor leaves the window.
+ */
+function placeReadout(readout: HTMLElement, x: number, y: number): void {
+  const { width, height } = readout.getBoundingClientRect();
+  const left = x + READOUT_GAP + width > window.innerWidth ? x - READOUT_GAP - width : x + READOUT_GAP;
+  const top = y + READOUT_GAP + height > window.innerHeight ? y - READOUT_GAP - height : y + READOUT_GAP;
+  readout.style.left = `${Math.max(0, left)}px`;
+  readout.style.top = `${Math.max(0, top)}px`;
+}
+
 function AgentGrid({
   atlas,
   agent,
@@ -92,6 +115,7 @@ function AgentGrid({
   max,
   scale,
   selected,
+  hovered,
   onHover,
   onSelect,
 }: {
@@ -103,7 +127,8 @@ function AgentGrid({
   other: number;
   max: number;
   selected: string | null;
-  onHover(text: string): void;
+  hovered: Hovered | null;
+  onHover(hovered: Hovered, event: MouseEvent<SVGRectElement>): void;
   onSelect(cell: AtlasCell): void;
 }) {
   const g = geometry(atlas);
@@ -179,7 +204,7 @@ function AgentGrid({
                 data-numel={s.numel}
                 data-changed={s.changed[agent] ?? 0}
                 data-unique={s.unique[agent] ?? 0}
-                onMouseEnter={() => onHover(title)}
+                onMouseMove={(event) => onHover({ key, agent, text: title }, event)}
                 onClick={() => onSelect(cell)}
               >
                 <title>{title}</title>
@@ -187,8 +212,44 @@ function AgentGrid({
             );
           }),
         )}
+        {hovered && <HoverMark atlas={atlas} g={g} hovered={hovered} own={hovered.agent === agent} />}
       </svg>
     </div>
+  );
+}
+
+/**
+ * The hovered cell's outline, in the text colour so it shows on every ramp colour in both schemes:
+ * solid in the grid under the pointer, dashed at the same layer and module in the other agents' grids.
+ */
+function HoverMark({
+  atlas,
+  g,
+  hovered,
+  own,
+}: {
+  atlas: Atlas;
+  g: Geometry;
+  hovered: Hovered;
+  own: boolean;
+}) {
+  const cell = atlas.cells.get(hovered.key);
+  if (!cell) return null;
+  const r = atlas.rows.indexOf(cell.row);
+  const c = atlas.modules.indexOf(cell.module);
+  return (
+    <rect
+      x={g.left + c * g.cellW - 1}
+      y={g.top + r * g.cellH - 1}
+      width={g.cellW + 1}
+      height={g.cellH + 1}
+      fill="none"
+      stroke="currentColor"
+      strokeWidth={own ? 2 : 1}
+      strokeDasharray={own ? undefined : '2 2'}
+      pointerEvents="none"
+      data-testid={own ? 'atlas-hover-mark' : 'atlas-hover-echo'}
+    />
   );
 }
 
@@ -203,8 +264,26 @@ export function AtlasView({
   const [other, setOther] = useState(labels.length > 1 ? 1 : 0);
   const [shown, setShown] = useState<number | 'all'>('all');
   const [scale, setScale] = useState<Scale>('sqrt');
-  const [hover, setHover] = useState('');
+  const [hover, setHover] = useState<Hovered | null>(null);
   const figure = useRef<HTMLElement>(null);
+  const readout = useRef<HTMLDivElement>(null);
+  // The pointer moves far more often than it changes cell: the readout follows it without a render.
+  const pointer = useRef({ x: 0, y: 0 });
+  useLayoutEffect(() => {
+    if (hover && readout.current) placeReadout(readout.current, pointer.current.x, pointer.current.y);
+  }, [hover]);
+  // A scroll moves the cell away from under a still pointer: the readout goes until the pointer moves.
+  useEffect(() => {
+    if (!hover) return;
+    const leave = (): void => setHover(null);
+    window.addEventListener('scroll', leave, { passive: true, once: true });
+    return () => window.removeEventListener('scroll', leave);
+  }, [hover]);
+  const onHover = (next: Hovered, event: MouseEvent<SVGRectElement>): void => {
+    pointer.current = { x: event.clientX, y: event.clientY };
+    if (next.key !== hover?.key || next.agent !== hover.agent || next.text !== hover.text) setHover(next);
+    else if (readout.current) placeReadout(readout.current, event.clientX, event.clientY);
+  };
   const agents = useMemo(() => (shown === 'all' ? labels.map((_, t) => t) : [shown]), [shown, labels]);
   const max = useMemo(() => {
     let top = 0;
@@ -281,7 +360,7 @@ export function AtlasView({
         offScale={metric === 'sharedWith' ? 'n/a (itself, or 0 changed)' : 'n/a (nothing to divide)'}
         testId="atlas-legend"
       />
-      <div className="atlas__grids">
+      <div className="atlas__grids" onMouseLeave={() => setHover(null)}>
         {agents.map((t) => (
           <AgentGrid
             key={t}
@@ -293,7 +372,8 @@ export function AtlasView({
             max={max}
             scale={scale}
             selected={selected}
-            onHover={setHover}
+            hovered={hover}
+            onHover={onHover}
             onSelect={(cell) =>
               onFilter({
                 ...NO_FILTER,
@@ -303,9 +383,20 @@ export function AtlasView({
           />
         ))}
       </div>
-      <p className="atlas__readout" aria-live="polite" data-testid="atlas-readout" data-export-skip="">
-        {hover || 'Hover a cell for its exact counts; click it to list its tensors below.'}
+      <p className="atlas__hint" data-testid="atlas-hint" data-export-skip="">
+        Hover a cell for its exact counts; click it to list its tensors in the table below.
       </p>
+      <div
+        ref={readout}
+        className="atlas__readout"
+        role="status"
+        aria-live="polite"
+        hidden={hover === null}
+        data-testid="atlas-readout"
+        data-export-skip=""
+      >
+        {hover?.text}
+      </div>
     </figure>
   );
 }

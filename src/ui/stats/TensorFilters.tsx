@@ -63,7 +63,22 @@ export function TensorFilters({
       <p className="studio-filters__count" aria-live="polite" data-testid="tensor-filter-status">
         Showing <strong data-testid="tensor-filter-shown">{formatCount(shown)}</strong> of{' '}
         <strong data-testid="tensor-filter-total">{formatCount(tensors.length)}</strong> tensors
-        {filter.names !== null && <span data-testid="tensor-filter-cell"> of the chosen cell or module</span>}
+        {filter.names !== null && (
+          <>
+            <span data-testid="tensor-filter-cell"> of the chosen cell or module</span>
+            {' · '}
+            <button
+              type="button"
+              className="studio-drill"
+              data-testid="tensor-filter-atlas"
+              onClick={() =>
+                document.querySelector('[data-testid="atlas"]')?.scrollIntoView({ block: 'start' })
+              }
+            >
+              back to the atlas
+            </button>
+          </>
+        )}
         {isFiltered(filter) && (
           <>
             {' · '}

@@ -50,7 +50,7 @@ export function TensorTable({ tensors, labels }: { tensors: TensorStats[]; label
   };
   return (
     <div className="studio-scroll studio-scroll--tall studio-pinned" ref={box}>
-      <table className="studio-table" data-testid="tensor-table">
+      <table className="studio-table studio-table--tensors" data-testid="tensor-table">
         <caption>
           Per tensor: changed (unique) per agent{' '}
           <ExportButtons target={box} name="statistics-per-tensor" csv />
@@ -69,7 +69,19 @@ export function TensorTable({ tensors, labels }: { tensors: TensorStats[]; label
           {rows.map((t) => (
             <tr key={t.name} data-testid="tensor-row" data-name={t.name} data-layer={layerOf(t.name)}>
               <th scope="row">
-                <code>{t.name}</code>{' '}
+                <code className="studio-tensor-name">
+                  {t.name.split('.').map((part, i) => (
+                    // A long name breaks after its dots, so the agents' columns fit at 1280 px.
+                    <Fragment key={i}>
+                      {i > 0 && (
+                        <>
+                          .<wbr />
+                        </>
+                      )}
+                      {part}
+                    </Fragment>
+                  ))}
+                </code>{' '}
                 <button
                   type="button"
                   className="button button--small button--ghost"
