@@ -231,6 +231,7 @@ export const merge: Call<'merge'> = async (request, { signal, progress }) => {
       mergedTensors: result.mergedTensors,
       copiedTensors: result.copiedTensors,
       stages,
+      ...(result.warnings.length ? { warnings: result.warnings } : {}),
     };
   } catch (error) {
     // The driver removed its files; an OPFS subfolder goes too, a picked folder stays (empty).

@@ -151,6 +151,8 @@ export interface MergeSummary {
   branches: MergeBranches | null;
   /** Where the merge's time went, measured in the worker (the benchmark reads it). */
   stages: MergeStages;
+  /** What the merge left out and why (a companion file of the base that is not what its name says). */
+  warnings?: string[];
 }
 
 /** Settings of the engine worker (most for tests and benchmarks); each one left out stays as it is. */

@@ -28,6 +28,29 @@ function MergeDone({ summary }: { summary: MergeSummary }) {
       ? `this browser's storage, merges/${summary.folder}`
       : `the folder ${summary.folder}`;
   return (
+    <>
+      <MergeDoneLine summary={summary} bytes={bytes} where={where} kept={kept} />
+      {summary.warnings?.map((warning) => (
+        <p key={warning} className="notice notice--warn" data-testid="merge-warning">
+          {warning}
+        </p>
+      ))}
+    </>
+  );
+}
+
+function MergeDoneLine({
+  summary,
+  bytes,
+  where,
+  kept,
+}: {
+  summary: MergeSummary;
+  bytes: number;
+  where: string;
+  kept: string | null | undefined;
+}) {
+  return (
     <p className="notice notice--ok" role="status" data-testid="merge-done">
       Wrote {summary.files.length} files ({formatBytes(bytes)}) to {where} in{' '}
       {formatDuration(summary.elapsedMs)}. <a href="#export-heading">See it under Export</a>.
