@@ -24,6 +24,11 @@ export interface NonFiniteScan {
   nonFinite: Uint8Array;
   /** 1 where every model holds the same NaN or ±Inf bits: unchanged, kept as it is. */
   kept: Uint8Array;
+  /**
+   * 1 where every model holds the same bits, finite or not: the merge keeps those bits (−0.0 and
+   * subnormals included, which arithmetic may change: −0 + 0 is +0, and a GPU may flush subnormals).
+   */
+  same: Uint8Array;
   count: number;
   /** Per model, base first: the non-finite elements where it holds NaN or ±Inf. */
   perModel: number[];
@@ -41,6 +46,7 @@ export function scanNonFinite(v: TensorValues, withBase = true): NonFiniteScan {
   const scan: NonFiniteScan = {
     nonFinite: new Uint8Array(n),
     kept: new Uint8Array(n),
+    same: new Uint8Array(n),
     count: 0,
     perModel: new Array<number>(slots.length).fill(0),
   };
@@ -52,6 +58,7 @@ export function scanNonFinite(v: TensorValues, withBase = true): NonFiniteScan {
       if (!Number.isFinite(slots[m]![i]!)) special = true;
       if (bitsOf(m, i) !== reference) differs = true;
     }
+    if (!differs) scan.same[i] = 1;
     if (!special) continue;
     if (!differs) {
       scan.kept[i] = 1;
@@ -64,7 +71,7 @@ export function scanNonFinite(v: TensorValues, withBase = true): NonFiniteScan {
   return scan;
 }
 
-/** Puts back the inputs' own value where every model holds the same NaN or ±Inf. */
+/** Puts back the inputs' own value where every model holds the same bits (scan.same). */
 export function keepUnchanged(
   out: Float64Array,
   v: TensorValues,
@@ -72,7 +79,7 @@ export function keepUnchanged(
   withBase = true,
 ): void {
   const reference = withBase ? v.base : v.agents[0]!;
-  for (let i = 0; i < out.length; i++) if (scan.kept[i]) out[i] = reference[i]!;
+  for (let i = 0; i < out.length; i++) if (scan.same[i]) out[i] = reference[i]!;
 }
 
 /** DARE: keep each entry iff its hash draw is under density, rescale kept entries (1/density unless `dareScales`). */
