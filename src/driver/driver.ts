@@ -347,10 +347,58 @@ export function predictOutputBytes(
   return plan.totalSize + companions + headers + (1 << 20);
 }
 
+/**
+ * The F64 tensors (a float dtype the engines do not merge, so the merge copies the base's) that some
+ * agent holds with other bytes: copying would drop that agent's change without a word (issue 38).
+ * Compared byte for byte, 16 MiB at a time.
+ */
+export async function changedF64Tensors(
+  base: Model,
+  agents: readonly Model[],
+  signal?: AbortSignal,
+): Promise<string[]> {
+  const changed: string[] = [];
+  const chunk = 16 << 20;
+  for (const tensor of base.tensors.values()) {
+    if (tensor.dtype !== 'F64') continue;
+    const total = tensor.end - tensor.begin;
+    const source = base.source(tensor.file);
+    let differs = false;
+    for (const agent of agents) {
+      const other = agent.tensors.get(tensor.name);
+      if (!other || other.dtype !== 'F64' || other.end - other.begin !== total) continue;
+      const theirs = agent.source(other.file);
+      for (let done = 0; done < total && !differs; done += chunk) {
+        throwIfAborted(signal);
+        const length = Math.min(chunk, total - done);
+        const a = await source.read(tensor.offset + done, length);
+        const b = await theirs.read(other.offset + done, length);
+        for (let i = 0; i < length; i++)
+          if (a[i] !== b[i]) {
+            differs = true;
+            break;
+          }
+      }
+      if (differs) break;
+    }
+    if (differs) changed.push(tensor.name);
+  }
+  return changed;
+}
+
 export async function mergeModels(job: MergeJob): Promise<MergeResult> {
   const { base, agents, engine, params, signal, out } = job;
   if (agents.length !== engine.agents)
     throw new MergeError(`the engine was made for ${engine.agents} agents, not ${agents.length}`);
+  const f64 = await changedF64Tensors(base, agents, signal);
+  if (f64.length > 0)
+    throw new MergeError(
+      `${f64.length} F64 tensor${f64.length === 1 ? '' : 's'} changed by an agent, which this tool does not ` +
+        `merge (it merges BF16, F16 and F32) and would copy from the base, dropping the change: ` +
+        `${f64.slice(0, 5).join(', ')}${f64.length > 5 ? ` and ${f64.length - 5} more` : ''}. ` +
+        'Store them as F32 in every model to merge them.',
+      f64[0],
+    );
   const { merged, mergedNames, specs, plan } = planOutput(base, agents, job.outDtype, job.shardBytes);
   const models = [base, ...agents];
 
