@@ -318,8 +318,16 @@ describe('merge-studio merge --cpu', () => {
     expect((await weights(join(dir, 'out-reused'))).equals(await weights(join(dir, 'out-plain')))).toBe(true);
 
     // The λ come from the file: other counts there give other λ (ρ = 0.5: λ = 1 + 0.1·0.5).
-    const json = JSON.parse(await readFile(statsIn, 'utf8')) as { models: { rho: number }[] };
+    type Counts = { changed: number; unique: number; shared: number; overlap: number[]; rho: number };
+    const json = JSON.parse(await readFile(statsIn, 'utf8')) as { models: Counts[] };
+    // A ρ that contradicts the counts beside it is refused, naming the agent (issue 38).
     for (const m of json.models) m.rho = 0.5;
+    const contradicting = join(dir, 'stats-contradicting.json');
+    await writeFile(contradicting, JSON.stringify(json));
+    const refused = await merge(join(dir, 'out-contradicting'), agents, ['--stats-in', contradicting]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('agent 1: rho 0.5 contradicts its counts (shared 3 / unique 1 = 3)');
+    for (const m of json.models) Object.assign(m, { changed: 3, unique: 2, shared: 1, overlap: [2, 1, 0] });
     const edited = join(dir, 'stats-edited.json');
     await writeFile(edited, JSON.stringify(json));
     const fromFile = await merge(join(dir, 'out-edited'), agents, ['--stats-in', edited]);
