@@ -371,6 +371,37 @@ describe('merge-studio merge --cpu', () => {
     expect(await readdir(out).catch(() => [])).toEqual([]);
   });
 
+  it('warns, as the studio does, of an agent that does not look fine-tuned from the base', async () => {
+    // Not one element as the base holds it (the base is all zeros): another model's weights.
+    const values = Array.from({ length: 9 }, (_, i) => 0.25 + i);
+    await writeModelFolder(join(dir, 'stranger'), [
+      floatTensor('w', 'F32', [3, 3], values),
+      rawTensor('steps', 'I64', [1], new Uint8Array([7, 0, 0, 0, 0, 0, 0, 0])),
+    ]);
+    const merge = (model: string, out: string) =>
+      runCli([
+        'merge',
+        '--base',
+        join(dir, 'base'),
+        '--model',
+        model,
+        '--method',
+        'ram',
+        '--cpu',
+        '--out',
+        out,
+      ]);
+    const stranger = await merge(join(dir, 'stranger'), join(dir, 'out-stranger'));
+    expect(stranger.code, stranger.stderr).toBe(0);
+    expect(stranger.stderr).toContain(
+      `Warning: ${join(dir, 'stranger')} does not look fine-tuned from this base (0.0% of 9 sampled elements ` +
+        'identical, no cosine): merging models of different bases gives meaningless weights.',
+    );
+    const coding = await merge(join(dir, 'coding'), join(dir, 'out-coding'));
+    expect(coding.code, coding.stderr).toBe(0);
+    expect(coding.stderr).not.toContain('Warning');
+  });
+
   it('rejects usage errors with exit code 2', async () => {
     const result = await runCli([
       'merge',

@@ -41,6 +41,7 @@ import {
   tieRowsPerAgent,
 } from '../engine/gpu/plumbing.ts';
 import { dtypeBits, isMergeableDtype } from '../format/dtype.ts';
+import { derivationVerdict, lineageWarning, sampleDerivation, sampleEvidence } from '../driver/derivation.ts';
 
 // Engines load on demand: `inspect` and `arena` never pay for dawn.node.
 async function makeEngine(
@@ -86,6 +87,13 @@ async function loadInputs(basePath: string | undefined, modelPaths: string[] | u
     const agent = await loadAgent(path, { model: base, path: basePath }, products, note);
     agents.push(agent.model);
     paths.push(agent.path);
+  }
+  // The studio's lineage check: an agent of another base would merge into meaningless weights.
+  for (const [t, agent] of agents.entries()) {
+    const sample = await sampleDerivation(base, agent);
+    if (derivationVerdict(sample) !== 'unrelated') continue;
+    const warning = lineageWarning([modelPaths[t] ?? agent.name], sampleEvidence(sample));
+    process.stderr.write(`Warning: ${warning}\n`);
   }
   return { basePath, modelPaths: paths, given: modelPaths, base, agents, products };
 }
