@@ -402,6 +402,31 @@ describe('merge-studio merge --cpu', () => {
     expect(coding.stderr).not.toContain('Warning');
   });
 
+  it('says the per-tensor λ of ramplus_tl as their range, each tensor in the card', async () => {
+    const out = join(dir, 'out-tl');
+    const result = await runCli([
+      'merge',
+      '--base',
+      join(dir, 'base'),
+      ...models(),
+      '--method',
+      'ramplus_tl',
+      '--cpu',
+      '--out',
+      out,
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    // The worked example: ρ = 3 in w for every agent, clipped to mergekit's α = 0.2: λ = 1 + 0.1·0.2.
+    expect(result.stderr).toContain(
+      "λ per tensor = [1.020000, 1.020000, 1.020000] (each tensor's in README.md, “Per-tensor λ”)",
+    );
+    const card = await readFile(join(out, 'README.md'), 'utf8');
+    expect(card).toContain('- agent 1: `');
+    expect(card).toContain('(λ per tensor 1.020000: see “Per-tensor λ” below)');
+    expect(card).toContain('| `w` | 1.020000 | 1.020000 | 1.020000 |');
+    expect(card).not.toContain('λ = 1.000000');
+  });
+
   it('rejects usage errors with exit code 2', async () => {
     const result = await runCli([
       'merge',

@@ -42,6 +42,7 @@ import {
 } from '../engine/gpu/plumbing.ts';
 import { dtypeBits, isMergeableDtype } from '../format/dtype.ts';
 import { derivationVerdict, lineageWarning, sampleDerivation, sampleEvidence } from '../driver/derivation.ts';
+import { lambdaRange } from '../driver/model-card.ts';
 
 // Engines load on demand: `inspect` and `arena` never pay for dawn.node.
 async function makeEngine(
@@ -73,6 +74,17 @@ interface Inputs {
   agents: Model[];
   /** The product adapter agents compute τ with: the engine's, once made. */
   products: Products;
+}
+
+/** The λ the merge applied: per agent, or where λ is per tensor its range (the card lists each). */
+function lambdaSummary(result: {
+  lambdas: number[];
+  tensorLambdas?: Map<string, readonly number[]>;
+}): string {
+  const { tensorLambdas } = result;
+  if (!tensorLambdas) return `λ = [${result.lambdas.map((l) => l.toFixed(4)).join(', ')}]`;
+  const ranges = result.lambdas.map((_, t) => lambdaRange(tensorLambdas, t));
+  return `λ per tensor = [${ranges.join(', ')}] (each tensor's in README.md, “Per-tensor λ”)`;
 }
 
 async function loadInputs(basePath: string | undefined, modelPaths: string[] | undefined): Promise<Inputs> {
@@ -405,7 +417,7 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
     const seconds = (Date.now() - started) / 1000;
     process.stderr.write(
       `Merged ${result.mergedTensors} tensors (${result.copiedTensors} copied) with ${recipe.params.method} ` +
-        `into ${outDir} in ${seconds.toFixed(1)} s; λ = [${result.lambdas.map((l) => l.toFixed(4)).join(', ')}]; ` +
+        `into ${outDir} in ${seconds.toFixed(1)} s; ${lambdaSummary(result)}; ` +
         `peak memory ${formatBytes(process.resourceUsage().maxRSS * 1024)}\n`,
     );
     const kept =

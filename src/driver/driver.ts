@@ -25,6 +25,7 @@ import { readAt, RoundedToInf, roundedTensors, tensorDtypes } from './read-preci
 import type { ReadDtype } from '../format/precision.ts';
 import { must } from '../io/checked.ts';
 import { isAbortError, throwIfAborted } from '../io/abort.ts';
+import { changedF64Tensors } from './f64-check.ts';
 import {
   CompatibilityError,
   MergeError,
@@ -347,45 +348,6 @@ export function predictOutputBytes(
   return plan.totalSize + companions + headers + (1 << 20);
 }
 
-/**
- * The F64 tensors (a float dtype the engines do not merge, so the merge copies the base's) that some
- * agent holds with other bytes: copying would drop that agent's change without a word (issue 38).
- * Compared byte for byte, 16 MiB at a time.
- */
-export async function changedF64Tensors(
-  base: Model,
-  agents: readonly Model[],
-  signal?: AbortSignal,
-): Promise<string[]> {
-  const changed: string[] = [];
-  const chunk = 16 << 20;
-  for (const tensor of base.tensors.values()) {
-    if (tensor.dtype !== 'F64') continue;
-    const total = tensor.end - tensor.begin;
-    const source = base.source(tensor.file);
-    let differs = false;
-    for (const agent of agents) {
-      const other = agent.tensors.get(tensor.name);
-      if (!other || other.dtype !== 'F64' || other.end - other.begin !== total) continue;
-      const theirs = agent.source(other.file);
-      for (let done = 0; done < total && !differs; done += chunk) {
-        throwIfAborted(signal);
-        const length = Math.min(chunk, total - done);
-        const a = await source.read(tensor.offset + done, length);
-        const b = await theirs.read(other.offset + done, length);
-        for (let i = 0; i < length; i++)
-          if (a[i] !== b[i]) {
-            differs = true;
-            break;
-          }
-      }
-      if (differs) break;
-    }
-    if (differs) changed.push(tensor.name);
-  }
-  return changed;
-}
-
 export async function mergeModels(job: MergeJob): Promise<MergeResult> {
   const { base, agents, engine, params, signal, out } = job;
   if (agents.length !== engine.agents)
@@ -413,6 +375,7 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
     globalStats && analysis
       ? ramLambdas(analysis.totals, params.method, params.r, params.alpha)
       : agents.map(() => 1);
+  const tensorLambdas = methodPlan.lambdas === 'tensor' ? new Map<string, readonly number[]>() : undefined;
 
   const outputBytes = plan.totalSize;
   const copiedBytes = specs
@@ -502,6 +465,9 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
                     signal,
                     emit,
                     branches: kept,
+                    ...(tensorLambdas && {
+                      onTensorLambdas: (l: readonly number[]) => tensorLambdas.set(spec.name, [...l]),
+                    }),
                     onProgress: (done) => {
                       meter.bytesDone = Math.max(meter.bytesDone, before + done);
                       meter.report(spec.name);
@@ -546,6 +512,7 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
         job,
         inputFiles,
         lambdas,
+        ...(tensorLambdas && { tensorLambdas }),
         analysis,
         outDtype,
         shards: shardFiles,
@@ -576,6 +543,7 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
   return {
     files: written,
     lambdas,
+    ...(tensorLambdas && { tensorLambdas }),
     analysis,
     branches,
     mergedTensors: merged.length,

@@ -233,6 +233,7 @@ export function createCpuEngine(options: CpuEngineOptions): MergeEngine {
     if (plan.lambdas === 'tensor') {
       const stats = await analyze(tensor, params.epsilon, signal);
       local = tensorLocalLambdas(stats, params.r, params.alpha, params.epsilon);
+      options.onTensorLambdas?.(local);
     }
     const sparse = await sparsifier(tensor, params, plan.sparsify, signal);
     // Only a sparsified merge counts what it kept; RAM's and the dense merges' branches are the statistics'.
