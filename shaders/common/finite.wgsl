@@ -1,7 +1,7 @@
 // Non-finite values (SPEC.md "Non-finite values") for the element-wise merges, on bit patterns only:
 // WGSL lets an implementation assume floats are finite, so NaN and ±Inf are told by their all-ones
 // exponent, never by float comparisons. Where every input holds the same bits the element is kept as
-// it is; where the bits differ and one is NaN or ±Inf, or a finite merge overflows to ±Inf in the
+// it is, finite or not; where the bits differ and one is NaN or ±Inf, or a finite merge overflows to ±Inf in the
 // output dtype, the element is counted in `flags` and the host fails the tensor.
 //
 // flags layout (src/engine/kernels/merge-bindings.ts mirrors it):
@@ -71,12 +71,13 @@ fn count_bad(p: u32, first: u32, non_finite: vec2<bool>, overflow: vec2<bool>) {
 }
 
 // The output bits of pair p in OUT_DTYPE (16-bit values in the low half of each lane) from the
-// kernel's merged f32 bits: elements whose inputs all hold the same non-finite bits are kept, and
-// bad lanes among `valid` are counted.
+// kernel's merged f32 bits: elements whose inputs all hold the same bits are kept as those bits
+// (NaN, ±Inf, −0.0 and subnormals included, which float arithmetic may turn into others: a GPU may
+// flush subnormals, and −0 + 0 is +0), and bad lanes among `valid` are counted.
 fn finish_pair(p: u32, merged: vec2<u32>, s: Scan, valid: vec2<bool>) -> vec2<u32> {
   let any_special = s.least == vec2<u32>(0u);
   let differs = s.diff != vec2<u32>(0u);
-  let bits = select(merged, s.reference, any_special & !differs);
+  let bits = select(merged, s.reference, !differs);
   let out = encode_pair(bits);
   var out_special = special(bits);
   if (OUT_DTYPE == DTYPE_BF16) {

@@ -318,8 +318,16 @@ describe('merge-studio merge --cpu', () => {
     expect((await weights(join(dir, 'out-reused'))).equals(await weights(join(dir, 'out-plain')))).toBe(true);
 
     // The λ come from the file: other counts there give other λ (ρ = 0.5: λ = 1 + 0.1·0.5).
-    const json = JSON.parse(await readFile(statsIn, 'utf8')) as { models: { rho: number }[] };
+    type Counts = { changed: number; unique: number; shared: number; overlap: number[]; rho: number };
+    const json = JSON.parse(await readFile(statsIn, 'utf8')) as { models: Counts[] };
+    // A ρ that contradicts the counts beside it is refused, naming the agent (issue 38).
     for (const m of json.models) m.rho = 0.5;
+    const contradicting = join(dir, 'stats-contradicting.json');
+    await writeFile(contradicting, JSON.stringify(json));
+    const refused = await merge(join(dir, 'out-contradicting'), agents, ['--stats-in', contradicting]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('agent 1: rho 0.5 contradicts its counts (shared 3 / unique 1 = 3)');
+    for (const m of json.models) Object.assign(m, { changed: 3, unique: 2, shared: 1, overlap: [2, 1, 0] });
     const edited = join(dir, 'stats-edited.json');
     await writeFile(edited, JSON.stringify(json));
     const fromFile = await merge(join(dir, 'out-edited'), agents, ['--stats-in', edited]);
@@ -361,6 +369,62 @@ describe('merge-studio merge --cpu', () => {
     expect(result.stderr).toContain('w');
     expect(result.stderr).toMatch(/shape/);
     expect(await readdir(out).catch(() => [])).toEqual([]);
+  });
+
+  it('warns, as the studio does, of an agent that does not look fine-tuned from the base', async () => {
+    // Not one element as the base holds it (the base is all zeros): another model's weights.
+    const values = Array.from({ length: 9 }, (_, i) => 0.25 + i);
+    await writeModelFolder(join(dir, 'stranger'), [
+      floatTensor('w', 'F32', [3, 3], values),
+      rawTensor('steps', 'I64', [1], new Uint8Array([7, 0, 0, 0, 0, 0, 0, 0])),
+    ]);
+    const merge = (model: string, out: string) =>
+      runCli([
+        'merge',
+        '--base',
+        join(dir, 'base'),
+        '--model',
+        model,
+        '--method',
+        'ram',
+        '--cpu',
+        '--out',
+        out,
+      ]);
+    const stranger = await merge(join(dir, 'stranger'), join(dir, 'out-stranger'));
+    expect(stranger.code, stranger.stderr).toBe(0);
+    expect(stranger.stderr).toContain(
+      `Warning: ${join(dir, 'stranger')} does not look fine-tuned from this base (0.0% of 9 sampled elements ` +
+        'identical, no cosine): merging models of different bases gives meaningless weights.',
+    );
+    const coding = await merge(join(dir, 'coding'), join(dir, 'out-coding'));
+    expect(coding.code, coding.stderr).toBe(0);
+    expect(coding.stderr).not.toContain('Warning');
+  });
+
+  it('says the per-tensor λ of ramplus_tl as their range, each tensor in the card', async () => {
+    const out = join(dir, 'out-tl');
+    const result = await runCli([
+      'merge',
+      '--base',
+      join(dir, 'base'),
+      ...models(),
+      '--method',
+      'ramplus_tl',
+      '--cpu',
+      '--out',
+      out,
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    // The worked example: ρ = 3 in w for every agent, clipped to mergekit's α = 0.2: λ = 1 + 0.1·0.2.
+    expect(result.stderr).toContain(
+      "λ per tensor = [1.020000, 1.020000, 1.020000] (each tensor's in README.md, “Per-tensor λ”)",
+    );
+    const card = await readFile(join(out, 'README.md'), 'utf8');
+    expect(card).toContain('- agent 1: `');
+    expect(card).toContain('(λ per tensor 1.020000: see “Per-tensor λ” below)');
+    expect(card).toContain('| w | 1.020000 | 1.020000 | 1.020000 |');
+    expect(card).not.toContain('λ = 1.000000');
   });
 
   it('rejects usage errors with exit code 2', async () => {

@@ -41,6 +41,8 @@ import {
   tieRowsPerAgent,
 } from '../engine/gpu/plumbing.ts';
 import { dtypeBits, isMergeableDtype } from '../format/dtype.ts';
+import { derivationVerdict, lineageWarning, sampleDerivation, sampleEvidence } from '../driver/derivation.ts';
+import { lambdaRange } from '../driver/model-card.ts';
 
 // Engines load on demand: `inspect` and `arena` never pay for dawn.node.
 async function makeEngine(
@@ -71,6 +73,17 @@ interface Inputs {
   products: Products;
 }
 
+/** The λ the merge applied: per agent, or where λ is per tensor its range (the card lists each). */
+function lambdaSummary(result: {
+  lambdas: number[];
+  tensorLambdas?: Map<string, readonly number[]>;
+}): string {
+  const { tensorLambdas } = result;
+  if (!tensorLambdas) return `λ = [${result.lambdas.map((l) => l.toFixed(4)).join(', ')}]`;
+  const ranges = result.lambdas.map((_, t) => lambdaRange(tensorLambdas, t));
+  return `λ per tensor = [${ranges.join(', ')}] (each tensor's in README.md, “Per-tensor λ”)`;
+}
+
 async function loadInputs(basePath: string | undefined, modelPaths: string[] | undefined): Promise<Inputs> {
   if (!basePath) throw new UsageError('--base PATH is required');
   if (!modelPaths || modelPaths.length === 0) throw new UsageError('give at least one --model PATH');
@@ -84,6 +97,13 @@ async function loadInputs(basePath: string | undefined, modelPaths: string[] | u
     const agent = await loadAgent(path, { model: base, path: basePath }, products, note);
     agents.push(agent.model);
     paths.push(agent.path);
+  }
+  // The studio's lineage check: an agent of another base would merge into meaningless weights.
+  for (const [t, agent] of agents.entries()) {
+    const sample = await sampleDerivation(base, agent);
+    if (derivationVerdict(sample) !== 'unrelated') continue;
+    const warning = lineageWarning([modelPaths[t] ?? agent.name], sampleEvidence(sample));
+    process.stderr.write(`Warning: ${warning}\n`);
   }
   return { basePath, modelPaths: paths, given: modelPaths, base, agents, products };
 }
@@ -388,7 +408,7 @@ export async function runMerge(recipe: Recipe, outDir: string, values: Values, f
     const seconds = (Date.now() - started) / 1000;
     process.stderr.write(
       `Merged ${result.mergedTensors} tensors (${result.copiedTensors} copied) with ${recipe.params.method} ` +
-        `into ${outDir} in ${seconds.toFixed(1)} s; λ = [${result.lambdas.map((l) => l.toFixed(4)).join(', ')}]; ` +
+        `into ${outDir} in ${seconds.toFixed(1)} s; ${lambdaSummary(result)}; ` +
         `peak memory ${formatBytes(process.resourceUsage().maxRSS * 1024)}\n`,
     );
     const kept =

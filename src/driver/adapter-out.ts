@@ -10,7 +10,8 @@ import { ADAPTER_CONFIG } from '../format/peft.ts';
 import { layoutSafetensors, SafetensorsStreamWriter, type TensorSpec } from '../format/write.ts';
 import type { FolderSink } from '../io/sink.ts';
 import { must } from '../io/checked.ts';
-import type { MethodParams } from '../methods/types.ts';
+import { METHODS, type MethodParams } from '../methods/types.ts';
+import { listed } from '../methods/params.ts';
 import { adapterSource, type AdapterSource } from './adapter-model.ts';
 import { MergeError, type WrittenFile } from './job.ts';
 import { writeText } from './model-card.ts';
@@ -20,8 +21,11 @@ export const ADAPTER_WEIGHTS = 'adapter_model.safetensors';
 /** Which methods an adapter output can express, for the refusal and the help. */
 export const ADAPTER_METHODS_NOTE =
   'task_arithmetic and linear (normalised, or weights summing to 1) are weighted sums of τ, exact as one ' +
-  'LoRA of the concatenated ranks; RAM, RAM+, TIES, DARE, DELLA, Breadcrumbs and SLERP mask, rescale, ' +
-  'elect signs or normalise τ element by element, which no low-rank product expresses.';
+  `LoRA of the concatenated ranks; ${listed(
+    METHODS.filter((m) => m !== 'task_arithmetic' && m !== 'linear'),
+    'and',
+  )} ` +
+  'mask, rescale, elect signs or normalise τ element by element, which no low-rank product expresses.';
 
 /** Each agent's coefficient c_t on its τ, or why the method has none. */
 export function adapterCoefficients(params: MethodParams): number[] {

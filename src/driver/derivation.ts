@@ -51,6 +51,24 @@ export function derivationVerdict(sample: DerivationSample): DerivationVerdict {
   return sample.cosine !== null && sample.cosine >= DERIVATION_MIN_COSINE ? 'dense' : 'unrelated';
 }
 
+/**
+ * The lineage warning, the studio's and the command line's: `unrelated` names the agents whose
+ * verdict is `unrelated`, `see` says where the evidence is. Null when there are none.
+ */
+export function lineageWarning(unrelated: readonly string[], see: string): string | null {
+  if (unrelated.length === 0) return null;
+  return (
+    `${unrelated.join(', ')} ${unrelated.length === 1 ? 'does' : 'do'} not look fine-tuned from this base ` +
+    `(${see}): merging models of different bases gives meaningless weights.`
+  );
+}
+
+/** What the sample found, in words: the evidence of a verdict. */
+export function sampleEvidence(sample: DerivationSample): string {
+  const cosine = sample.cosine === null ? 'no cosine' : `cosine ${sample.cosine.toFixed(3)}`;
+  return `${(100 * sample.share).toFixed(1)}% of ${sample.sampled} sampled elements identical, ${cosine}`;
+}
+
 const DEFAULT_ELEMENTS = 4096;
 const DEFAULT_RUNS = 64;
 

@@ -284,6 +284,51 @@ describe('mergeModels', () => {
     }
   });
 
+  it('refuses F64 tensors an agent changed, naming them, and copies unchanged ones', async () => {
+    const set = randomSet(12, 2);
+    const f64 = (name: string, values: number[]): FixtureTensor =>
+      rawTensor(name, 'F64', [values.length], new Uint8Array(Float64Array.from(values).buffer));
+    const same = f64('model.rope_f64', [1, 0.5, 0.25]);
+    const base = await memoryModel('base', [...set.base, same, f64('model.f64_scale', [2, 3])]);
+    const unchanged = await Promise.all(
+      set.agents.map((tensors, t) =>
+        memoryModel(`agent-${t}`, [...tensors, same, f64('model.f64_scale', [2, 3])]),
+      ),
+    );
+    const changed = [
+      unchanged[0]!,
+      await memoryModel('agent-1', [...set.agents[1]!, same, f64('model.f64_scale', [2, 3.5])]),
+    ];
+    const run = (agents: Model[], out = memoryFolder('out')) =>
+      mergeModels({
+        base,
+        agents,
+        engine: createCpuEngine({ agents: 2 }),
+        params: defaultParams('task_arithmetic', 2),
+        out,
+        ...labels(agents),
+      });
+    const out = memoryFolder('out');
+    const error = await run(changed, out).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(MergeError);
+    expect(String(error)).toMatch(/1 F64 tensor changed by an agent.*: model\.f64_scale\. Store them as F32/);
+    expect((error as MergeError).tensor).toBe('model.f64_scale');
+    expect([...out.files.keys()]).toEqual([]);
+    // Unchanged F64 tensors are copied from the base, as before.
+    const result = await run(unchanged);
+    const plainBase = await memoryModel('base', set.base);
+    const plainAgents = await Promise.all(set.agents.map((tensors, t) => memoryModel(`agent-${t}`, tensors)));
+    const plain = await mergeModels({
+      base: plainBase,
+      agents: plainAgents,
+      engine: createCpuEngine({ agents: 2 }),
+      params: defaultParams('task_arithmetic', 2),
+      out: memoryFolder('plain'),
+      ...labels(plainAgents),
+    });
+    expect(result.copiedTensors).toBe(plain.copiedTensors + 2);
+  });
+
   it('stops the merge in flight when a pipelined write fails, and leaves nothing behind', async () => {
     const { base, agents } = await setup(11);
     for (const failAt of [1, 3, 6]) {

@@ -25,6 +25,7 @@ import { readAt, RoundedToInf, roundedTensors, tensorDtypes } from './read-preci
 import type { ReadDtype } from '../format/precision.ts';
 import { must } from '../io/checked.ts';
 import { isAbortError, throwIfAborted } from '../io/abort.ts';
+import { changedF64Tensors } from './f64-check.ts';
 import {
   CompatibilityError,
   MergeError,
@@ -351,6 +352,15 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
   const { base, agents, engine, params, signal, out } = job;
   if (agents.length !== engine.agents)
     throw new MergeError(`the engine was made for ${engine.agents} agents, not ${agents.length}`);
+  const f64 = await changedF64Tensors(base, agents, signal);
+  if (f64.length > 0)
+    throw new MergeError(
+      `${f64.length} F64 tensor${f64.length === 1 ? '' : 's'} changed by an agent, which this tool does not ` +
+        `merge (it merges BF16, F16 and F32) and would copy from the base, dropping the change: ` +
+        `${f64.slice(0, 5).join(', ')}${f64.length > 5 ? ` and ${f64.length - 5} more` : ''}. ` +
+        'Store them as F32 in every model to merge them.',
+      f64[0],
+    );
   const { merged, mergedNames, specs, plan } = planOutput(base, agents, job.outDtype, job.shardBytes);
   const models = [base, ...agents];
 
@@ -365,6 +375,7 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
     globalStats && analysis
       ? ramLambdas(analysis.totals, params.method, params.r, params.alpha)
       : agents.map(() => 1);
+  const tensorLambdas = methodPlan.lambdas === 'tensor' ? new Map<string, readonly number[]>() : undefined;
 
   const outputBytes = plan.totalSize;
   const copiedBytes = specs
@@ -457,6 +468,9 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
                     signal,
                     emit,
                     branches: kept,
+                    ...(tensorLambdas && {
+                      onTensorLambdas: (l: readonly number[]) => tensorLambdas.set(spec.name, [...l]),
+                    }),
                     onProgress: (done) => {
                       meter.bytesDone = Math.max(meter.bytesDone, before + done);
                       meter.report(spec.name);
@@ -501,6 +515,7 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
         job,
         inputFiles,
         lambdas,
+        ...(tensorLambdas && { tensorLambdas }),
         analysis,
         outDtype,
         shards: shardFiles,
@@ -531,6 +546,7 @@ export async function mergeModels(job: MergeJob): Promise<MergeResult> {
   return {
     files: written,
     lambdas,
+    ...(tensorLambdas && { tensorLambdas }),
     analysis,
     branches,
     mergedTensors: merged.length,

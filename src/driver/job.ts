@@ -157,6 +157,8 @@ export interface WrittenFile {
 export interface MergeResult {
   files: WrittenFile[];
   lambdas: number[];
+  /** Where λ is per tensor (`ramplus_tl`): each tensor's λ per agent, in merge order. */
+  tensorLambdas?: Map<string, readonly number[]>;
   analysis?: AnalysisResult;
   /**
    * Elements per branch, as written to merge_branches.json (merge-branches.ts): counted in a sparsifying

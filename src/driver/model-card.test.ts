@@ -54,6 +54,9 @@ describe('modelCard: front matter and names', () => {
       baseLabel: base,
       agentLabels: [hostile, 'coder'],
       engine: { kind: 'cpu', description: 'CPU reference' },
+      // Models without tensors: the recipe's dtype (recipeOf) reads their dtypes.
+      base: { tensors: new Map() },
+      agents: [{ tensors: new Map() }, { tensors: new Map() }],
       ...(name === undefined ? {} : { name }),
     } as unknown as MergeJob;
     return modelCard({

@@ -224,10 +224,42 @@ export function cardName(card: string): string | null {
   return unescapeMarkdown(title);
 }
 
+/** Agent t's λ over the tensors, "min–max" (one value where all are equal), 6 decimals. */
+export function lambdaRange(tensorLambdas: ReadonlyMap<string, readonly number[]>, t: number): string {
+  let min = Infinity;
+  let max = -Infinity;
+  for (const lambdas of tensorLambdas.values()) {
+    const l = lambdas[t] ?? 1;
+    min = Math.min(min, l);
+    max = Math.max(max, l);
+  }
+  if (min > max) return 'none (no tensor merged)';
+  return min === max ? min.toFixed(6) : `${min.toFixed(6)}–${max.toFixed(6)}`;
+}
+
+/** The card's table of each tensor's λ per agent (tensor-local RAM+). */
+function tensorLambdaTable(tensorLambdas: ReadonlyMap<string, readonly number[]>, agents: number): string[] {
+  const head = Array.from({ length: agents }, (_, t) => `λ agent ${t + 1}`);
+  return [
+    '## Per-tensor λ',
+    '',
+    'The λ each agent’s unique changes got in each tensor (tensor-local RAM+: ρ from that tensor’s counts).',
+    '',
+    `| tensor | ${head.join(' | ')} |`,
+    `|---|${head.map(() => '---:').join('|')}|`,
+    ...[...tensorLambdas].map(
+      ([name, l]) => `| ${markdownText(name)} | ${l.map((x) => x.toFixed(6)).join(' | ')} |`,
+    ),
+    '',
+  ];
+}
+
 export function modelCard(input: {
   job: MergeJob;
   inputFiles?: InputFile[];
   lambdas: number[];
+  /** Each tensor's λ per agent, where λ is per tensor (`ramplus_tl`). */
+  tensorLambdas?: Map<string, readonly number[]>;
   analysis?: AnalysisResult;
   outDtype?: FloatDtype;
   shards: WrittenFile[];
@@ -260,7 +292,12 @@ export function modelCard(input: {
     '',
     `- base: ${markdownCode(job.baseLabel)}`,
     ...job.agentLabels.map(
-      (label, t) => `- agent ${t + 1}: ${markdownCode(label)} (λ = ${lambdas[t]?.toFixed(6)})`,
+      (label, t) =>
+        `- agent ${t + 1}: ${markdownCode(label)} (${
+          input.tensorLambdas
+            ? `λ per tensor ${lambdaRange(input.tensorLambdas, t)}: see “Per-tensor λ” below`
+            : `λ = ${lambdas[t]?.toFixed(6)}`
+        })`,
     ),
     '',
     '## Method and parameters',
@@ -292,6 +329,7 @@ export function modelCard(input: {
     );
   if (descriptor.tieRule) lines.push('', `Tie rule: ${descriptor.tieRule}`);
   lines.push(...perTensorLines(input.used, job.agentLabels));
+  if (input.tensorLambdas) lines.push('', ...tensorLambdaTable(input.tensorLambdas, job.agentLabels.length));
   if (analysis) {
     lines.push(
       '',

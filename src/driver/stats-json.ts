@@ -124,6 +124,25 @@ interface StatsJsonIn {
 }
 
 /**
+ * Where one model's counts contradict each other (an edited file): shared = changed − unique, the
+ * overlaps sum to changed, and ρ is what the counts give (SPEC.md: shared / unique, ∞ without unique
+ * elements, 0 without changes). The merge's λ would trust ρ alone.
+ */
+function inconsistency(m: NonNullable<StatsJsonIn['models']>[number]): string | undefined {
+  const { changed, unique, shared } = m;
+  if (![changed, unique, shared].every((x) => Number.isInteger(x) && x >= 0))
+    return `changed, unique and shared must be counts, got ${changed}, ${unique}, ${shared}`;
+  if (shared !== changed - unique) return `shared ${shared} is not changed ${changed} − unique ${unique}`;
+  const overlaps = m.overlap.reduce((a, b) => a + b, 0);
+  if (overlaps !== changed) return `its overlaps sum to ${overlaps}, not to changed ${changed}`;
+  const rho = changed === 0 ? 0 : unique === 0 ? Infinity : shared / unique;
+  const given = m.rho === 'Infinity' ? Infinity : Number(m.rho);
+  if (given !== rho)
+    return `rho ${String(m.rho)} contradicts its counts (shared ${shared} / unique ${unique} = ${rhoJson(rho)})`;
+  return undefined;
+}
+
+/**
  * The model totals of a statistics JSON, after checking that it was written by `analyze` for exactly
  * these files (`current`, from statsFiles) at this ε. The per-tensor rows stay in the file: a merge
  * needs only the totals (λ and the model card). `path` names the JSON in errors.
@@ -173,6 +192,11 @@ export function totalsFromStatsJson(
   }
   if (files.length !== current.length)
     throw new Error(`${path}: statistics of ${files.length} files, the merge reads ${current.length}`);
+  models.forEach((m, t) => {
+    const problem = inconsistency(m);
+    if (problem)
+      throw new Error(`${path}: agent ${t + 1}: ${problem}; write it again with merge-studio analyze --json`);
+  });
   const counts = new Array<number>(agents + 1).fill(0);
   for (const t of tensors) t.counts.forEach((c, i) => (counts[i] = (counts[i] ?? 0) + c));
   const totals: ModelStats = {

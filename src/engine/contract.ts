@@ -35,6 +35,11 @@ export interface MergeOptions {
    * this one's. An engine that does not pipeline never calls it (the caller waits for the merge).
    */
   onSubmitted?(): void;
+  /**
+   * Where the method's λ is per tensor (`ramplus_tl`), called once with the λ each agent's unique
+   * changes got in this tensor.
+   */
+  onTensorLambdas?(lambdas: readonly number[]): void;
 }
 
 export interface MergeEngine {

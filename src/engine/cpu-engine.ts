@@ -12,7 +12,6 @@ import {
   accumulateBranches,
   accumulateStats,
   combineWith,
-  dareTaus,
   denseTaus,
   keepUnchanged,
   scanNonFinite,
@@ -25,8 +24,8 @@ import { methodOf, type Sparsify } from '../methods/registry/index.ts';
 import type { MethodParams } from '../methods/types.ts';
 import { RADIX_DIGITS, startTopK, stepTopK, topKCount, topKKept, type TopKState } from '../methods/select.ts';
 import { deriveTensorStats, emptyTensorStats, tensorLocalLambdas } from '../methods/stats.ts';
-import { dareScalesFor, emptyDareNorms, l1Scales } from '../methods/dare-norms.ts';
-import { accumulateDellaNorms, checkDella, dellaGroups, dellaTaus } from '../methods/della.ts';
+import { emptyDareNorms, l1Scales } from '../methods/dare-norms.ts';
+import { SPARSIFIERS, type LocalSparsifier } from '../methods/sparsifiers.ts';
 import {
   accumulateSlerpSums,
   emptySlerpSums,
@@ -74,7 +73,7 @@ export function createCpuEngine(options: CpuEngineOptions): MergeEngine {
     };
   }
 
-  /** `size`: elements per window (DELLA's hold whole rank groups). */
+  /** `size`: elements per window (a sparsifier's may hold whole slabs). */
   async function* windows(
     tensor: TensorInput,
     signal: AbortSignal | undefined,
@@ -163,11 +162,8 @@ export function createCpuEngine(options: CpuEngineOptions): MergeEngine {
     signal: AbortSignal | undefined,
   ): Promise<(values: TensorValues, start: number) => SparseTaus> {
     if (sparsify === undefined) return (v) => denseTaus(v);
-    if (sparsify === 'dare') return (v, start) => dareTaus(v, start, params);
-    if (sparsify === 'della') {
-      const groups = dellaGroups(tensor.shape, tensor.numel);
-      return (v, start) => dellaTaus(v, start, groups, params);
-    }
+    const local = SPARSIFIERS[sparsify].local;
+    if (local) return (v, start) => local.taus(v, start, params);
     const tieRanks = new Array<number>(2 * n).fill(0);
     if (sparsify === 'topk') {
       const states = await topKStates(
@@ -188,25 +184,22 @@ export function createCpuEngine(options: CpuEngineOptions): MergeEngine {
     return (v) => topKWindow(v, states.slice(0, n), tieRanks, states.slice(n));
   }
 
-  /** DELLA's windows: whole slabs (rank groups), as many as fit in a window, at least one. */
-  function dellaWindow(tensor: TensorInput): number {
-    const { slab } = dellaGroups(tensor.shape, tensor.numel);
-    return slab === 0 ? windowElements : Math.max(1, Math.floor(windowElements / slab)) * slab;
-  }
-
-  /** DELLA's factors under the rule asked (dareScales's meaning): the l1 rule reads the tensor once. */
-  async function dellaScales(
+  /**
+   * A window-local sparsifier's factors (its scalePlan): the L1 rule's norms pass reads the tensor
+   * once, in the merge's own windows.
+   */
+  async function localScales(
     tensor: TensorInput,
+    local: LocalSparsifier,
     params: MethodParams,
+    size: number,
     signal: AbortSignal | undefined,
-  ): Promise<number[] | undefined> {
-    if (params.dareScales) return params.dareScales;
-    if (params.rescale === 'none') return params.density.map(() => 1);
-    if (params.rescale !== 'l1') return undefined;
-    const groups = dellaGroups(tensor.shape, tensor.numel);
+  ): Promise<readonly number[] | undefined> {
+    const plan = local.scalePlan(params);
+    if (plan !== 'pass') return plan;
     const norms = emptyDareNorms(n);
-    for await (const { start, values } of windows(tensor, signal, true, dellaWindow(tensor)))
-      accumulateDellaNorms(norms, values, start, groups, params);
+    for await (const { start, values } of windows(tensor, signal, true, size))
+      local.accumulateNorms(norms, values, start, params);
     return l1Scales(norms);
   }
 
@@ -226,19 +219,21 @@ export function createCpuEngine(options: CpuEngineOptions): MergeEngine {
 
   async function merge(tensor: TensorInput, options: MergeOptions): Promise<void> {
     const { signal } = options;
-    const della = methodOf(options.params.method).plan.sparsify === 'della';
-    if (della) checkDella(options.params.density, options.params.dellaEpsilon ?? []);
-    const dareScales = della
-      ? await dellaScales(tensor, options.params, signal)
-      : await dareScalesFor(tensor, options.params, signal, windowElements);
-    const params = dareScales ? { ...options.params, dareScales } : options.params;
+    const { plan } = methodOf(options.params.method);
+    const windowLocal = plan.sparsify && SPARSIFIERS[plan.sparsify].local;
+    windowLocal?.check?.(options.params);
+    const size = windowLocal?.windowElements?.(tensor.shape, tensor.numel, windowElements) ?? windowElements;
+    const dareScales = windowLocal
+      ? await localScales(tensor, windowLocal, options.params, size, signal)
+      : undefined;
+    const params = dareScales ? { ...options.params, dareScales: [...dareScales] } : options.params;
     const lambdas = checkMergeOptions(options, n);
-    const { plan } = methodOf(params.method);
     const slerp = plan.combine === 'slerp' ? await slerpPass(tensor, params, signal) : undefined;
     let local = lambdas;
     if (plan.lambdas === 'tensor') {
       const stats = await analyze(tensor, params.epsilon, signal);
       local = tensorLocalLambdas(stats, params.r, params.alpha, params.epsilon);
+      options.onTensorLambdas?.(local);
     }
     const sparse = await sparsifier(tensor, params, plan.sparsify, signal);
     // Only a sparsified merge counts what it kept; RAM's and the dense merges' branches are the statistics'.
@@ -246,7 +241,6 @@ export function createCpuEngine(options: CpuEngineOptions): MergeEngine {
     const inputBytes = ((n + 1) * dtypeBits(tensor.dtype)) / 8;
     const withBase = plan.combine !== 'linear';
     const tally = new NonFiniteTally(n + 1);
-    const size = della ? dellaWindow(tensor) : windowElements;
     for await (const { start, values } of windows(tensor, signal, withBase, size)) {
       const scan = scanNonFinite(values, withBase);
       // Once per window: the top-k's tie ranks advance as it runs.

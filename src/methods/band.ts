@@ -4,6 +4,9 @@
 // order (larger first, equal magnitudes lowest index first).
 import { topKCount } from './select.ts';
 
+/** Model Breadcrumbs' share of outliers dropped where nothing says (mergekit's default). */
+export const DEFAULT_GAMMA = 0.01;
+
 export interface BandCounts {
   /** The largest |τ| dropped. */
   outliers: number;

@@ -13,7 +13,7 @@ import {
   type ParamSpec,
 } from './params.ts';
 import { METHODS, type MethodName, type MethodParams } from './types.ts';
-import { DEFAULT_DELLA_EPSILON, dellaProblem } from './della.ts';
+import { SPARSIFIER_PARAMS, SPARSIFIERS } from './sparsifiers.ts';
 import { slerpAgentsProblem } from './slerp.ts';
 
 export function isMethod(value: string): value is MethodName {
@@ -134,14 +134,21 @@ export function validateParams(params: MethodParams, agents: number): string[] {
   if (params.method === 'linear' && params.normalize && params.weights.reduce((a, b) => a + b, 0) === 0)
     problems.push('linear with normalize needs weights that do not sum to 0');
   const { plan } = methodOf(params.method);
-  // Where density and ε are each in range, together (a value out of range is said once, above).
-  if (plan.sparsify === 'della')
-    params.density.forEach((d, t) => {
-      const epsilon = params.dellaEpsilon?.[t] ?? DEFAULT_DELLA_EPSILON;
-      if (rangeProblem(PARAM_SPECS.density, d) || rangeProblem(PARAM_SPECS.dellaEpsilon, epsilon)) return;
-      const problem = dellaProblem(d, epsilon, t);
+  // A sparsifier's density and own parameters, together where each is in range (a value out of range
+  // is said once, above).
+  const agentProblem = plan.sparsify && SPARSIFIERS[plan.sparsify].agentProblem;
+  if (agentProblem) {
+    const own = ['density', ...Object.keys(SPARSIFIER_PARAMS)] as ParameterKey[];
+    const inRange = (t: number): boolean =>
+      own.every((key) => {
+        const value = (record[key] as readonly number[] | undefined)?.[t] ?? (specOf(key).default as number);
+        return !readsParam(params.method, key) || !rangeProblem(specOf(key), value);
+      });
+    params.density.forEach((_, t) => {
+      const problem = inRange(t) ? agentProblem(params, t) : undefined;
       if (problem) problems.push(problem);
     });
+  }
   if (plan.combine === 'slerp') {
     const problem = slerpAgentsProblem(agents);
     if (problem) problems.push(problem);

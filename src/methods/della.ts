@@ -6,10 +6,31 @@
 
 import { taskVector, tauKey } from './float32.ts';
 import { dareHash, dareKept, fnv1a32 } from './rng.ts';
-import { PARAM_SPECS, type DareRescale } from './params.ts';
+import type { DareRescale, ParamSpec } from './param-spec.ts';
+
+/** The parameter only DELLA reads; PARAM_SPECS (params.ts) takes it through the sparsifier table. */
+export const DELLA_PARAMS = {
+  dellaEpsilon: {
+    kind: 'number',
+    scope: 'agent',
+    optional: true,
+    default: 0.15,
+    // density ± ε inside (0, 1) needs ε < min(density, 1 − density) ≤ 0.5.
+    range: { min: 0, max: 0.5, maxOpen: true },
+    help:
+      'DELLA: per agent, the spread of the keep probabilities: density − ε for the smallest |τ| of a row, ' +
+      'density + ε for the largest (mergekit’s per-model epsilon, default 0.15; not RAM’s ε). ' +
+      'density ± ε must lie inside (0, 1).',
+    label: 'ε (DELLA)',
+    mergekit: { key: 'epsilon' },
+    flag: 'della-epsilon',
+    perTensor: true,
+    card: 'ε (DELLA)',
+  },
+} as const satisfies Record<string, ParamSpec>;
 
 /** mergekit's per-model `epsilon` of `della` and `della_linear` where a recipe does not say. */
-export const DEFAULT_DELLA_EPSILON = PARAM_SPECS.dellaEpsilon.default;
+export const DEFAULT_DELLA_EPSILON = DELLA_PARAMS.dellaEpsilon.default;
 
 /** Longest rank group: rank·span stays below 2^53 (exact in f64) and rank below 2^32 on the GPU. */
 export const MAX_DELLA_GROUP = 2 ** 29;
@@ -255,4 +276,83 @@ export function accumulateDellaNorms(
     norms.before[t]! += before;
     norms.after[t]! += after;
   });
+}
+
+/** One window's DELLA-sparsified τ, its rank groups from the window's shape (whole slabs). */
+export function dellaWindowTaus(
+  v: {
+    name: string;
+    base: ArrayLike<number>;
+    agents: readonly ArrayLike<number>[];
+    shape?: readonly number[];
+  },
+  start: number,
+  params: DellaParams,
+): { values: Float64Array[]; votes: Float32Array[] } {
+  return dellaTaus(v, start, dellaGroups(v.shape, v.base.length), params);
+}
+
+/** accumulateDellaNorms over one window of whole slabs, its rank groups from the window's shape. */
+export function accumulateDellaWindowNorms(
+  norms: { before: number[]; after: number[] },
+  v: {
+    name: string;
+    base: ArrayLike<number>;
+    agents: readonly ArrayLike<number>[];
+    shape?: readonly number[];
+  },
+  start: number,
+  params: DellaParams,
+): void {
+  accumulateDellaNorms(norms, v, start, dellaGroups(v.shape, v.base.length), params);
+}
+
+/** Elements per window of at most `size`: whole slabs (rank groups), as many as fit, at least one. */
+export function dellaWindowElements(
+  shape: readonly number[] | undefined,
+  numel: number,
+  size: number,
+): number {
+  const { slab } = dellaGroups(shape, numel);
+  return slab === 0 ? size : Math.max(1, Math.floor(size / slab)) * slab;
+}
+
+/**
+ * The rescale factors of a DELLA merge of one tensor: the recipe's `dareScales`, 1 each for `none`,
+ * `pass` for the L1 rule (its norms pass), undefined for 1/p per entry.
+ */
+export function dellaScalePlan(params: DellaParams): readonly number[] | 'pass' | undefined {
+  if (params.dareScales) return params.dareScales;
+  if (params.rescale === 'none') return params.density.map(() => 1);
+  return params.rescale === 'l1' ? 'pass' : undefined;
+}
+
+/** Why agent t's density and ε are refused together, where each is in its own range. */
+export function dellaAgentProblem(
+  params: { density: readonly number[]; dellaEpsilon?: readonly number[] },
+  t: number,
+): string | undefined {
+  return dellaProblem(params.density[t]!, params.dellaEpsilon?.[t] ?? DEFAULT_DELLA_EPSILON, t);
+}
+
+/** Throws the first agent's dellaProblem. */
+export function checkDellaParams(params: {
+  density: readonly number[];
+  dellaEpsilon?: readonly number[];
+}): void {
+  checkDella(params.density, params.dellaEpsilon ?? []);
+}
+
+/** What an exported mergekit recipe of a DELLA merge says about its seed and its rescale. */
+export function dellaRecipeNotes(params: { seed: number; rescale?: DareRescale }): string[] {
+  const notes = [
+    `DELLA seed ${params.seed}: merge-studio's own counter-based RNG (mergekit draws its own), keep ` +
+      'probabilities in steps of 2^-24; equal |τ| in a row ranked by element index.',
+  ];
+  if ((params.rescale ?? 'density') === 'density')
+    notes.push(
+      'merge-studio rescaled each kept DELLA entry by 1/p (the DELLA paper); mergekit has no such rule ' +
+        '(rescale: true matches each agent’s L1 norm per tensor), so its result differs.',
+    );
+  return notes;
 }

@@ -3,82 +3,17 @@
 // the model card are generic over this table; a method names the specs it reads (registry/).
 // Below the registry, so a descriptor can name them.
 
-/** A value of one agent (scope `agent`: a list, one per agent) or of the whole merge (`global`). */
-export type ParamScope = 'global' | 'agent';
-export type ParamKind = 'number' | 'integer' | 'boolean' | 'enum';
-export type ParamScalar = number | boolean | string;
+import { DEFAULT_GAMMA } from './band.ts';
+import { RESCALE_RULES, type ParamRange, type ParamSpec } from './param-spec.ts';
+import { SPARSIFIER_PARAMS } from './sparsifiers.ts';
 
-/** Accepted numbers: [min, max] with either end open or absent; `text` says it in messages. */
-export interface ParamRange {
-  min?: number;
-  max?: number;
-  minOpen?: boolean;
-  maxOpen?: boolean;
-  /** How messages write the range where the numbers alone read badly (2^32). */
-  text?: string;
-}
-
-export interface ParamSpec {
-  kind: ParamKind;
-  scope: ParamScope;
-  /** An enum's values, in the order help and messages list them. */
-  values?: readonly string[];
-  /**
-   * May be absent from a MethodParams: absent means `default`. A method's defaults (descriptor
-   * `defaults`) that name it fill it in; the others leave it out.
-   */
-  optional?: boolean;
-  /** The value where nothing says (a method's descriptor `defaults` may override it). */
-  default: ParamScalar;
-  /** Checked on every value from the CLI, a recipe (each number of a gradient) and the studio. */
-  range?: ParamRange;
-  /** One line for the CLI help, the studio and the model card. */
-  help: string;
-  /** The studio's and Compare's name for it where not the key (λ, ε). */
-  label?: string;
-  /** Set by the merge itself (per tensor): no flag, no recipe key, no widget, not saved. */
-  internal?: boolean;
-  mergekit?: {
-    /** Its key in mergekit's YAML: under `parameters:` (global) or a model's `parameters:` (agent). */
-    key: string;
-    /** mergekit's default where it differs from ours (density: mergekit keeps everything). */
-    default?: ParamScalar;
-    /**
-     * mergekit's base schema: every method's recipe may carry it (a method that does not read it
-     * notes that it is unused). Without it, only the methods that read it accept it.
-     */
-    anyMethod?: boolean;
-    /** Not written into an exported recipe (mergekit has no such parameter). */
-    write?: false;
-    /** A top-level key of the recipe that sets it too (mergekit's `random_seed`). */
-    topLevel?: string;
-    /** mergekit refuses a model without it. */
-    required?: boolean;
-    /** The recipe's value, where it is not the value itself. */
-    toYaml?: (value: ParamScalar | undefined) => ParamScalar;
-    /** The value of a recipe's setting, or undefined where it is none of the accepted forms. */
-    fromYaml?: (value: ParamScalar) => ParamScalar | undefined;
-    /** The accepted forms, for the error that refuses another. */
-    forms?: string;
-  };
-  /** Its command-line flag (without --): a boolean gets --flag and --no-flag. Absent: no flag. */
-  flag?: string;
-  /** A recipe's gradient or filter may set it per tensor (resolved in resolve.ts). */
-  perTensor?: boolean;
-  /** Its column in the model card's per-tensor table. */
-  card?: string;
-  /** Kept when the studio switches method (the others take the new method's defaults). */
-  keepOnMethodChange?: boolean;
-  /** The studio's number input: its step ('any' where absent). */
-  step?: number | 'any';
-}
+export type { DareRescale, ParamKind, ParamRange, ParamScalar, ParamScope, ParamSpec } from './param-spec.ts';
+export { DEFAULT_GAMMA };
 
 /** Keeps every literal (kinds, scopes, enum values, `optional`), so ParamValues can be spelled from it. */
 function defineParams<const T extends Record<string, ParamSpec>>(specs: T): T {
   return specs;
 }
-
-const RESCALE_RULES = ['density', 'l1', 'none'] as const;
 
 /**
  * The parameters, in the order the CLI help, Compare and the model card list them (a method's
@@ -115,7 +50,7 @@ export const PARAM_SPECS = defineParams({
     kind: 'number',
     scope: 'agent',
     optional: true,
-    default: 0.01,
+    default: DEFAULT_GAMMA,
     range: { min: 0, max: 1 },
     help:
       'Model Breadcrumbs: per agent, the share of each tensor’s largest |τ| dropped as outliers ' +
@@ -194,9 +129,9 @@ export const PARAM_SPECS = defineParams({
     optional: true,
     default: 'density',
     help:
-      'How DARE rescales the entries it keeps: by 1/density (the DARE paper; the default here), or so ' +
-      'that each agent’s L1 norm per tensor is kept (l1, mergekit’s default), or not at all (none). ' +
-      'DELLA: by 1/p of each kept entry (the DELLA paper; the default here), l1 (mergekit’s) or none.',
+      'How a random drop (DARE and the rank-weighted drops) rescales the entries it keeps: by 1/p, p the ' +
+      'entry’s keep probability (1/density for DARE: the papers’ rule, the default here), or so that each ' +
+      'agent’s L1 norm per tensor is kept (l1, mergekit’s default), or not at all (none).',
     mergekit: {
       key: 'rescale',
       anyMethod: true,
@@ -214,23 +149,8 @@ export const PARAM_SPECS = defineParams({
     },
     flag: 'rescale',
   },
-  dellaEpsilon: {
-    kind: 'number',
-    scope: 'agent',
-    optional: true,
-    default: 0.15,
-    // density ± ε inside (0, 1) needs ε < min(density, 1 − density) ≤ 0.5.
-    range: { min: 0, max: 0.5, maxOpen: true },
-    help:
-      'DELLA: per agent, the spread of the keep probabilities: density − ε for the smallest |τ| of a row, ' +
-      'density + ε for the largest (mergekit’s per-model epsilon, default 0.15; not RAM’s ε). ' +
-      'density ± ε must lie inside (0, 1).',
-    label: 'ε (DELLA)',
-    mergekit: { key: 'epsilon' },
-    flag: 'della-epsilon',
-    perTensor: true,
-    card: 'ε (DELLA)',
-  },
+  // The sparsifiers' own parameters, declared beside their implementations (sparsifiers.ts).
+  ...SPARSIFIER_PARAMS,
   t: {
     kind: 'number',
     scope: 'global',
@@ -273,9 +193,6 @@ export type ParamValues = { -readonly [K in Exclude<ParamKey, OptionalKey>]: Val
 /** One value of a parameter (a per-agent parameter's value for one agent). */
 export type ParamScalarOf<K extends ParamKey> = ScalarOf<Specs[K]>;
 
-/** How DARE rescales the entries it keeps (see PARAM_SPECS.rescale). */
-export type DareRescale = (typeof RESCALE_RULES)[number];
-
 /** The parameters a method can read (the internal ones are the merge's own). */
 export type ParameterKey = { [K in ParamKey]: Specs[K] extends { internal: true } ? never : K }[ParamKey];
 
@@ -291,9 +208,6 @@ export function specOf(key: ParamKey): ParamSpec {
 
 /** The parameters a user sets (flags, recipes, the studio, links), in table order. */
 export const USER_PARAMS = PARAM_KEYS.filter((k) => !specOf(k).internal) as ParameterKey[];
-
-/** Model Breadcrumbs' share of outliers dropped where nothing says (mergekit's default). */
-export const DEFAULT_GAMMA = PARAM_SPECS.gamma.default;
 
 /** SLERP's t where nothing says (mergekit requires one; the middle here). */
 export const DEFAULT_SLERP_T = PARAM_SPECS.t.default;

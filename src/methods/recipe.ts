@@ -18,6 +18,7 @@ import {
   yamlKeyOf,
 } from './defaults.ts';
 import { methodOf } from './registry/index.ts';
+import { SPARSIFIERS } from './sparsifiers.ts';
 import { TIES_TIE_RULE } from './registry/ties.ts';
 import { rangeProblem, specOf, type ParamScalar, type ParamSpec } from './params.ts';
 import type { MethodParams } from './types.ts';
@@ -141,25 +142,8 @@ export function toMergekitYaml(recipe: Recipe): string {
     notes.push(
       `"${params.method}" is merge-studio's own method; mergekit's closest is "${descriptor.mergekit.closest}".`,
     );
-  if (descriptor.plan.sparsify === 'dare') {
-    notes.push(`DARE seed ${params.seed}: merge-studio's own counter-based RNG (mergekit draws its own).`);
-    if ((params.rescale ?? 'density') === 'density')
-      notes.push(
-        'merge-studio rescaled the kept DARE entries by 1/density; mergekit has no such rule ' +
-          '(rescale: true matches each agent’s L1 norm per tensor), so its result differs.',
-      );
-  }
-  if (descriptor.plan.sparsify === 'della') {
-    notes.push(
-      `DELLA seed ${params.seed}: merge-studio's own counter-based RNG (mergekit draws its own), keep ` +
-        'probabilities in steps of 2^-24; equal |τ| in a row ranked by element index.',
-    );
-    if ((params.rescale ?? 'density') === 'density')
-      notes.push(
-        'merge-studio rescaled each kept DELLA entry by 1/p (the DELLA paper); mergekit has no such rule ' +
-          '(rescale: true matches each agent’s L1 norm per tensor), so its result differs.',
-      );
-  }
+  const { sparsify } = descriptor.plan;
+  if (sparsify) notes.push(...(SPARSIFIERS[sparsify].recipeNotes?.(params) ?? []));
   if (descriptor.tieRule) notes.push(descriptor.tieRule);
   return `${notes.map((line) => `# ${line}`).join('\n')}\n${stringify(doc)}`;
 }

@@ -3,35 +3,20 @@
 // of the stored values; every discrete decision (|τ| > ε, the TIES top-k and elected sign, "Σw ≠ 0")
 // is taken on f32 values and f32 parameters as the GPU takes it; merged values are computed in f64.
 
-import type { FloatDtype } from '../format/dtype.ts';
 import { emptyBranchCounts, type BranchCounts, type TensorStats } from './tensors.ts';
 import type { MethodParams } from './types.ts';
 import { methodOf, type MethodPlan, type Sparsify } from './registry/index.ts';
-import { epsilonF32, f32Bits, taskVector, tauKey, ulpOf } from './float32.ts';
-import { dareHash, dareKeepBelow, dareKept, dareScale, fnv1a32 } from './rng.ts';
+import { epsilonF32, f32Bits, taskVector, ulpOf } from './float32.ts';
 import { deriveTensorStats, emptyTensorStats, magnitudeBin, tensorLocalLambdas } from './stats.ts';
-import { topKCount } from './select.ts';
-import { bandCounts } from './band.ts';
-import { DEFAULT_GAMMA, DEFAULT_SLERP_T } from './params.ts';
+import { DEFAULT_SLERP_T } from './params.ts';
 import { at, atF32 } from '../io/checked.ts';
-import { accumulateDareNorms, emptyDareNorms, l1Scales } from './dare-norms.ts';
-import { accumulateDellaNorms, dellaGroups, dellaTaus } from './della.ts';
-import { slerpAgentsProblem, slerpApply, slerpMerge, type SlerpCoefficients } from './slerp.ts';
+import { emptyDareNorms, l1Scales } from './dare-norms.ts';
+import { SPARSIFIERS } from './sparsifiers.ts';
+import { dareDrop, denseTaus, type SparseTaus, type TensorValues } from './taus.ts';
 
-/** Decoded values of one tensor (or one window of it): the base and the N agents. */
-export interface TensorValues {
-  name: string;
-  dtype: FloatDtype;
-  base: Float64Array;
-  agents: readonly Float64Array[];
-  /**
-   * The stored bit patterns, base first (u16 for 16-bit dtypes): they tell NaN payloads apart. Without
-   * them the f32 bits of the values are compared.
-   */
-  bits?: readonly ArrayLike<number>[];
-  /** The tensor's shape, where a method ranks by rows (DELLA); absent: one row of every element. */
-  shape?: readonly number[];
-}
+export { bandTaus, denseTaus, topKTaus } from './taus.ts';
+export type { SparseTaus, TensorValues } from './taus.ts';
+import { slerpAgentsProblem, slerpApply, slerpMerge, type SlerpCoefficients } from './slerp.ts';
 
 /** A window's elements under SPEC.md "Non-finite values". */
 export interface NonFiniteScan {
@@ -39,6 +24,11 @@ export interface NonFiniteScan {
   nonFinite: Uint8Array;
   /** 1 where every model holds the same NaN or ±Inf bits: unchanged, kept as it is. */
   kept: Uint8Array;
+  /**
+   * 1 where every model holds the same bits, finite or not: the merge keeps those bits (−0.0 and
+   * subnormals included, which arithmetic may change: −0 + 0 is +0, and a GPU may flush subnormals).
+   */
+  same: Uint8Array;
   count: number;
   /** Per model, base first: the non-finite elements where it holds NaN or ±Inf. */
   perModel: number[];
@@ -56,6 +46,7 @@ export function scanNonFinite(v: TensorValues, withBase = true): NonFiniteScan {
   const scan: NonFiniteScan = {
     nonFinite: new Uint8Array(n),
     kept: new Uint8Array(n),
+    same: new Uint8Array(n),
     count: 0,
     perModel: new Array<number>(slots.length).fill(0),
   };
@@ -67,6 +58,7 @@ export function scanNonFinite(v: TensorValues, withBase = true): NonFiniteScan {
       if (!Number.isFinite(slots[m]![i]!)) special = true;
       if (bitsOf(m, i) !== reference) differs = true;
     }
+    if (!differs) scan.same[i] = 1;
     if (!special) continue;
     if (!differs) {
       scan.kept[i] = 1;
@@ -79,7 +71,7 @@ export function scanNonFinite(v: TensorValues, withBase = true): NonFiniteScan {
   return scan;
 }
 
-/** Puts back the inputs' own value where every model holds the same NaN or ±Inf. */
+/** Puts back the inputs' own value where every model holds the same bits (scan.same). */
 export function keepUnchanged(
   out: Float64Array,
   v: TensorValues,
@@ -87,13 +79,12 @@ export function keepUnchanged(
   withBase = true,
 ): void {
   const reference = withBase ? v.base : v.agents[0]!;
-  for (let i = 0; i < out.length; i++) if (scan.kept[i]) out[i] = reference[i]!;
+  for (let i = 0; i < out.length; i++) if (scan.same[i]) out[i] = reference[i]!;
 }
 
-/** Per agent, the sparsified τ̂ as merged (f64) and as the GPU holds it for the sign vote (f32). */
-export interface SparseTaus {
-  values: Float64Array[];
-  votes: Float32Array[];
+/** DARE: keep each entry iff its hash draw is under density, rescale kept entries (1/density unless `dareScales`). */
+export function dareTaus(v: TensorValues, start: number, params: MethodParams): SparseTaus {
+  return dareDrop(v, start, params);
 }
 
 /** Adds the statistics of `v` (a whole tensor or a window) into `into`; call deriveTensorStats after. */
@@ -183,76 +174,6 @@ export function linearCombine(v: TensorValues, weights: readonly number[], norma
     out[i] = divide ? sum / total : sum;
   }
   return out;
-}
-
-/** Every agent's f32 τ, unsparsified. */
-export function denseTaus(v: TensorValues): SparseTaus {
-  const votes = v.agents.map((agent) => Float32Array.from(agent, (x, i) => taskVector(x, v.base[i]!)));
-  return { values: votes.map((tau) => Float64Array.from(tau)), votes };
-}
-
-/** DARE: keep each entry iff its hash draw is under density, rescale kept entries (1/density unless `dareScales`). */
-export function dareTaus(v: TensorValues, start: number, params: MethodParams): SparseTaus {
-  const nameHash = fnv1a32(v.name);
-  const dense = denseTaus(v);
-  dense.values.forEach((values, t) => {
-    const density = params.density[t]!;
-    const keepBelow = dareKeepBelow(density);
-    const scale = params.dareScales?.[t] ?? dareScale(density);
-    const gpuScale = Math.fround(scale);
-    const votes = dense.votes[t]!;
-    for (let i = 0; i < values.length; i++) {
-      const kept = dareKept(dareHash(params.seed, nameHash, t, start + i), keepBelow);
-      values[i] = kept ? values[i]! * scale : 0;
-      votes[i] = kept ? votes[i]! * gpuScale : 0;
-    }
-  });
-  return dense;
-}
-
-/**
- * Per agent, the entries of ranks [from, to) in the order larger |τ| first (by f32 bits), equal
- * magnitudes lowest index first; everything else 0.
- */
-function rankedTaus(v: TensorValues, band: (t: number, n: number) => [number, number]): SparseTaus {
-  const dense = denseTaus(v);
-  const n = v.base.length;
-  dense.votes.forEach((tau, t) => {
-    const [from, to] = band(t, n);
-    const keys = Uint32Array.from(tau, (_, i) => tauKey(v.agents[t]![i]!, v.base[i]!));
-    const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => keys[b]! - keys[a]! || a - b);
-    const keep = new Uint8Array(n);
-    for (const i of order.slice(from, to)) keep[i] = 1;
-    for (let i = 0; i < n; i++) {
-      if (keep[i]) continue;
-      tau[i] = 0;
-      dense.values[t]![i] = 0;
-    }
-  });
-  return dense;
-}
-
-/**
- * TIES sparsification of a whole tensor: per agent the k = floor(density·numel) largest |τ| (by f32
- * bits), equal magnitudes taken lowest index first; everything else 0.
- */
-export function topKTaus(v: TensorValues, densities: readonly number[]): SparseTaus {
-  return rankedTaus(v, (t, n) => [0, topKCount(densities[t]!, n)]);
-}
-
-/**
- * Model Breadcrumbs' sparsification of a whole tensor (bandCounts): per agent, in the order of
- * topKTaus, the `kept` entries after the `outliers` first; everything else 0.
- */
-export function bandTaus(
-  v: TensorValues,
-  densities: readonly number[],
-  gammas: readonly number[] | undefined,
-): SparseTaus {
-  return rankedTaus(v, (t, n) => {
-    const { outliers, kept } = bandCounts(densities[t]!, gammas?.[t] ?? DEFAULT_GAMMA, n);
-    return [outliers, outliers + kept];
-  });
 }
 
 /** base + λ Σ_t w_t τ̂_t, over Σ_t w_t when normalising unless |Σ w| < 1e-8 (mergekit). */
@@ -367,24 +288,25 @@ export function referenceBranches(v: TensorValues, params: MethodParams): Branch
   const { plan } = methodOf(params.method);
   if (plan.sparsify === undefined) return null;
   const branches = emptyBranchCounts(v.agents.length);
-  // DARE's rescale changes no entry's sign or zero, so the rule's factors do not matter here. DELLA's
-  // 1/p differs per entry and so moves TIES's vote: its factors are those of the merge.
+  // A factor per agent (DARE's) changes no entry's sign or zero, so the rule's factors do not matter
+  // here; one per entry (1/p) moves TIES's vote: its factors are those of the merge.
   const kept =
-    plan.sparsify === 'della' && !params.dareScales
+    SPARSIFIERS[plan.sparsify].local?.perEntryScale && !params.dareScales
       ? { ...params, dareScales: wholeTensorDareScales(v, params) }
       : params;
   accumulateBranches(branches, sparseTaus(v, kept, plan.sparsify), params.weights, plan.combine === 'ties');
   return branches;
 }
 
-/** The factors of a rule other than 1/density, from the whole tensor at once. */
+/** The factors of a rule other than 1/p, from the whole tensor at once. */
 function wholeTensorDareScales(v: TensorValues, params: MethodParams): number[] | undefined {
   if (params.rescale === 'none') return v.agents.map(() => 1);
   if (params.rescale !== 'l1') return undefined;
+  const sparsify = methodOf(params.method).plan.sparsify;
+  const local = sparsify && SPARSIFIERS[sparsify].local;
+  if (!local) return undefined;
   const norms = emptyDareNorms(v.agents.length);
-  if (methodOf(params.method).plan.sparsify === 'della')
-    accumulateDellaNorms(norms, v, 0, dellaGroups(v.shape, v.base.length), params);
-  else accumulateDareNorms(norms, v.name, v.base, v.agents, 0, params);
+  local.accumulateNorms(norms, v, 0, params);
   return l1Scales(norms);
 }
 
@@ -407,17 +329,7 @@ export function referenceMerge(
 
 /** The sparsified τ of a whole tensor, as the method's plan says. */
 function sparseTaus(v: TensorValues, params: MethodParams, sparsify: Sparsify | undefined): SparseTaus {
-  if (sparsify === undefined) return denseTaus(v);
-  switch (sparsify) {
-    case 'dare':
-      return dareTaus(v, 0, params);
-    case 'topk':
-      return topKTaus(v, params.density);
-    case 'band':
-      return bandTaus(v, params.density, params.gamma);
-    case 'della':
-      return dellaTaus(v, 0, dellaGroups(v.shape, v.base.length), params);
-  }
+  return sparsify === undefined ? denseTaus(v) : SPARSIFIERS[sparsify].taus(v, params);
 }
 
 /**
@@ -454,7 +366,7 @@ export function combineWith(
 
 function combineTensor(v: TensorValues, params: MethodParams, lambdas: readonly number[]): Float64Array {
   const { plan } = methodOf(params.method);
-  if ((plan.sparsify === 'dare' || plan.sparsify === 'della') && !params.dareScales)
+  if (plan.sparsify && SPARSIFIERS[plan.sparsify].local && !params.dareScales)
     params = { ...params, dareScales: wholeTensorDareScales(v, params) };
   const ones = new Array<number>(v.agents.length).fill(1);
   const local =

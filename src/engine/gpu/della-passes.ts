@@ -20,10 +20,13 @@ import {
 } from './kernels/della_mask.ts';
 import { dellaNormsRequest } from './kernels/della_norms.ts';
 import type { KernelIo } from './kernels/kernel.ts';
-import type { MergePrelude } from './merge-pass.ts';
+import type { MergePrelude } from './pass-types.ts';
 import type { Job, WholeSlabs } from './pass-runner.ts';
 import { splitDispatch } from './plumbing.ts';
 import { l1NormsPass, runReduce, type PassContext, type ReducePass } from './reduce-passes.ts';
+
+/** The switch of ties.wgsl that multiplies each agent's τ by della_mask's factors (tie_cutoffs). */
+export const DELLA_TIES_SWITCH = 'DELLA';
 
 /** The mask as a merge's prelude, and the buffers its own kernel binds (which della_norms reads). */
 interface DellaMask extends MergePrelude {

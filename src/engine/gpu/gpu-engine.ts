@@ -240,6 +240,7 @@ class GpuEngine implements MergeEngine {
     const agents: AgentParams[] = params.weights.map((weight, t) => ({ weight, lambda: lambdas[t] }));
     const setup: MergeSetup = { job, plan, params, variant, agents, tieBreak: null, prelude: null };
     await runPassesBeforeMerge(this.ctx, setup);
+    if (plan.lambdas === 'tensor') options.onTensorLambdas?.(agents.map((a) => a.lambda ?? 1));
     await runMerge(this.ctx, job, { ...setup, options, submitted });
   }
 

@@ -2,7 +2,6 @@
 // tie-break kernels that rank ties at a top-k threshold beside it, and the window pass that runs them
 // and emits the merged bytes, checked for non-finite values, in window order.
 
-import type { FloatDtype } from '../../format/dtype.ts';
 import { NonFiniteTally } from '../../methods/errors.ts';
 import type { Combine } from '../../methods/registry/descriptor.ts';
 import type { MethodPlan } from '../../methods/registry/index.ts';
@@ -10,8 +9,7 @@ import { fnv1a32 } from '../../methods/rng.ts';
 import type { MethodParams } from '../../methods/types.ts';
 import type { MergeOptions } from '../contract.ts';
 import { addBranchCounters } from './kernels/branches.ts';
-import type { BufferSet } from './buffer-sets.ts';
-import type { Kernel, KernelIo, KernelRequest } from './kernels/kernel.ts';
+import type { KernelRequest } from './kernels/kernel.ts';
 import { linearRequest } from './kernels/linear.ts';
 import {
   FLAG_MODELS,
@@ -22,9 +20,9 @@ import {
 } from './kernels/merge-bindings.ts';
 import { ramRequest } from './kernels/ram.ts';
 import { slerpRequest } from './kernels/slerp.ts';
-import { tiesMergeDispatch, tiesRequest } from './kernels/ties.ts';
-import { topKScanRequest } from './kernels/topk_scan.ts';
-import { spanMarkDispatch, tieMarkDispatch, topKTiesRequest } from './kernels/topk_ties.ts';
+import { tiesMergeDispatch, tiesRequest, type TiesOptions } from './kernels/ties.ts';
+import { GPU_SPARSIFIERS } from './sparsifiers.ts';
+import { spanMarkDispatch, tieMarkDispatch } from './kernels/topk_ties.ts';
 import { encodeAgents, type AgentParams } from './layout.ts';
 import type { Job } from './pass-runner.ts';
 import {
@@ -34,25 +32,11 @@ import {
   TIE_BLOCK_WORDS,
   WORKGROUP_SIZE,
   type Dispatch,
-  type Window,
 } from './plumbing.ts';
+import type { MergePrelude, TieBreak } from './pass-types.ts';
 import type { PassContext } from './reduce-passes.ts';
 
-/** The kernels of a merge's tie-break (tieBreakKernels). */
-export interface TieBreak {
-  whole: Kernel | null;
-  spans: { first: number; end: number; kernel: Kernel }[];
-  scan: Kernel;
-}
-
-/**
- * What runs in each merge window before its kernel (DELLA's mask, della-passes.ts), and the buffers
- * the kernel then binds.
- */
-export interface MergePrelude {
-  encode(encoder: GPUCommandEncoder, set: BufferSet, w: Window): void;
-  io(set: BufferSet): KernelIo;
-}
+export type { MergePrelude, TieBreak } from './pass-types.ts';
 
 /** What decides a merge kernel's variant beside the plan. */
 export interface MergeChoice {
@@ -73,13 +57,11 @@ export interface MergeKernelChoice {
 /** Every sum of sparsified τ runs in the TIES kernel, with or without its sign election. */
 function tiesFamily(c: MergeChoice): MergeKernelChoice {
   const { plan, countBranches, maxPerDimension } = c;
-  const band = plan.sparsify === 'band';
-  const options = {
-    dare: plan.sparsify === 'dare',
-    della: plan.sparsify === 'della',
-    topK: plan.sparsify === 'topk' || band,
+  // Dense τ: neither dropped nor ranked.
+  const sparsify = plan.sparsify ? GPU_SPARSIFIERS[plan.sparsify].ties : { dare: false, topK: false };
+  const options: TiesOptions = {
+    ...sparsify,
     tieBreak: c.tieBreak,
-    band,
     consensus: plan.combine === 'ties',
     countBranches,
   };
@@ -99,40 +81,6 @@ export const MERGE_KERNELS: Readonly<Record<Combine, (c: MergeChoice) => MergeKe
   ties: tiesFamily,
   slerp: (c) => ({ request: slerpRequest(c.variant), dispatch: same }),
 };
-
-/**
- * The tie-break's kernels: the marks over whole windows for the agents without a span (and every
- * Model Breadcrumbs row), a marks dispatch per span, and the scan that finds each row's cutoff.
- */
-export async function tieBreakKernels(
-  ctx: PassContext,
-  dtype: FloatDtype,
-  band: boolean,
-  agents: readonly AgentParams[],
-): Promise<TieBreak> {
-  const n = ctx.agents;
-  // Every tie row that keeps part of its ties: agent t's kept top-k at row t, its outliers' at N + t.
-  const rows = agents.flatMap((a, t) => [
-    { row: t, keep: a.tiesToKeep ?? 0, first: a.tieFirst, end: a.tieEnd },
-    ...(band
-      ? [{ row: n + t, keep: a.outliersToDrop ?? 0, first: a.outlierTieFirst, end: a.outlierTieEnd }]
-      : []),
-  ]);
-  const partial = rows.filter((r) => r.keep > 0);
-  const whole = partial.some((r) => r.first === undefined)
-    ? await ctx.kernels.get(topKTiesRequest(dtype, n, band))
-    : null;
-  const spans: TieBreak['spans'] = [];
-  for (const r of partial)
-    if (r.first !== undefined && r.end !== undefined)
-      spans.push({
-        first: r.first,
-        end: r.end,
-        kernel: await ctx.kernels.get(topKTiesRequest(dtype, n, band, r.row)),
-      });
-  const scan = await ctx.kernels.get(topKScanRequest(n, band));
-  return { whole, spans, scan };
-}
 
 /** Tie-count blocks of a merge dispatch: WORKGROUP_SIZE / TIE_BLOCK_PAIRS per workgroup (window.wgsl). */
 function tieBlocks(groups: number): number {

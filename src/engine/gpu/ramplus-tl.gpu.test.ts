@@ -11,6 +11,9 @@ import { seededRandom } from '../../methods/rng.ts';
 import { tensorInput } from '../../methods/tensors.ts';
 import type { MethodParams } from '../../methods/types.ts';
 import { gpuAndCpu, openGpuHarness } from '../../test/gpu-harness.ts';
+import { mergeBytes } from '../../test/tensors.ts';
+import { createCpuEngine } from '../cpu-engine.ts';
+import { createGpuEngine } from './gpu-engine.ts';
 
 const opened = await openGpuHarness();
 const harness = opened.harness;
@@ -71,4 +74,38 @@ describe.skipIf(!harness)(`ramplus_tl λ from exact counts ${opened.skip ?? ''}`
       expect(offF32(gpu, cpu)).toEqual([]);
     });
   }
+
+  it('reports the λ it applied in the tensor, as the CPU engine does, from the counts', async () => {
+    const set = models(9);
+    const input = tensorInput('model.layers.4.mlp.up_proj.weight', 'BF16', set.bytes);
+    const params: MethodParams = { ...defaultParams('ramplus_tl', AGENTS), r: 1, alpha: 1e6 };
+    const gpu = createGpuEngine(must(harness, 'the GPU harness').device, {
+      agents: AGENTS,
+      adapterDescription: 'test',
+    });
+    try {
+      const reported: (readonly number[])[] = [];
+      for (const engine of [gpu, createCpuEngine({ agents: AGENTS })]) {
+        const told: (readonly number[])[] = [];
+        await harness!.run(() =>
+          mergeBytes(engine, input, {
+            params,
+            lambdas: [1, 1, 1],
+            outDtype: 'BF16',
+            onTensorLambdas: (l) => told.push(l),
+          }),
+        );
+        expect(told, engine.kind).toHaveLength(1);
+        reported.push(told[0]!);
+      }
+      // ρ ≈ 100 with r = 1: λ far from 1, and the GPU's from its own counts equal to the CPU's.
+      const [fromGpu, fromCpu] = reported;
+      fromCpu!.forEach((l, t) => {
+        expect(l).toBeGreaterThan(10);
+        expect(fromGpu![t], `agent ${t + 1}`).toBeCloseTo(l, 12);
+      });
+    } finally {
+      gpu.destroy();
+    }
+  });
 });

@@ -154,9 +154,10 @@ export function overlapCountPass(job: Job, agents: number, epsilon: number): Red
 }
 
 /**
- * The L1 rule's pass, as DARE and DELLA share it: per agent ‖τ‖₁ and ‖m⊙τ‖₁ of the whole tensor, from
- * partial sums each invocation writes (no clear) and the host adds in f64. `mask` is what tells the
- * kernel which entries a method kept: DARE's per-agent keep bounds, DELLA's mask run before each window.
+ * The L1 rule's pass, as every window-local sparsifier shares it: per agent ‖τ‖₁ and ‖m⊙τ‖₁ of the
+ * whole tensor, from partial sums each invocation writes (no clear) and the host adds in f64. `mask`
+ * is what tells the kernel which entries a method kept: DARE's per-agent keep bounds, or a mask run
+ * before each window (a sparsifier's prelude).
  */
 export function l1NormsPass(
   job: Job,

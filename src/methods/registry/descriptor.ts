@@ -2,16 +2,12 @@
 // CPU reference and both engines follow (which λ, which sparsification of τ, which combination). The
 // engines interpret the plan; a method never imports engine code.
 import type { ParamDefaults, ParameterKey } from '../params.ts';
+import type { Sparsify } from '../sparsifiers.ts';
 
 export type { ParameterKey };
 
-/**
- * How each agent's τ is sparsified before it is combined: `dare` the seeded random drop (rescaled),
- * `topk` TIES's top-k by |τ|, `band` Model Breadcrumbs' top-k without its largest outliers, `della`
- * DELLA's MagPrune (a seeded drop whose keep probability grows with the rank of |τ| in its row).
- * Absent: dense τ.
- */
-export type Sparsify = 'dare' | 'topk' | 'band' | 'della';
+/** How each agent's τ is sparsified before it is combined: a key of SPARSIFIERS; absent, dense τ. */
+export type { Sparsify };
 
 /**
  * How the agents are combined: `ram` the RAM branches on the changed masks, `linear` the weighted mean

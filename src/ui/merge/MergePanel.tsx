@@ -12,7 +12,7 @@ import { ramLambdas, tensorLocalLambdas } from '../../methods/stats.ts';
 import type { MethodName, MethodParams } from '../../methods/types.ts';
 import { studioStore } from '../../state/store.ts';
 import { mergeInputs, storageLooksPrivate, type StudioData } from '../../state/studio-slice.ts';
-import { derivationVerdict } from '../../driver/derivation.ts';
+import { derivationVerdict, lineageWarning } from '../../driver/derivation.ts';
 import { tensorRecords } from '../../driver/model-transfer.ts';
 import { formatBytes, formatCount } from '../format.ts';
 import { idPart } from '../studio/common.tsx';
@@ -130,11 +130,11 @@ function LineageWarning({ data }: { data: StudioData }) {
     .filter((d) => d.sample && derivationVerdict(d.sample) === 'unrelated')
     .map((d) => data.models.find((m) => m.slot === d.slot)?.label)
     .filter((label): label is string => label !== undefined);
-  if (unrelated.length === 0) return null;
+  const warning = lineageWarning(unrelated, 'see its card under Models');
+  if (!warning) return null;
   return (
     <p className="notice notice--warn" data-testid="merge-lineage-warning">
-      {unrelated.join(', ')} {unrelated.length === 1 ? 'does' : 'do'} not look fine-tuned from this base (see
-      its card under Models): merging models of different bases gives meaningless weights.
+      {warning}
     </p>
   );
 }
