@@ -197,7 +197,7 @@ test('Start empty removes the demo checkpoints', async ({ workflow, page }, test
   await shootBoth(workflow, 'open-set-empty', testInfo);
 });
 
-test('refused folders say what to do; the statistics run over the others, the merge once they are removed', async ({
+test('refused folders say what to do; the statistics and the merge run over the others', async ({
   workflow,
   page,
 }, testInfo) => {
@@ -218,16 +218,19 @@ test('refused folders say what to do; the statistics run over the others, the me
   await expect(page.getByTestId('model-agent-3-error')).toContainText('no .safetensors weights');
   for (const card of ['model-agent-2', 'model-agent-3'])
     await expect(page.getByTestId(`${card}-excluded`)).toContainText(
-      'Left out of the statistics. Choose other files for it below; to merge the other agents, remove it.',
+      'Left out of the statistics and the merge. Choose other files for it below, or remove it.',
     );
   const analysis = await workflow.analysisOf(['agent-0', 'agent-1']);
   expect(analysis.result?.totals.changed).toHaveLength(2);
-  await expect(workflow.mergeButton).toBeDisabled();
-  await expect(workflow.mergePanel).toContainText('malformed could not be opened: remove it');
+  // The merge leaves them out, as the statistics do, and says so.
+  await expect(workflow.mergeButton).toBeEnabled();
+  await expect(workflow.mergeButton).toContainText('Merge 2 agents');
+  await expect(page.getByTestId('merge-left-out')).toContainText('Leaves out malformed, no-weights');
   await shootBoth(workflow, 'open-set-refused', testInfo);
   await page.getByTestId('model-agent-3-remove').click();
   await page.getByTestId('model-agent-2-remove').click();
   await expect(workflow.mergeButton).toBeEnabled();
+  await expect(page.getByTestId('merge-left-out')).toHaveCount(0);
 });
 
 test('names given to a set’s models survive a reload: picking the set again brings them back', async ({

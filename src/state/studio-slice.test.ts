@@ -5,6 +5,7 @@ import type { EngineClient, EngineJob } from '../worker/client.ts';
 import type { WorkerCall, WorkerCalls } from '../worker/protocol.ts';
 import type { ModelSummary } from '../driver/model-transfer.ts';
 import { defaultParams } from '../methods/defaults.ts';
+import type { MethodParams } from '../methods/types.ts';
 import { at, must } from '../io/checked.ts';
 import { createStudioStore } from './store.ts';
 import { SMALL_QUOTA_BYTES, storageLooksPrivate, type StorageServices } from './studio-slice.ts';
@@ -278,16 +279,27 @@ describe('studio slice: a set of models', () => {
     expect(closed.sort()).toEqual([...slots].sort());
   });
 
-  it('runs the statistics without a refused agent, and holds the merge until it is removed', async () => {
+  it('runs the statistics and the merge without a refused agent, its per-agent values left out with it', async () => {
     const { fake, store } = await setStore('a1');
     const { models, analysis, analysisLabels } = store.getState().studio;
     expect(models.map((m) => m.status)).toEqual(['ready', 'ready', 'error', 'ready']);
     expect(analysis.status).toBe('done');
     expect(analysisLabels).toEqual(['a0', 'a2']);
     expect(fake.calls.filter((c) => c.kind === 'analyze').at(-1)?.request.agents).toHaveLength(2);
-    const merge = await store.getState().runMerge();
-    expect(merge).toBeNull();
-    expect(store.getState().studio.merge.error?.message).toContain('a1 could not be opened: remove it');
+    store.getState().setMethod('ties');
+    store.getState().setParams({ weights: [1, 2, 3], density: [0.3, 0.5, 0.7] });
+    await store.getState().runMerge();
+    const request = must(
+      fake.calls.find((c) => c.kind === 'merge'),
+      'a merge',
+    ).request;
+    const slots = models.filter((m) => m.role === 'agent' && m.label !== 'a1').map((m) => m.slot);
+    expect(request.agents).toEqual(slots);
+    expect(request.agentLabels).toEqual(['a0', 'a2']);
+    expect((request.params as MethodParams).weights).toEqual([1, 3]);
+    expect((request.params as MethodParams).density).toEqual([0.3, 0.7]);
+    // The studio's own recipe keeps every agent's values, the refused one's too.
+    expect(store.getState().studio.params.weights).toEqual([1, 2, 3]);
   });
 
   it('runs no statistics where no agent could be opened', async () => {

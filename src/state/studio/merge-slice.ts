@@ -5,15 +5,15 @@ import type { ArenaTarget, MergeSummary, ReadBackReport, WorkerErrorInfo } from 
 import type { EngineJob } from '../../worker/client.ts';
 import type { FloatDtype } from '../../format/dtype.ts';
 import type { ReadDtype } from '../../format/precision.ts';
-import { validateParams } from '../../methods/defaults.ts';
+import { defaultParams, validateParams } from '../../methods/defaults.ts';
 import type { MethodParams } from '../../methods/types.ts';
 import type { RecipeSettings } from '../../methods/recipe.ts';
-import { mergeSettings } from './recipe-import.ts';
+import { mergeSettings, reorderRecipe } from './recipe-import.ts';
 import { asInfo, isAbort, type StudioContext } from './context.ts';
 import { cleanName, defaultMergeName, folderPart } from './names.ts';
 import {
   idleTask,
-  mergeInputs,
+  statsInputs,
   PERSIST_ABOVE_BYTES,
   type ArenaRow,
   type MergeActions,
@@ -62,7 +62,7 @@ export function createMergeSlice(ctx: StudioContext): StateCreator<StudioSlice, 
     /** The merge the current recipe asks for, or null with the reason shown as the merge's error. */
     function planMerge(): MergePlan | null {
       const data = get().studio;
-      const inputs = mergeInputs(data);
+      const inputs = statsInputs(data);
       if ('blocked' in inputs) {
         patchTask('merge', { status: 'error', error: { name: 'NotReady', message: inputs.blocked } });
         return null;
@@ -77,7 +77,18 @@ export function createMergeSlice(ctx: StudioContext): StateCreator<StudioSlice, 
         });
         return null;
       }
-      const problems = validateParams(data.params, inputs.agents.length);
+      // An agent that could not be opened is left out: its per-agent values go with it.
+      const all = data.models.filter((m) => m.role === 'agent').length;
+      const { params, gradients } =
+        inputs.kept.length === all
+          ? { params: data.params, gradients: data.gradients }
+          : reorderRecipe(
+              data.params,
+              data.gradients ?? { global: {}, models: [] },
+              inputs.kept,
+              defaultParams(data.params.method, inputs.kept.length),
+            );
+      const problems = validateParams(params, inputs.agents.length);
       if (problems.length > 0) {
         patchTask('merge', {
           status: 'error',
@@ -86,10 +97,11 @@ export function createMergeSlice(ctx: StudioContext): StateCreator<StudioSlice, 
         return null;
       }
       return {
-        ...inputs,
-        params: data.params,
+        base: inputs.base,
+        agents: inputs.agents,
+        params,
         outDtype: data.outDtype,
-        settings: mergeSettings(data.params, data.gradients, inputs.agents.length),
+        settings: mergeSettings(params, gradients, inputs.agents.length),
         readDtype: data.readDtype,
       };
     }

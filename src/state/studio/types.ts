@@ -449,18 +449,24 @@ export function mergeInputs(
 }
 
 /**
- * The models the statistics read: like mergeInputs, but an agent that could not be opened is left
- * out (its card says so) rather than holding back the others. The merge still waits for it, as the
- * recipe's per-agent values count it.
+ * The models the statistics and the merge read: like mergeInputs, but an agent that could not be
+ * opened is left out (its card says so) rather than holding back the others. `kept` are the indices
+ * of the used agents among all agents (the recipe's per-agent values are indexed by those), `left`
+ * the agents left out.
  */
 export function statsInputs(
   data: StudioData,
-): { base: StudioModel; agents: StudioModel[] } | { blocked: string } {
+): { base: StudioModel; agents: StudioModel[]; kept: number[]; left: StudioModel[] } | { blocked: string } {
   const opened = { ...data, models: data.models.filter((m) => m.role === 'base' || m.status !== 'error') };
   const inputs = mergeInputs(opened);
-  if ('blocked' in inputs && opened.models.length < data.models.length && !opened.models.some(isAgent))
-    return { blocked: 'No agent could be opened: choose other files for them.' };
-  return inputs;
+  if ('blocked' in inputs) {
+    if (opened.models.length < data.models.length && !opened.models.some(isAgent))
+      return { blocked: 'No agent could be opened: choose other files for them.' };
+    return inputs;
+  }
+  const all = data.models.filter(isAgent);
+  const kept = all.flatMap((m, t) => (m.status === 'error' ? [] : [t]));
+  return { ...inputs, kept, left: all.filter((m) => m.status === 'error') };
 }
 
 const isAgent = (m: StudioModel): boolean => m.role === 'agent';

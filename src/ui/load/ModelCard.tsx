@@ -208,7 +208,7 @@ export function ModelCard({ model, index, count }: { model: StudioModel; index: 
       {model.status === 'error' && (
         <p className="studio-help" data-testid={`${testId}-excluded`}>
           {model.role === 'agent'
-            ? 'Left out of the statistics. Choose other files for it below; to merge the other agents, remove it.'
+            ? 'Left out of the statistics and the merge. Choose other files for it below, or remove it.'
             : 'Choose other files for the base below, or use Make base on one of the agents.'}
         </p>
       )}

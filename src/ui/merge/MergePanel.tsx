@@ -11,7 +11,7 @@ import { METHOD_LIST, methodOf } from '../../methods/registry/index.ts';
 import { ramLambdas, tensorLocalLambdas } from '../../methods/stats.ts';
 import type { MethodName, MethodParams } from '../../methods/types.ts';
 import { studioStore } from '../../state/store.ts';
-import { mergeInputs, storageLooksPrivate, type StudioData } from '../../state/studio-slice.ts';
+import { statsInputs, storageLooksPrivate, type StudioData } from '../../state/studio-slice.ts';
 import { derivationVerdict, lineageWarning } from '../../driver/derivation.ts';
 import { tensorRecords } from '../../driver/model-transfer.ts';
 import { formatBytes, formatCount } from '../format.ts';
@@ -173,13 +173,16 @@ export function MergePanel() {
   const nameHelpId = useId();
   const labels = data.models.filter((m) => m.role === 'agent').map((m) => m.label);
   const { params, merge } = data;
-  const inputs = mergeInputs(data);
+  // An agent that could not be opened is left out of the merge (statsInputs), as of the statistics.
+  const inputs = statsInputs(data);
+  const leftOut = 'blocked' in inputs ? [] : inputs.left.map((m) => m.label);
+  const merged = 'blocked' in inputs ? labels.length : inputs.agents.length;
   const problems = validateParams(params, labels.length);
   const mismatch = data.check.result !== null && !data.check.result.compat.ok;
   const blocked = 'blocked' in inputs ? inputs.blocked : mismatch ? 'The models do not match.' : null;
   const running = merge.status === 'running';
   const pick = directoryPicker();
-  const agentsText = `${labels.length} agent${labels.length === 1 ? '' : 's'}`;
+  const agentsText = `${merged} agent${merged === 1 ? '' : 's'}`;
   const disabled = running || blocked !== null || problems.length > 0;
   const defaultName = defaultMergeName(params.method, labels.length, new Date());
   const name = data.mergeName ?? defaultName;
@@ -273,6 +276,7 @@ export function MergePanel() {
         merge={merge}
         disabled={disabled}
         blocked={blocked}
+        leftOut={leftOut}
         agentsText={agentsText}
         pick={pick ?? null}
         folderHelpId={folderHelpId}

@@ -69,6 +69,7 @@ export function MergeRun({
   merge,
   disabled,
   blocked,
+  leftOut,
   agentsText,
   pick,
   folderHelpId,
@@ -76,6 +77,8 @@ export function MergeRun({
   merge: TaskState<MergeSummary>;
   disabled: boolean;
   blocked: string | null;
+  /** Agents that could not be opened, which the merge leaves out (their cards say so). */
+  leftOut: string[];
   agentsText: string;
   pick: DirectoryPicker | null;
   folderHelpId: string;
@@ -145,6 +148,11 @@ export function MergeRun({
           </button>
         )}
         {blocked && <span className="muted">{blocked}</span>}
+        {!blocked && leftOut.length > 0 && (
+          <span className="muted" data-testid="merge-left-out">
+            Leaves out {leftOut.join(', ')}, which could not be opened.
+          </span>
+        )}
       </div>
       {running && <MergeProgress />}
       {merge.status === 'done' && merge.result && <MergeDone summary={merge.result} />}
