@@ -120,7 +120,7 @@ export function ZipDownload({ folder, name, testId }: { folder: string; name: st
           type="button"
           className="button"
           data-testid="merge-download-zip"
-          aria-label={`Download ${name} as one zip`}
+          aria-label={`Download as zip: ${name}`}
           onClick={start}
         >
           Download as zip

@@ -2,7 +2,7 @@
 // elements per merge branch from the cached statistics, and the merge job in the worker (into OPFS,
 // or straight into a picked folder where the browser has a folder picker) with its progress and Cancel.
 import { readDtypeText } from '../stats/ReadDtypeField.tsx';
-import { useId } from 'react';
+import { useEffect, useId, useRef } from 'react';
 import { ParamFields, type ParamChange } from './ParamFields.tsx';
 import { RecipeNotice } from './RecipeNotice.tsx';
 import type { FloatDtype } from '../../format/dtype.ts';
@@ -161,7 +161,38 @@ const DTYPES: { value: FloatDtype | ''; text: string }[] = [
   { value: 'F32', text: 'float32' },
 ];
 
+/**
+ * Keeps the sticky merge column inside the window wherever the page is scrolled: its height is the
+ * window's less where its top is now (below the header and step bar at the top of the page, 12 px
+ * once stuck), so the run region at its bottom is always on screen (CSS alone knows only the stuck case).
+ */
+function useColumnTop(): React.RefObject<HTMLElement | null> {
+  const ref = useRef<HTMLElement>(null);
+  useEffect(() => {
+    const panel = ref.current;
+    if (!panel) return;
+    let frame = 0;
+    const update = () => {
+      frame = 0;
+      panel.style.setProperty('--merge-top', `${Math.max(12, panel.getBoundingClientRect().top)}px`);
+    };
+    const schedule = () => {
+      frame ||= requestAnimationFrame(update);
+    };
+    update();
+    window.addEventListener('scroll', schedule, { passive: true });
+    window.addEventListener('resize', schedule);
+    return () => {
+      cancelAnimationFrame(frame);
+      window.removeEventListener('scroll', schedule);
+      window.removeEventListener('resize', schedule);
+    };
+  }, []);
+  return ref;
+}
+
 export function MergePanel() {
+  const columnRef = useColumnTop();
   // Without the merge's progress, which MergeProgress reads: the recipe, previews and their per-tensor
   // λ are not worked out again ten times a second.
   const data = useStudioWithoutProgress();
@@ -188,6 +219,7 @@ export function MergePanel() {
   const name = data.mergeName ?? defaultName;
   return (
     <section
+      ref={columnRef}
       className="panel"
       aria-labelledby="merge-heading"
       data-testid="merge-panel"
