@@ -172,11 +172,15 @@ test('a corrupt file and a mismatched agent are reported by name and the app sta
   await expect(broken.getByTestId('model-agent-3-error')).toContainText(
     /truncated|shorter|past the end|header/i,
   );
-  await expect(workflow.mergeButton).toBeDisabled();
+  // The merge, like the statistics, leaves the refused agent out and says so.
+  await expect(workflow.mergeButton).toBeEnabled();
+  await expect(workflow.mergeButton).toHaveText('Merge 3 agents');
+  await expect(page.getByTestId('merge-left-out')).toContainText('Leaves out broken');
   await workflow.shoot(workflow.loadPanel, 'studio-errors-corrupt', testInfo);
   await broken.getByTestId('model-agent-3-remove').click();
   await expect(workflow.statsPanel).toHaveAttribute('data-status', 'done');
   await expect(workflow.mergeButton).toBeEnabled();
+  await expect(page.getByTestId('merge-left-out')).toHaveCount(0);
 
   await workflow.addAgentFiles([
     { name: 'odd.safetensors', buffer: await mismatchedCheckpoint('layers.1.weight') },
