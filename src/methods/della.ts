@@ -278,14 +278,17 @@ export function accumulateDellaNorms(
   });
 }
 
+/** One window of a tensor as the window functions below read it: its values and its shape. */
+interface DellaWindow {
+  name: string;
+  base: ArrayLike<number>;
+  agents: readonly ArrayLike<number>[];
+  shape?: readonly number[];
+}
+
 /** One window's DELLA-sparsified τ, its rank groups from the window's shape (whole slabs). */
 export function dellaWindowTaus(
-  v: {
-    name: string;
-    base: ArrayLike<number>;
-    agents: readonly ArrayLike<number>[];
-    shape?: readonly number[];
-  },
+  v: DellaWindow,
   start: number,
   params: DellaParams,
 ): { values: Float64Array[]; votes: Float32Array[] } {
@@ -295,12 +298,7 @@ export function dellaWindowTaus(
 /** accumulateDellaNorms over one window of whole slabs, its rank groups from the window's shape. */
 export function accumulateDellaWindowNorms(
   norms: { before: number[]; after: number[] },
-  v: {
-    name: string;
-    base: ArrayLike<number>;
-    agents: readonly ArrayLike<number>[];
-    shape?: readonly number[];
-  },
+  v: DellaWindow,
   start: number,
   params: DellaParams,
 ): void {
