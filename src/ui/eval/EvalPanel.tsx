@@ -7,7 +7,7 @@ import { chosenCandidates, evalCandidates } from '../../state/studio/eval-slice.
 import { studioStore, useStudio } from '../../state/store.ts';
 import type { EvalData } from '../../state/studio-slice.ts';
 import type { ProbeFileText } from '../../worker/protocol.ts';
-import { ErrorBox, idPart } from '../studio/common.tsx';
+import { ErrorBox, idPart, CancelButton } from '../studio/common.tsx';
 import { CandidateMerges, WrittenCandidate } from './CandidateMerges.tsx';
 import { EvalResults } from './EvalResults.tsx';
 import { GenerateBox } from './GenerateBox.tsx';
@@ -243,15 +243,11 @@ export function EvalPanel() {
           {candidates > 0 && ` and ${candidates} candidate merge${candidates === 1 ? '' : 's'}`}
         </button>
         {running && (
-          <button
-            ref={cancel}
-            type="button"
-            className="button button--secondary"
-            data-testid="eval-cancel"
-            onClick={() => studioStore.getState().cancelEval()}
-          >
-            Cancel
-          </button>
+          <CancelButton
+            buttonRef={cancel}
+            testId="eval-cancel"
+            onCancel={() => studioStore.getState().cancelEval()}
+          />
         )}
       </div>
       {running && (

@@ -8,7 +8,7 @@ import type { MergeSummary } from '../../worker/protocol.ts';
 import { describeWindowCache } from '../../driver/job.ts';
 import type { DirectoryPicker } from '../../io/browser-folders.ts';
 import { formatBytes, formatDuration } from '../format.ts';
-import { ErrorBox, ProgressBar } from '../studio/common.tsx';
+import { ErrorBox, ProgressBar, CancelButton } from '../studio/common.tsx';
 import { budgetAdvice } from '../load/budget.ts';
 
 /** What the merge just wrote and where, said where the Merge button is. */
@@ -137,15 +137,11 @@ export function MergeRun({
           </button>
         )}
         {running && (
-          <button
-            ref={cancel}
-            type="button"
-            className="button button--secondary"
-            data-testid="merge-cancel"
-            onClick={() => studioStore.getState().cancelMerge()}
-          >
-            Cancel
-          </button>
+          <CancelButton
+            buttonRef={cancel}
+            testId="merge-cancel"
+            onCancel={() => studioStore.getState().cancelMerge()}
+          />
         )}
         {blocked && <span className="muted">{blocked}</span>}
         {!blocked && leftOut.length > 0 && (

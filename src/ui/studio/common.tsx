@@ -1,4 +1,5 @@
 // Pieces the studio's panels share: the error box, the job progress bar (agent colours: colors.ts).
+import type { RefObject } from 'react';
 import type { Progress } from '../../driver/job.ts';
 import type { WorkerErrorInfo } from '../../worker/protocol.ts';
 import { formatBytes, formatCount, formatDuration } from '../format.ts';
@@ -75,5 +76,28 @@ export function ProgressBar({
         )}
       </p>
     </div>
+  );
+}
+
+/** The Cancel button of a running job (merge, evaluation); `buttonRef` lets the panel focus it. */
+export function CancelButton({
+  buttonRef,
+  testId,
+  onCancel,
+}: {
+  buttonRef: RefObject<HTMLButtonElement | null>;
+  testId: string;
+  onCancel: () => void;
+}) {
+  return (
+    <button
+      ref={buttonRef}
+      type="button"
+      className="button button--secondary"
+      data-testid={testId}
+      onClick={onCancel}
+    >
+      Cancel
+    </button>
   );
 }
